@@ -1,0 +1,82 @@
+//! Command-line definitions (clap derive only; no behaviour lives here).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+
+/// A sandboxed MCP toolbelt: files, search, terminals, todos and memory in one server.
+#[derive(Debug, Parser)]
+#[command(name = "toolbelt-mcp", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the MCP server on stdio (stdout carries only the protocol; logs go to stderr).
+    Serve(CommonArgs),
+    /// Write the published tool schemas to `schemas/` (or verify them with `--check`).
+    Schemas(SchemasArgs),
+    /// Report the resolved configuration, roots, state dir and Landlock support.
+    Doctor(CommonArgs),
+}
+
+/// Flags shared by every command that resolves a configuration.
+#[derive(Debug, Default, Clone, Args)]
+pub struct CommonArgs {
+    /// A directory the tools may use (repeatable). Default: the client's MCP roots if it
+    /// offers them, else the current directory. Env: `TOOLBELT_ROOT` (`:`-separated).
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// TOML config file. Default: `$XDG_CONFIG_HOME/toolbelt-mcp/config.toml` if it exists.
+    /// Env: `TOOLBELT_CONFIG`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where state lives. Default: `$XDG_STATE_HOME/toolbelt-mcp`. Env: `TOOLBELT_STATE_DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// `consolidated` (one tool per family) or `granular` (one tool per operation).
+    /// Env: `TOOLBELT_TOOL_LAYOUT`.
+    #[arg(long, value_enum, value_name = "LAYOUT")]
+    pub tool_layout: Option<ToolLayout>,
+    /// Most bytes of text one tool result may carry (default 65536).
+    /// Env: `TOOLBELT_OUTPUT_BUDGET`.
+    #[arg(long, value_name = "BYTES")]
+    pub output_budget: Option<usize>,
+}
+
+/// Flags of `toolbelt-mcp schemas`.
+#[derive(Debug, Args)]
+pub struct SchemasArgs {
+    /// Verify instead of writing: exit 1 if the files differ from what this binary generates.
+    #[arg(long)]
+    pub check: bool,
+    /// The repository directory holding `schemas/` and `README.md`.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// How the operations are exposed as MCP tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolLayout {
+    /// One tool per family (`file_operations`, …) with an `operation` field.
+    #[default]
+    Consolidated,
+    /// One tool per operation (`read_file`, …) with exact annotations.
+    Granular,
+}
+
+impl ToolLayout {
+    /// The name used on the command line and in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Consolidated => "consolidated",
+            Self::Granular => "granular",
+        }
+    }
+}

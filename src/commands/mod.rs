@@ -1,0 +1,5 @@
+//! The non-serving subcommands: `schemas` and `doctor`. They write reports to stdout, which
+//! is theirs (only `serve` reserves stdout for the protocol).
+
+pub mod doctor;
+pub mod schemas;

@@ -1,0 +1,319 @@
+//! `Config::resolve`: flags > environment > config file > defaults, validated once into an
+//! immutable `Arc<Config>`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::cli::{CommonArgs, ToolLayout};
+use crate::error::ConfigError;
+use crate::sandbox::fs;
+
+/// Default text budget of one tool result, in bytes.
+pub const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024;
+/// Smallest and largest accepted text budgets: big enough for a useful answer, small enough
+/// to stay far below the 10 MiB message limit of common clients.
+const BUDGET_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
+/// Default cap on one image returned by `read_file` (the Anthropic API's per-image limit).
+pub const DEFAULT_MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// The resolved configuration, shared read-only by everything that serves calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Canonical root directories; relative paths resolve against the first.
+    pub roots: Vec<PathBuf>,
+    /// Whether the roots were given (flag, env or file). If not, a client's MCP roots replace
+    /// the current-directory default.
+    pub roots_explicit: bool,
+    /// Where state lives (created on first use, not at startup).
+    pub state_dir: PathBuf,
+    /// How operations are exposed as tools.
+    pub tool_layout: ToolLayout,
+    /// Most bytes of text in one tool result.
+    pub output_budget: usize,
+    /// Most bytes of one image returned as image content.
+    pub max_image_bytes: usize,
+    /// The config file that was read, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+/// The keys a config file may hold; anything else is an error naming the key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    roots: Option<Vec<PathBuf>>,
+    state_dir: Option<PathBuf>,
+    tool_layout: Option<ToolLayout>,
+    output_budget: Option<usize>,
+    max_image_bytes: Option<usize>,
+}
+
+/// Reads an environment variable; injected so resolution is testable without touching the
+/// process environment.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
+impl Config {
+    /// Resolves flags, environment, the config file and defaults, canonicalising the roots.
+    pub fn resolve(args: &CommonArgs, env: EnvLookup<'_>, cwd: &Path) -> Result<Arc<Self>, ConfigError> {
+        let (file, config_file) = load_file(args, env)?;
+        let file_dir = config_file.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+        let from_file = |p: &PathBuf| match &file_dir {
+            Some(dir) if p.is_relative() => dir.join(p),
+            _ => p.clone(),
+        };
+
+        let env_roots = env("TOOLBELT_ROOT").map(|v| std::env::split_paths(&v).collect::<Vec<_>>());
+        let (given_roots, roots_explicit) = if !args.roots.is_empty() {
+            (args.roots.iter().map(|r| cwd.join(r)).collect(), true)
+        } else if let Some(roots) = env_roots.filter(|r| !r.is_empty()) {
+            (roots.iter().map(|r| cwd.join(r)).collect(), true)
+        } else if let Some(roots) = file.roots.as_ref().filter(|r| !r.is_empty()) {
+            (roots.iter().map(from_file).collect(), true)
+        } else {
+            (vec![cwd.to_path_buf()], false)
+        };
+        let roots = canonical_roots(given_roots)?;
+
+        let state_dir = match (&args.state_dir, env("TOOLBELT_STATE_DIR"), &file.state_dir) {
+            (Some(dir), _, _) => cwd.join(dir),
+            (None, Some(dir), _) => cwd.join(dir),
+            (None, None, Some(dir)) => from_file(dir),
+            (None, None, None) => xdg_dir(env, "XDG_STATE_HOME", ".local/state").join("toolbelt-mcp"),
+        };
+
+        let tool_layout = match (args.tool_layout, env("TOOLBELT_TOOL_LAYOUT")) {
+            (Some(layout), _) => layout,
+            (None, Some(value)) => parse_layout(&value)?,
+            (None, None) => file.tool_layout.unwrap_or_default(),
+        };
+
+        let output_budget = match (args.output_budget, env("TOOLBELT_OUTPUT_BUDGET")) {
+            (Some(bytes), _) => bytes,
+            (None, Some(value)) => value
+                .to_str()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| ConfigError::BadEnv {
+                    name: "TOOLBELT_OUTPUT_BUDGET",
+                    value: value.to_string_lossy().into_owned(),
+                    expected: "a number of bytes, e.g. `65536`",
+                })?,
+            (None, None) => file.output_budget.unwrap_or(DEFAULT_OUTPUT_BUDGET),
+        };
+        if !(BUDGET_RANGE.0..=BUDGET_RANGE.1).contains(&output_budget) {
+            return Err(ConfigError::OutOfRange {
+                key: "output_budget",
+                value: output_budget.to_string(),
+                expected: "between 1024 and 4194304 bytes",
+            });
+        }
+        let max_image_bytes = file.max_image_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES);
+
+        Ok(Arc::new(Self {
+            roots,
+            roots_explicit,
+            state_dir,
+            tool_layout,
+            output_budget,
+            max_image_bytes,
+            config_file,
+        }))
+    }
+}
+
+/// Reads the config file named by `--config`, `TOOLBELT_CONFIG`, or the XDG default (which
+/// may be absent; the others must exist).
+fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(FileConfig, Option<PathBuf>), ConfigError> {
+    let explicit = args
+        .config
+        .clone()
+        .or_else(|| env("TOOLBELT_CONFIG").map(PathBuf::from));
+    let path = match explicit {
+        Some(path) => path,
+        None => {
+            let default = xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp/config.toml");
+            if !fs::is_file(&default) {
+                return Ok((FileConfig::default(), None));
+            }
+            default
+        }
+    };
+    let text = fs::read_small_text(&path).map_err(|source| ConfigError::ReadFile {
+        path: path.clone(),
+        source,
+    })?;
+    let file = toml::from_str(&text).map_err(|err| ConfigError::ParseFile {
+        path: path.clone(),
+        message: err.message().to_string(),
+    })?;
+    Ok((file, Some(path)))
+}
+
+fn canonical_roots(given: Vec<PathBuf>) -> Result<Vec<PathBuf>, ConfigError> {
+    let mut roots: Vec<PathBuf> = Vec::with_capacity(given.len());
+    for path in given {
+        let canonical = fs::canonicalize(&path).map_err(|err| ConfigError::BadRoot {
+            path: path.clone(),
+            problem: match err.kind() {
+                std::io::ErrorKind::NotFound => "does not exist".into(),
+                _ => format!("cannot be resolved ({err})"),
+            },
+        })?;
+        if !fs::is_dir(&canonical) {
+            return Err(ConfigError::BadRoot {
+                path,
+                problem: "is not a directory".into(),
+            });
+        }
+        if !roots.contains(&canonical) {
+            roots.push(canonical);
+        }
+    }
+    Ok(roots)
+}
+
+fn parse_layout(value: &OsString) -> Result<ToolLayout, ConfigError> {
+    match value.to_str() {
+        Some("consolidated") => Ok(ToolLayout::Consolidated),
+        Some("granular") => Ok(ToolLayout::Granular),
+        _ => Err(ConfigError::BadEnv {
+            name: "TOOLBELT_TOOL_LAYOUT",
+            value: value.to_string_lossy().into_owned(),
+            expected: "`consolidated` or `granular`",
+        }),
+    }
+}
+
+/// `$VAR` if set and absolute, else `$HOME/fallback`.
+fn xdg_dir(env: EnvLookup<'_>, var: &str, fallback: &str) -> PathBuf {
+    match env(var).map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => env("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"))
+            .join(fallback),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
+        let map: HashMap<String, OsString> = pairs.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
+        move |key| map.get(key).cloned()
+    }
+
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("a");
+        let b = tmp.path().join("b");
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        (tmp, a.canonicalize().unwrap(), b.canonicalize().unwrap())
+    }
+
+    #[test]
+    fn defaults_use_cwd_and_xdg_dirs() {
+        let (tmp, a, _) = dirs();
+        let home = tmp.path().to_str().unwrap();
+        let config = Config::resolve(&CommonArgs::default(), &env_of(&[("HOME", home)]), &a).unwrap();
+        assert_eq!(config.roots, vec![a]);
+        assert!(!config.roots_explicit);
+        assert_eq!(config.state_dir, tmp.path().join(".local/state/toolbelt-mcp"));
+        assert_eq!(config.output_budget, DEFAULT_OUTPUT_BUDGET);
+        assert_eq!(config.tool_layout, ToolLayout::Consolidated);
+        assert_eq!(config.config_file, None);
+    }
+
+    #[test]
+    fn flags_beat_env_beat_file() {
+        let (tmp, a, b) = dirs();
+        let file = tmp.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "roots = [\"b\"]\noutput_budget = 2000\ntool_layout = \"granular\"\nstate_dir = \"st\"\n",
+        )
+        .unwrap();
+        let file_str = file.to_str().unwrap();
+        // File only: relative paths resolve against the file's directory.
+        let env = env_of(&[("TOOLBELT_CONFIG", file_str)]);
+        let config = Config::resolve(&CommonArgs::default(), &env, &a).unwrap();
+        assert_eq!(config.roots, vec![b.clone()]);
+        assert!(config.roots_explicit);
+        assert_eq!(config.output_budget, 2000);
+        assert_eq!(config.tool_layout, ToolLayout::Granular);
+        assert_eq!(config.state_dir, tmp.path().join("st"));
+        // Env beats file.
+        let env = env_of(&[
+            ("TOOLBELT_CONFIG", file_str),
+            ("TOOLBELT_ROOT", a.to_str().unwrap()),
+            ("TOOLBELT_OUTPUT_BUDGET", "3000"),
+            ("TOOLBELT_TOOL_LAYOUT", "consolidated"),
+        ]);
+        let config = Config::resolve(&CommonArgs::default(), &env, &a).unwrap();
+        assert_eq!((config.roots.clone(), config.output_budget), (vec![a.clone()], 3000));
+        assert_eq!(config.tool_layout, ToolLayout::Consolidated);
+        // Flags beat env.
+        let args = CommonArgs {
+            roots: vec![b.clone(), a.clone(), b.clone()],
+            output_budget: Some(4000),
+            tool_layout: Some(ToolLayout::Granular),
+            ..CommonArgs::default()
+        };
+        let config = Config::resolve(&args, &env, &a).unwrap();
+        assert_eq!(config.roots, vec![b, a], "duplicates are dropped, order kept");
+        assert_eq!(config.output_budget, 4000);
+        assert_eq!(config.tool_layout, ToolLayout::Granular);
+    }
+
+    #[test]
+    fn unknown_file_key_is_named() {
+        let (tmp, a, _) = dirs();
+        let file = tmp.path().join("c.toml");
+        std::fs::write(&file, "rootz = [\"b\"]\n").unwrap();
+        let args = CommonArgs {
+            config: Some(file),
+            ..CommonArgs::default()
+        };
+        let err = Config::resolve(&args, &env_of(&[]), &a).unwrap_err().to_string();
+        assert!(err.contains("unknown field `rootz`"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let (tmp, a, _) = dirs();
+        let missing = CommonArgs {
+            roots: vec![tmp.path().join("nope")],
+            ..CommonArgs::default()
+        };
+        let err = Config::resolve(&missing, &env_of(&[]), &a).unwrap_err().to_string();
+        assert!(err.contains("does not exist") && err.contains("nope"), "{err}");
+        let small = CommonArgs {
+            output_budget: Some(10),
+            ..CommonArgs::default()
+        };
+        let err = Config::resolve(&small, &env_of(&[]), &a).unwrap_err().to_string();
+        assert!(err.contains("output_budget"), "{err}");
+        let err = Config::resolve(&CommonArgs::default(), &env_of(&[("TOOLBELT_TOOL_LAYOUT", "flat")]), &a)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TOOLBELT_TOOL_LAYOUT"), "{err}");
+        let no_file = CommonArgs {
+            config: Some(tmp.path().join("none.toml")),
+            ..CommonArgs::default()
+        };
+        assert!(Config::resolve(&no_file, &env_of(&[]), &a).is_err());
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let not_dir = CommonArgs {
+            roots: vec![file],
+            ..CommonArgs::default()
+        };
+        let err = Config::resolve(&not_dir, &env_of(&[]), &a).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+    }
+}

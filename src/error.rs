@@ -1,0 +1,233 @@
+//! Error types at the crate's boundaries: what a tool call tells the model, and what startup tells the user.
+
+use std::path::PathBuf;
+
+/// A failure the model can act on. Every variant reaches the model as the text of an
+/// `isError` tool result, so each message says what was wrong and what to send instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments did not fit the operation's fields.
+    #[error("invalid arguments for `{operation}`: {message}. Accepted fields: {accepted}")]
+    InvalidArguments {
+        /// The operation whose arguments were wrong.
+        operation: &'static str,
+        /// What serde (or a check) found.
+        message: String,
+        /// The operation's fields, required ones marked.
+        accepted: String,
+    },
+    /// A field whose value is out of its range.
+    #[error("`{field}` = {value} is out of range: {expected}")]
+    BadValue {
+        /// The field.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// No `operation` field, or one this tool does not have.
+    #[error("{problem}. Set `operation` to one of: {accepted}")]
+    BadOperation {
+        /// What was wrong with the `operation` field.
+        problem: String,
+        /// The tool's operations.
+        accepted: String,
+    },
+    /// A path that lies outside every root.
+    #[error(
+        "`{path}` is outside the allowed roots ({roots}); use a path inside them (relative paths start at `{first_root}`)"
+    )]
+    OutsideRoots {
+        /// The path as given.
+        path: String,
+        /// The roots, comma separated.
+        roots: String,
+        /// The root that relative paths resolve against.
+        first_root: String,
+    },
+    /// A path inside a root that leads outside through a symlink.
+    #[error(
+        "`{path}` is a symlink (or goes through one) that resolves to `{target}`, outside the allowed roots ({roots}); only paths that stay inside the roots can be used"
+    )]
+    SymlinkEscape {
+        /// The path as given.
+        path: String,
+        /// Where it really points.
+        target: PathBuf,
+        /// The roots, comma separated.
+        roots: String,
+    },
+    /// Nothing exists at the path.
+    #[error("`{path}` does not exist; check the name with `list_dir` or `file_search`")]
+    NotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// A directory where a file was needed.
+    #[error("`{path}` is a directory; use `list_dir` to see its entries or `read_file` on a file inside it")]
+    IsADirectory {
+        /// The path as given.
+        path: String,
+    },
+    /// A file where a directory was needed.
+    #[error("`{path}` is not a directory; use `read_file` to read it or give its parent directory")]
+    NotADirectory {
+        /// The path as given.
+        path: String,
+    },
+    /// A binary file asked for as text.
+    #[error(
+        "`{path}` is a binary file ({kind}, {size}) and cannot be shown as text; read a text file instead (images png/jpeg/gif/webp are returned as images)"
+    )]
+    Binary {
+        /// The path as given.
+        path: String,
+        /// The detected type.
+        kind: String,
+        /// Its size, human readable.
+        size: String,
+    },
+    /// A file too large for what was asked.
+    #[error("`{path}` is {size}, over the {limit} limit for {what}")]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// Its size, human readable.
+        size: String,
+        /// The limit, human readable.
+        limit: String,
+        /// What the limit applies to.
+        what: &'static str,
+    },
+    /// A line window that starts after the end of the file.
+    #[error("`offset` {offset} is past the end of `{path}`, which has {total} lines; use an offset from 1 to {total}")]
+    OffsetPastEnd {
+        /// The path as given.
+        path: String,
+        /// The requested 1-based line.
+        offset: u64,
+        /// Lines in the file.
+        total: u64,
+    },
+    /// A glob that does not parse.
+    #[error("invalid glob `{pattern}`: {message}; globs look like `**/*.rs` or `src/*.{{js,ts}}`")]
+    InvalidGlob {
+        /// The glob as given.
+        pattern: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A regex that does not parse.
+    #[error(
+        "invalid regex `{pattern}`:\n{message}\nfix the pattern (Rust regex syntax), or set `fixed_strings: true` to search for it literally"
+    )]
+    InvalidRegex {
+        /// The pattern as given.
+        pattern: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The operating system refused an access.
+    #[error("cannot {action} `{path}`: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path as given.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A bug on our side; the model can only retry or report it.
+    #[error("internal error: {0}; this is a bug in toolbelt-mcp, please report it")]
+    Internal(String),
+}
+
+impl ToolError {
+    /// Checks that a numeric field, when given, is within `min..=max`.
+    pub fn check_range(
+        field: &'static str,
+        value: Option<usize>,
+        min: usize,
+        max: usize,
+        expected: &'static str,
+    ) -> Result<(), Self> {
+        match value {
+            Some(v) if v < min || v > max => Err(Self::BadValue {
+                field,
+                value: v.to_string(),
+                expected,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Wraps an I/O error with the path and action, mapping "not found" and "is a directory"
+    /// to their own, more helpful variants.
+    pub fn io(action: &'static str, path: &str, source: std::io::Error) -> Self {
+        match source.kind() {
+            std::io::ErrorKind::NotFound => Self::NotFound { path: path.into() },
+            std::io::ErrorKind::IsADirectory => Self::IsADirectory { path: path.into() },
+            std::io::ErrorKind::NotADirectory => Self::NotADirectory { path: path.into() },
+            _ => Self::Io {
+                action,
+                path: path.into(),
+                source,
+            },
+        }
+    }
+}
+
+/// A problem with the configuration, reported at startup before anything is served.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A root that does not exist or is not a directory.
+    #[error("root `{path}` {problem}; pass an existing directory with `--root DIR`")]
+    BadRoot {
+        /// The root as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The config file could not be read.
+    #[error("cannot read config file `{path}`: {source}; fix the path given to `--config` (or `TOOLBELT_CONFIG`)")]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML for our keys.
+    #[error("invalid config file `{path}`: {message}")]
+    ParseFile {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said, including unknown keys.
+        message: String,
+    },
+    /// An environment variable with a value we cannot use.
+    #[error("invalid value `{value}` in environment variable `{name}`: {expected}")]
+    BadEnv {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A value out of range.
+    #[error("invalid `{key}` = {value}: {expected}")]
+    OutOfRange {
+        /// The setting.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// No current directory and no root given.
+    #[error("cannot determine the current directory ({0}); pass `--root DIR`")]
+    NoCurrentDir(#[source] std::io::Error),
+}

@@ -1,0 +1,9 @@
+//! The sandbox: path confinement to the roots, the only module that touches the filesystem,
+//! directory walking, and kernel sandbox (Landlock) support.
+
+pub mod fs;
+pub mod landlock;
+pub mod paths;
+pub mod walk;
+
+pub use paths::{Resolved, Roots};

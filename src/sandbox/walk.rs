@@ -1,0 +1,104 @@
+//! Directory walking for list, glob and grep: the `ignore` walker configured once, so every
+//! operation skips the same things and never follows a symlink out of a root.
+
+use ignore::WalkBuilder;
+
+use crate::sandbox::Resolved;
+
+/// What a walk includes.
+#[derive(Debug, Clone, Copy)]
+pub struct WalkOptions {
+    /// Include dot-files and dot-directories (`.git` itself is always skipped).
+    pub include_hidden: bool,
+    /// Honour `.gitignore`, `.ignore`, `.git/info/exclude` and the global git excludes,
+    /// whether or not the tree is a git repository.
+    pub respect_gitignore: bool,
+    /// Deepest level to descend to (1 = the directory's own entries).
+    pub max_depth: Option<usize>,
+}
+
+/// A walker over a confined directory: symlinks are reported, never followed.
+pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(dir.real());
+    let respect = options.respect_gitignore;
+    builder
+        .hidden(!options.include_hidden)
+        .ignore(respect)
+        .git_ignore(respect)
+        .git_global(respect)
+        .git_exclude(respect)
+        .parents(respect)
+        .require_git(false)
+        .follow_links(false)
+        .max_depth(options.max_depth)
+        .filter_entry(|entry| entry.file_name() != ".git");
+    builder
+}
+
+/// Threads for parallel walks: one per core, like ripgrep, capped at 12.
+pub fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
+}
+
+/// Visits every entry of a walk on several threads. Each thread gets its own state from
+/// `make` (a buffer, a searcher), passed to `visit` for each entry; the states are returned
+/// when the walk ends. Walk errors (unreadable directories) are counted, not fatal.
+pub fn visit_parallel<S, M, F>(builder: &WalkBuilder, make: M, visit: F) -> (Vec<S>, u64)
+where
+    S: Send,
+    M: Fn() -> S + Sync,
+    F: Fn(&ignore::DirEntry, &mut S) + Sync,
+{
+    use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    struct Shared<'a, S, M, F> {
+        make: &'a M,
+        visit: &'a F,
+        states: Mutex<Vec<S>>,
+        errors: AtomicU64,
+    }
+    struct Visitor<'s, 'a, S, M, F> {
+        shared: &'s Shared<'a, S, M, F>,
+        state: Option<S>,
+    }
+    impl<S: Send, M: Sync, F: Fn(&ignore::DirEntry, &mut S) + Sync> ParallelVisitor for Visitor<'_, '_, S, M, F> {
+        fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
+            match (entry, self.state.as_mut()) {
+                (Ok(entry), Some(state)) => (self.shared.visit)(&entry, state),
+                _ => {
+                    self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            WalkState::Continue
+        }
+    }
+    impl<S, M, F> Drop for Visitor<'_, '_, S, M, F> {
+        fn drop(&mut self) {
+            if let (Some(state), Ok(mut states)) = (self.state.take(), self.shared.states.lock()) {
+                states.push(state);
+            }
+        }
+    }
+    impl<'s, S: Send, M: Fn() -> S + Sync, F: Fn(&ignore::DirEntry, &mut S) + Sync> ParallelVisitorBuilder<'s>
+        for &'s Shared<'_, S, M, F>
+    {
+        fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+            Box::new(Visitor {
+                shared: *self,
+                state: Some((self.make)()),
+            })
+        }
+    }
+
+    let shared = Shared {
+        make: &make,
+        visit: &visit,
+        states: Mutex::new(Vec::new()),
+        errors: AtomicU64::new(0),
+    };
+    builder.clone().threads(threads()).build_parallel().visit(&mut &shared);
+    let errors = shared.errors.load(Ordering::Relaxed);
+    (shared.states.into_inner().unwrap_or_default(), errors)
+}

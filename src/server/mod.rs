@@ -1,0 +1,166 @@
+//! The MCP server: the only layer (with `agent/`) that names rmcp types. It lists the
+//! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
+
+mod roots;
+pub mod stdio;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use crate::config::Config;
+use crate::error::ToolError;
+use crate::sandbox::Roots;
+use crate::tools::{self, Context, ToolOutput, ToolSpec};
+
+/// Guidance sent to clients in `initialize`.
+const INSTRUCTIONS: &str = "toolbelt-mcp: file tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows. Results that were cut say so and say how to see the rest.";
+
+/// One MCP connection: its configuration, its roots, and the tool listing.
+#[derive(Clone)]
+pub struct Server {
+    config: Arc<Config>,
+    roots: Arc<roots::SessionRoots>,
+    tools: Arc<OnceLock<Result<Vec<Tool>, String>>>,
+}
+
+impl Server {
+    /// A server for one connection.
+    pub fn new(config: Arc<Config>) -> Self {
+        let roots = Arc::new(roots::SessionRoots::new(Roots::new(config.roots.clone())));
+        Self {
+            config,
+            roots,
+            tools: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The registry's tools as rmcp tools, built on first use and kept.
+    fn tools(&self) -> Result<&Vec<Tool>, McpError> {
+        let built = self.tools.get_or_init(|| {
+            tools::specs(self.config.tool_layout)
+                .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
+                .map_err(|e| e.to_string())
+        });
+        built
+            .as_ref()
+            .map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
+    }
+}
+
+fn to_rmcp_tool(spec: ToolSpec) -> Tool {
+    let annotations = ToolAnnotations::with_title(spec.title.clone())
+        .read_only(spec.annotations.read_only_hint)
+        .destructive(spec.annotations.destructive_hint)
+        .idempotent(spec.annotations.idempotent_hint)
+        .open_world(spec.annotations.open_world_hint);
+    Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
+        .with_title(spec.title)
+        .with_raw_output_schema(Arc::new(spec.output_schema))
+        .with_annotations(annotations)
+}
+
+fn to_result(output: ToolOutput) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(output.text)];
+    content.extend(
+        output
+            .images
+            .into_iter()
+            .map(|image| ContentBlock::image(image.base64, image.mime_type)),
+    );
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(serde_json::Value::Object(output.structured));
+    result
+}
+
+fn error_result(error: &ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        if !self.config.roots_explicit && request.capabilities.roots.is_some() {
+            self.roots.expect_client_roots();
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.roots.awaiting_client() {
+            let (roots, peer) = (self.roots.clone(), context.peer.clone());
+            tokio::spawn(async move { roots.fetch(&peer).await });
+        }
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if !self.config.roots_explicit {
+            let (roots, peer) = (self.roots.clone(), context.peer.clone());
+            tokio::spawn(async move { roots.fetch(&peer).await });
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()?.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().ok()?.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let started = Instant::now();
+        let mut args = request.arguments.unwrap_or_default();
+        let operation = match tools::dispatch(self.config.tool_layout, &request.name, &mut args) {
+            Ok(Some(operation)) => operation,
+            Ok(None) => {
+                let names: Vec<String> = self.tools()?.iter().map(|t| format!("`{}`", t.name)).collect();
+                return Err(McpError::invalid_params(
+                    format!("unknown tool `{}`; this server has {}", request.name, names.join(", ")),
+                    None,
+                ));
+            }
+            Err(err) => return Ok(error_result(&err).into()),
+        };
+        let context = Arc::new(Context {
+            config: self.config.clone(),
+            roots: self.roots.current().await,
+        });
+        let outcome = operation.call(args, context).await;
+        let elapsed = started.elapsed();
+        match outcome {
+            Ok(output) => {
+                tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, bytes = output.text.len(), "call ok");
+                Ok(to_result(output).into())
+            }
+            Err(err) => {
+                tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, error = %err, "call failed");
+                Ok(error_result(&err).into())
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! `file_search`: files whose path matches a glob, found by the parallel `ignore` walker.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::walk::{self, WalkOptions};
+use crate::sandbox::{Resolved, Roots, fs};
+use crate::tools::file::glob::PathGlob;
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+
+const DEFAULT_LIMIT: usize = 500;
+const FOOTER_RESERVE: usize = 512;
+
+/// The `file_search` operation.
+pub struct FileSearch;
+
+/// How to order matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Sort {
+    /// By path, A to Z.
+    Path,
+    /// By modification time, newest first.
+    Mtime,
+}
+
+/// Arguments of `file_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// Glob: without `/` it matches file names at any depth (`*.rs`); with `/` it matches the path from `path` (`src/**/*.ts`); `{a,b}` alternatives.
+    pub pattern: String,
+    /// Directory to search (default: the first root).
+    pub path: Option<String>,
+    /// Include dot-files and dot-directories (default false).
+    pub include_hidden: Option<bool>,
+    /// Skip what .gitignore/.ignore exclude (default true).
+    pub respect_gitignore: Option<bool>,
+    /// Most files to show (default 500); the total is always reported.
+    #[schemars(range(min = 1))]
+    pub limit: Option<usize>,
+    /// `path` (default) or `mtime` (newest first).
+    pub sort: Option<Sort>,
+}
+
+/// Structured result of `file_search`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The directory searched.
+    pub path: String,
+    /// Files matching, in all.
+    pub total: u64,
+    /// The files shown, relative to the first root.
+    pub files: Vec<String>,
+}
+
+impl Operation for FileSearch {
+    const NAME: &'static str = "file_search";
+    const DESCRIPTION: &'static str = "Find files by glob (`*.rs`, `src/**/test_*.py`, `*.{js,ts}`) under `path`, sorted by path or by modification time (newest first). Reports the total even when `limit` (default 500) caps the list.";
+    const KIND: EffectKind = EffectKind::Read;
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Read(vec![args.path.clone().unwrap_or_default()])
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let context = call.context;
+        let dir = call
+            .subjects
+            .into_iter()
+            .next()
+            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        blocking(move || search(&dir, &args, &context.roots, context.config.output_budget)).await
+    }
+}
+
+fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
+    ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 file")?;
+    let glob = PathGlob::new(&args.pattern)?;
+    if !fs::metadata(dir)
+        .map_err(|e| ToolError::io("search", dir.shown(), e))?
+        .is_dir()
+    {
+        return Err(ToolError::NotADirectory {
+            path: dir.shown().into(),
+        });
+    }
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let by_mtime = args.sort == Some(Sort::Mtime);
+    let options = WalkOptions {
+        include_hidden: args.include_hidden.unwrap_or(false),
+        respect_gitignore: args.respect_gitignore.unwrap_or(true),
+        max_depth: None,
+    };
+    let builder = walk::builder(dir, options);
+    let total = AtomicU64::new(0);
+    let base = dir.real();
+    // Newest first, then path; `Reverse` on the time makes "smallest" mean "newest".
+    let order = |a: &(std::cmp::Reverse<Option<SystemTime>>, String),
+                 b: &(std::cmp::Reverse<Option<SystemTime>>, String)| { a.cmp(b) };
+    let (states, _errors) = walk::visit_parallel(
+        &builder,
+        Vec::new,
+        |entry, kept: &mut Vec<(std::cmp::Reverse<Option<SystemTime>>, String)>| {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return;
+            }
+            let Ok(relative) = entry.path().strip_prefix(base) else {
+                return;
+            };
+            if !glob.is_match(relative) {
+                return;
+            }
+            total.fetch_add(1, Ordering::Relaxed);
+            let mtime = if by_mtime {
+                entry.metadata().ok().and_then(|m| m.modified().ok())
+            } else {
+                None
+            };
+            kept.push((std::cmp::Reverse(mtime), roots.show(entry.path())));
+            // Keep memory bounded on huge trees: only the best `limit` can be shown.
+            if kept.len() >= limit * 4 {
+                kept.sort_unstable_by(order);
+                kept.truncate(limit);
+            }
+        },
+    );
+    let mut found: Vec<_> = states.into_iter().flatten().collect();
+    found.sort_unstable_by(order);
+    let total = total.into_inner();
+    let mut text = String::new();
+    let mut files = Vec::new();
+    let mut truncated = total as usize > limit;
+    for (_, path) in found.into_iter().take(limit) {
+        if text.len() + path.len() + 1 > budget.saturating_sub(FOOTER_RESERVE) {
+            truncated = true;
+            break;
+        }
+        text.push_str(&path);
+        text.push('\n');
+        files.push(path);
+    }
+    let sorted = if by_mtime { "newest first" } else { "by path" };
+    let summary = match (total, truncated) {
+        (0, _) => format!("[no files match `{}` under `{}`]", args.pattern, dir.shown()),
+        (_, false) => format!(
+            "[{total} files match `{}` under `{}`, {sorted}]",
+            args.pattern,
+            dir.shown()
+        ),
+        (_, true) => format!(
+            "[{total} files match `{}` under `{}`; showing the first {} {sorted}: narrow `pattern` or `path`, or raise `limit`]",
+            args.pattern,
+            dir.shown(),
+            files.len()
+        ),
+    };
+    text.push_str(&summary);
+    Ok(Reply {
+        truncated,
+        ..Reply::new(
+            text,
+            Output {
+                path: dir.shown().into(),
+                total,
+                files,
+            },
+        )
+    })
+}

@@ -1,0 +1,479 @@
+//! `grep_search`: ripgrep's engine (grep-searcher + grep-regex) over the parallel `ignore`
+//! walker, with deterministic, budgeted output and true totals.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::walk::{self, WalkOptions};
+use crate::sandbox::{Resolved, Roots, fs};
+use crate::tools::file::glob::PathGlob;
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+
+const DEFAULT_LIMIT: usize = 200;
+/// Characters of a matching line shown before it is cut (minified files).
+const MAX_LINE_CHARS: usize = 500;
+const FOOTER_RESERVE: usize = 512;
+
+/// The `grep_search` operation.
+pub struct GrepSearch;
+
+/// What to return for the matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Matching lines as `path:line:text` (context lines as `path-line-text`).
+    Content,
+    /// Paths of files with a match.
+    Files,
+    /// `path:count` of matching lines per file.
+    Count,
+}
+
+/// Arguments of `grep_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// Regex (Rust syntax, like ripgrep), or a literal string with `fixed_strings`.
+    pub pattern: String,
+    /// File or directory to search (default: the first root).
+    pub path: Option<String>,
+    /// Only search files matching this glob (`*.rs`, `src/**/*.{ts,tsx}`).
+    pub glob: Option<String>,
+    /// Match case-insensitively (default false).
+    pub case_insensitive: Option<bool>,
+    /// Treat `pattern` as a literal string (default false).
+    pub fixed_strings: Option<bool>,
+    /// Let matches span lines; `.` then matches newlines too (default false).
+    pub multiline: Option<bool>,
+    /// Lines of context before and after each match (content output).
+    pub context: Option<usize>,
+    /// Lines of context before each match (overrides `context`).
+    pub before: Option<usize>,
+    /// Lines of context after each match (overrides `context`).
+    pub after: Option<usize>,
+    /// `content` (default), `files` or `count`.
+    pub output: Option<OutputMode>,
+    /// Most matching lines (content) or files (files, count) to show (default 200); totals are always reported.
+    #[schemars(range(min = 1))]
+    pub limit: Option<usize>,
+    /// Include dot-files and dot-directories (default false).
+    pub include_hidden: Option<bool>,
+    /// Skip what .gitignore/.ignore exclude (default true).
+    pub respect_gitignore: Option<bool>,
+}
+
+/// Structured result of `grep_search`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// Where the search ran.
+    pub path: String,
+    /// Matching lines in all files (not counted in `files` output, which stops at a file's first match).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_matches: Option<u64>,
+    /// Files with at least one match.
+    pub total_files: u64,
+    /// Files searched (binary files are skipped).
+    pub files_searched: u64,
+    /// The files shown, with their matching-line counts (`count` and `content` output).
+    pub files: Vec<FileRow>,
+}
+
+/// One file in the result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileRow {
+    /// Path relative to the first root.
+    pub path: String,
+    /// Matching lines in it (absent in `files` output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matches: Option<u64>,
+}
+
+impl Operation for GrepSearch {
+    const NAME: &'static str = "grep_search";
+    const DESCRIPTION: &'static str = "Search file contents with a regex (Rust syntax) or a fixed string, ripgrep-fast and .gitignore-aware: `glob` filters files, `context`/`before`/`after` add lines, `output` gives matching lines (`content`), file names (`files`) or per-file counts (`count`). Binary files are skipped. Reports the true totals even when `limit` (default 200) caps the list.";
+    const KIND: EffectKind = EffectKind::Read;
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Read(vec![args.path.clone().unwrap_or_default()])
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let context = call.context;
+        let target = call
+            .subjects
+            .into_iter()
+            .next()
+            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        blocking(move || grep(&target, &args, &context.roots, context.config.output_budget)).await
+    }
+}
+
+/// One line kept for display.
+struct Line {
+    number: u64,
+    is_match: bool,
+    text: String,
+}
+
+/// What one file produced.
+struct FileHits {
+    count: u64,
+    lines: Vec<Line>,
+}
+
+/// The sink for one file: counts matching lines, keeps up to `keep` of them with context.
+struct Collect<'a> {
+    mode: OutputMode,
+    keep: usize,
+    hits: &'a mut FileHits,
+    kept_matches: usize,
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        let lines = if mat.lines().count() > 1 {
+            mat.lines().count() as u64
+        } else {
+            1
+        };
+        self.hits.count += lines;
+        if self.mode == OutputMode::Files {
+            return Ok(false);
+        }
+        if self.mode == OutputMode::Content && self.kept_matches < self.keep {
+            self.kept_matches += 1;
+            let first = mat.line_number().unwrap_or(0);
+            for (i, line) in mat.lines().enumerate() {
+                self.hits.lines.push(Line {
+                    number: first + i as u64,
+                    is_match: true,
+                    text: shorten(line),
+                });
+            }
+        }
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        if self.mode == OutputMode::Content && self.kept_matches < self.keep {
+            self.hits.lines.push(Line {
+                number: ctx.line_number().unwrap_or(0),
+                is_match: false,
+                text: shorten(ctx.bytes()),
+            });
+        }
+        Ok(true)
+    }
+}
+
+/// The line without its terminator, cut at 500 characters.
+fn shorten(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches(['\n', '\r']);
+    match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => format!("{}… [+{} bytes]", &text[..cut], text.len() - cut),
+        None => text.to_string(),
+    }
+}
+
+fn matcher(args: &Args) -> Result<RegexMatcher, ToolError> {
+    let mut builder = RegexMatcherBuilder::new();
+    builder
+        .case_insensitive(args.case_insensitive.unwrap_or(false))
+        .fixed_strings(args.fixed_strings.unwrap_or(false))
+        .multi_line(true);
+    if args.multiline.unwrap_or(false) {
+        builder.dot_matches_new_line(true);
+    } else {
+        builder.line_terminator(Some(b'\n'));
+    }
+    builder.build(&args.pattern).map_err(|err| {
+        let mut message = err.to_string();
+        if message.contains("\"\\n\" is not allowed") {
+            message.push_str("; to match across lines set `multiline: true`");
+        }
+        ToolError::InvalidRegex {
+            pattern: args.pattern.clone(),
+            message,
+        }
+    })
+}
+
+fn searcher(args: &Args) -> Searcher {
+    let context = args.context.unwrap_or(0);
+    SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .multi_line(args.multiline.unwrap_or(false))
+        .before_context(args.before.unwrap_or(context))
+        .after_context(args.after.unwrap_or(context))
+        .build()
+}
+
+/// Results kept across threads: the files with the smallest paths whose matches fill `limit`.
+struct Kept {
+    files: BTreeMap<String, FileHits>,
+    rows: usize,
+}
+
+fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
+    ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1")?;
+    let matcher = matcher(args)?;
+    let glob = args.glob.as_deref().map(PathGlob::new).transpose()?;
+    let mode = args.output.unwrap_or(OutputMode::Content);
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let options = WalkOptions {
+        include_hidden: args.include_hidden.unwrap_or(false),
+        respect_gitignore: args.respect_gitignore.unwrap_or(true),
+        max_depth: None,
+    };
+    let base = if fs::metadata(target)
+        .map_err(|e| ToolError::io("search", target.shown(), e))?
+        .is_dir()
+    {
+        target.real().to_path_buf()
+    } else {
+        target.real().parent().map(|p| p.to_path_buf()).unwrap_or_default()
+    };
+    let builder = walk::builder(target, options);
+    let kept = Mutex::new(Kept {
+        files: BTreeMap::new(),
+        rows: 0,
+    });
+    let (total_matches, total_files, searched) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let (_, _errors) = walk::visit_parallel(
+        &builder,
+        || searcher(args),
+        |entry, searcher: &mut Searcher| {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return;
+            }
+            if let (Some(glob), Ok(relative)) = (&glob, entry.path().strip_prefix(&base))
+                && entry.depth() > 0
+                && !glob.is_match(relative)
+            {
+                return;
+            }
+            let Ok(file) = fs::open_walked(entry.path()) else {
+                return;
+            };
+            searched.fetch_add(1, Ordering::Relaxed);
+            let mut hits = FileHits {
+                count: 0,
+                lines: Vec::new(),
+            };
+            let mut sink = Collect {
+                mode,
+                keep: limit,
+                hits: &mut hits,
+                kept_matches: 0,
+            };
+            if searcher.search_file(&matcher, &file, &mut sink).is_err() || hits.count == 0 {
+                return;
+            }
+            total_matches.fetch_add(hits.count, Ordering::Relaxed);
+            total_files.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut kept) = kept.lock() {
+                keep(&mut kept, roots.show(entry.path()), hits, limit);
+            }
+        },
+    );
+    let kept = kept
+        .into_inner()
+        .map_err(|_| ToolError::Internal("a search thread panicked".into()))?;
+    let totals = Totals {
+        matches: total_matches.into_inner(),
+        files: total_files.into_inner(),
+        searched: searched.into_inner(),
+    };
+    Ok(render(target.shown(), args, mode, limit, budget, kept, totals))
+}
+
+/// Adds a file's hits, then drops the largest paths no longer needed to fill `limit` rows.
+fn keep(kept: &mut Kept, path: String, hits: FileHits, limit: usize) {
+    kept.rows += row_count(&hits, limit);
+    kept.files.insert(path, hits);
+    while let Some((_, last)) = kept.files.last_key_value() {
+        let last_rows = row_count(last, limit);
+        if kept.rows - last_rows < limit {
+            break;
+        }
+        kept.rows -= last_rows;
+        kept.files.pop_last();
+    }
+}
+
+/// Rows a file fills: its matching lines (content output, at most `limit`), else one.
+fn row_count(hits: &FileHits, limit: usize) -> usize {
+    if hits.lines.is_empty() {
+        1
+    } else {
+        (hits.count as usize).min(limit)
+    }
+}
+
+struct Totals {
+    matches: u64,
+    files: u64,
+    searched: u64,
+}
+
+fn render(
+    shown: &str,
+    args: &Args,
+    mode: OutputMode,
+    limit: usize,
+    budget: usize,
+    kept: Kept,
+    totals: Totals,
+) -> Reply<Output> {
+    let room = budget.saturating_sub(FOOTER_RESERVE);
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    let mut shown_rows = 0usize;
+    let mut cut_by_budget = false;
+    'files: for (path, hits) in &kept.files {
+        if shown_rows >= limit {
+            break;
+        }
+        let block = match mode {
+            OutputMode::Files => format!("{path}\n"),
+            OutputMode::Count => format!("{path}:{}\n", hits.count),
+            OutputMode::Content => {
+                let mut block = String::new();
+                let mut previous: Option<u64> = None;
+                for line in &hits.lines {
+                    if line.is_match && shown_rows >= limit {
+                        break;
+                    }
+                    if previous.is_some_and(|p| line.number > p + 1) {
+                        block.push_str("--\n");
+                    }
+                    let sep = if line.is_match { ':' } else { '-' };
+                    let rendered = format!("{path}{sep}{}{sep}{}\n", line.number, line.text);
+                    if text.len() + block.len() + rendered.len() > room {
+                        text.push_str(&block);
+                        cut_by_budget = true;
+                        rows.push(FileRow {
+                            path: path.clone(),
+                            matches: Some(hits.count),
+                        });
+                        break 'files;
+                    }
+                    block.push_str(&rendered);
+                    shown_rows += usize::from(line.is_match);
+                    previous = Some(line.number);
+                }
+                block
+            }
+        };
+        if mode != OutputMode::Content {
+            if text.len() + block.len() > room {
+                cut_by_budget = true;
+                break;
+            }
+            shown_rows += 1;
+        }
+        text.push_str(&block);
+        rows.push(FileRow {
+            path: path.clone(),
+            matches: (mode != OutputMode::Files).then_some(hits.count),
+        });
+    }
+    let shown_total = match mode {
+        OutputMode::Content => totals.matches,
+        _ => totals.files,
+    };
+    let truncated = cut_by_budget || (shown_rows as u64) < shown_total;
+    let what = if args.fixed_strings.unwrap_or(false) {
+        "string"
+    } else {
+        "regex"
+    };
+    let mut summary = match mode {
+        OutputMode::Files => format!(
+            "[{} files match {what} `{}` under `{shown}` ({} files searched)",
+            totals.files, args.pattern, totals.searched
+        ),
+        _ => format!(
+            "[{} matching lines in {} files for {what} `{}` under `{shown}` ({} files searched)",
+            totals.matches, totals.files, args.pattern, totals.searched
+        ),
+    };
+    if truncated {
+        let unit = if mode == OutputMode::Content {
+            "matching lines"
+        } else {
+            "files"
+        };
+        summary.push_str(&format!(
+            "; showing {shown_rows} {unit}: narrow `path` or `glob`, use `output: \"files\"`, or raise `limit`"
+        ));
+    }
+    summary.push(']');
+    text.push_str(&summary);
+    let data = Output {
+        path: shown.into(),
+        total_matches: (mode != OutputMode::Files).then_some(totals.matches),
+        total_files: totals.files,
+        files_searched: totals.searched,
+        files: rows,
+    };
+    Reply {
+        truncated,
+        ..Reply::new(text, data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(count: u64) -> FileHits {
+        FileHits {
+            count,
+            lines: (0..count)
+                .map(|n| Line {
+                    number: n + 1,
+                    is_match: true,
+                    text: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn keep_retains_smallest_paths_filling_the_limit() {
+        let mut kept = Kept {
+            files: BTreeMap::new(),
+            rows: 0,
+        };
+        for (path, n) in [("d", 3), ("b", 2), ("a", 1), ("c", 5)] {
+            keep(&mut kept, path.into(), hits(n), 4);
+        }
+        let paths: Vec<&str> = kept.files.keys().map(String::as_str).collect();
+        assert_eq!(paths, ["a", "b", "c"], "a+b = 3 rows < 4, so c is still needed");
+        assert_eq!(kept.rows, 1 + 2 + 4, "c fills at most `limit` rows");
+    }
+
+    #[test]
+    fn shorten_cuts_long_lines() {
+        let long = "y".repeat(MAX_LINE_CHARS + 10);
+        assert_eq!(
+            shorten(format!("{long}\r\n").as_bytes()),
+            format!("{}… [+10 bytes]", "y".repeat(MAX_LINE_CHARS))
+        );
+        assert_eq!(shorten(b"short\n"), "short");
+    }
+}

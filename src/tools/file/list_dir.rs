@@ -1,0 +1,255 @@
+//! `list_dir`: a directory as a tree, with kinds, sizes and entry counts; symlinks shown
+//! with where they lead, never followed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::walk::{self, WalkOptions};
+use crate::sandbox::{Resolved, Roots, fs};
+use crate::tools::file::human_size;
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+
+const DEFAULT_LIMIT: usize = 1000;
+const MAX_DEPTH: usize = 10;
+const FOOTER_RESERVE: usize = 512;
+
+/// The `list_dir` operation.
+pub struct ListDir;
+
+/// Arguments of `list_dir`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The directory (default: the first root).
+    pub path: Option<String>,
+    /// Levels to show: 1 = the directory's own entries (default 1, max 10).
+    #[schemars(range(min = 1, max = 10))]
+    pub depth: Option<usize>,
+    /// Include dot-files and dot-directories (default false; `.git` is never listed).
+    pub include_hidden: Option<bool>,
+    /// Skip what .gitignore/.ignore exclude (default true).
+    pub respect_gitignore: Option<bool>,
+    /// Most entries to show (default 1000).
+    #[schemars(range(min = 1))]
+    pub limit: Option<usize>,
+}
+
+/// Structured result of `list_dir`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The directory listed.
+    pub path: String,
+    /// Entries found within `depth`.
+    pub total: u64,
+    /// The entries shown, in tree order.
+    pub entries: Vec<Entry>,
+    /// Entries that could not be read (permissions).
+    pub unreadable: u64,
+}
+
+/// One listed entry.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Entry {
+    /// Path relative to the first root.
+    pub path: String,
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: String,
+    /// Size in bytes (files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Entries inside (directories), after the same filters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<u64>,
+    /// Where a symlink points, as written in the link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// For a symlink: `inside` (usable: its target is inside the roots), `outside` or `broken`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leads: Option<String>,
+}
+
+impl Operation for ListDir {
+    const NAME: &'static str = "list_dir";
+    const DESCRIPTION: &'static str = "List a directory as a tree, `depth` levels deep (default 1, max 10): each entry's kind and size, and how many entries each directory holds. Skips hidden and git-ignored entries unless asked; symlinks are shown with their target, not followed.";
+    const KIND: EffectKind = EffectKind::Read;
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Read(vec![args.path.clone().unwrap_or_default()])
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let context = call.context;
+        let dir = call
+            .subjects
+            .into_iter()
+            .next()
+            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        blocking(move || list(&dir, &args, &context.roots, context.config.output_budget)).await
+    }
+}
+
+/// A walked entry before rendering.
+struct Found {
+    path: PathBuf,
+    depth: usize,
+    entry: Entry,
+}
+
+fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
+    ToolError::check_range(
+        "depth",
+        args.depth,
+        1,
+        MAX_DEPTH,
+        "from 1 (the directory's own entries) to 10",
+    )?;
+    ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 entry")?;
+    if !fs::metadata(dir)
+        .map_err(|e| ToolError::io("list", dir.shown(), e))?
+        .is_dir()
+    {
+        return Err(ToolError::NotADirectory {
+            path: dir.shown().into(),
+        });
+    }
+    let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let options = WalkOptions {
+        include_hidden: args.include_hidden.unwrap_or(false),
+        respect_gitignore: args.respect_gitignore.unwrap_or(true),
+        max_depth: Some(depth + 1),
+    };
+    let mut builder = walk::builder(dir, options);
+    builder.sort_by_file_name(|a, b| a.cmp(b));
+
+    let mut found: Vec<Found> = Vec::new();
+    let mut children: HashMap<PathBuf, u64> = HashMap::new();
+    let (mut total, mut unreadable) = (0u64, 0u64);
+    for item in builder.build() {
+        let Ok(item) = item else {
+            unreadable += 1;
+            continue;
+        };
+        if item.depth() == 0 {
+            continue;
+        }
+        if let Some(parent) = item.path().parent() {
+            *children.entry(parent.to_path_buf()).or_default() += 1;
+        }
+        if item.depth() > depth {
+            continue;
+        }
+        total += 1;
+        if found.len() < limit {
+            found.push(Found {
+                path: item.path().to_path_buf(),
+                depth: item.depth(),
+                entry: describe(&item, roots),
+            });
+        }
+    }
+    let mut text = format!(
+        "`{}`: {total} entries{}\n",
+        dir.shown(),
+        if depth > 1 {
+            format!(" within depth {depth}")
+        } else {
+            String::new()
+        }
+    );
+    let mut entries = Vec::with_capacity(found.len());
+    let mut truncated = (total as usize) > found.len();
+    for mut item in found {
+        if item.entry.kind == "dir" {
+            item.entry.children = Some(children.get(&item.path).copied().unwrap_or(0));
+        }
+        let line = render(&item);
+        if text.len() + line.len() > budget.saturating_sub(FOOTER_RESERVE) {
+            truncated = true;
+            break;
+        }
+        text.push_str(&line);
+        entries.push(item.entry);
+    }
+    if truncated {
+        text.push_str(&format!(
+            "… {} more entries not shown; list a subdirectory, lower `depth` or raise `limit`\n",
+            total - entries.len() as u64
+        ));
+    }
+    if unreadable > 0 {
+        text.push_str(&format!("[{unreadable} entries could not be read]\n"));
+    }
+    let data = Output {
+        path: dir.shown().into(),
+        total,
+        entries,
+        unreadable,
+    };
+    Ok(Reply {
+        truncated,
+        ..Reply::new(text, data)
+    })
+}
+
+fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
+    let path = roots.show(item.path());
+    let file_type = item.file_type();
+    let mut entry = Entry {
+        path,
+        kind: "other".into(),
+        size: None,
+        children: None,
+        target: None,
+        leads: None,
+    };
+    match file_type {
+        Some(t) if t.is_dir() => entry.kind = "dir".into(),
+        Some(t) if t.is_file() => {
+            entry.kind = "file".into();
+            entry.size = item.metadata().ok().map(|m| m.len());
+        }
+        Some(t) if t.is_symlink() => {
+            entry.kind = "symlink".into();
+            entry.target = fs::read_link(item.path())
+                .ok()
+                .map(|t| t.to_string_lossy().into_owned());
+            let leads = match fs::canonicalize(item.path()) {
+                Ok(real) if roots.contains(&real) => "inside",
+                Ok(_) => "outside",
+                Err(_) => "broken",
+            };
+            entry.leads = Some(leads.into());
+        }
+        _ => {}
+    }
+    entry
+}
+
+fn render(item: &Found) -> String {
+    let indent = "  ".repeat(item.depth - 1);
+    let name = Path::new(&item.entry.path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let e = &item.entry;
+    match e.kind.as_str() {
+        "dir" => format!("{indent}{name}/ ({} entries)\n", e.children.unwrap_or(0)),
+        "file" => format!("{indent}{name} ({})\n", human_size(e.size.unwrap_or(0))),
+        "symlink" => {
+            let leads = match e.leads.as_deref() {
+                Some("inside") => "symlink inside the roots",
+                Some("outside") => "symlink leading outside the roots: unusable",
+                _ => "broken symlink",
+            };
+            format!("{indent}{name} -> {} ({leads})\n", e.target.as_deref().unwrap_or("?"))
+        }
+        _ => format!("{indent}{name} (special file)\n"),
+    }
+}

@@ -1,0 +1,48 @@
+//! `file_operations`: browse, search and read files inside the roots.
+
+mod file_search;
+mod glob;
+mod grep_search;
+mod list_dir;
+mod read_file;
+
+use crate::tools::{OperationDef, ToolDef};
+
+/// The `file_operations` tool and its operations, in listing order.
+pub const TOOL: ToolDef = ToolDef {
+    name: "file_operations",
+    title: "File operations",
+    summary: "Read, list and search files inside the workspace roots. Paths are relative to the first root; absolute paths must lie inside a root. Hidden and git-ignored files are skipped unless asked for, symlinks are never followed out of the roots, and every result fits the output budget (a cut is always said, with how to see the rest).",
+    operations: &[
+        OperationDef::of::<read_file::ReadFile>(),
+        OperationDef::of::<list_dir::ListDir>(),
+        OperationDef::of::<file_search::FileSearch>(),
+        OperationDef::of::<grep_search::GrepSearch>(),
+    ],
+};
+
+/// `1.2 KiB`-style sizes for the model.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_size_picks_units() {
+        assert_eq!(super::human_size(12), "12 B");
+        assert_eq!(super::human_size(1536), "1.5 KiB");
+        assert_eq!(super::human_size(5 * 1024 * 1024), "5.0 MiB");
+    }
+}

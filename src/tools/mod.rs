@@ -1,0 +1,199 @@
+//! The operation registry. One file per operation declares its name, description, `Args`,
+//! effect and `run`; one line in its tool's list registers it. Schemas, descriptions,
+//! annotations and dispatch are all derived from [`TOOLS`].
+
+pub mod file;
+mod output;
+mod spec;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::config::Config;
+use crate::error::ToolError;
+use crate::policy::Gate;
+use crate::sandbox::{Resolved, Roots};
+
+pub use output::{Image, Reply, ToolOutput};
+pub use spec::{ToolSpec, specs};
+
+/// Every tool, in the order they are listed.
+pub static TOOLS: &[ToolDef] = &[file::TOOL];
+
+/// What an operation does to the world, with its subjects. The gate decides on this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads the given paths (as the model gave them; the gate resolves them).
+    Read(Vec<String>),
+}
+
+/// The kind of an operation's effect, known without its arguments (for annotations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EffectKind {
+    /// Only reads.
+    Read,
+}
+
+/// What a running operation gets: the gate-approved subjects and the call's context.
+pub struct Call {
+    /// The effect's paths, resolved and confined, in the order `effect` listed them.
+    pub subjects: Vec<Resolved>,
+    /// Configuration and session state for this call.
+    pub context: Arc<Context>,
+}
+
+/// Configuration and session state a call runs with.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The resolved configuration.
+    pub config: Arc<Config>,
+    /// The session's roots at the time of the call.
+    pub roots: Arc<Roots>,
+}
+
+/// One operation of a tool. Implement it in `src/tools/<tool>/<operation>.rs`.
+pub trait Operation: Send + Sync + 'static {
+    /// The operation's name (`operation` value, and tool name in the granular layout).
+    const NAME: &'static str;
+    /// One or two sentences for the model.
+    const DESCRIPTION: &'static str;
+    /// Its kind of effect.
+    const KIND: EffectKind;
+    /// Its arguments; field docs become the schema's descriptions.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    /// Its structured result (`structuredContent`, beside the text).
+    type Output: Serialize + JsonSchema + Send + 'static;
+    /// The effect these arguments would have.
+    fn effect(args: &Self::Args) -> Effect;
+    /// Does the work. Called only by [`invoke`], after the gate approved.
+    fn run(args: Self::Args, call: Call) -> impl Future<Output = Result<Reply<Self::Output>, ToolError>> + Send;
+}
+
+type BoxedCall = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+
+/// An operation with its types erased, as registered in a [`ToolDef`].
+pub struct OperationDef {
+    /// See [`Operation::NAME`].
+    pub name: &'static str,
+    /// See [`Operation::DESCRIPTION`].
+    pub description: &'static str,
+    /// See [`Operation::KIND`].
+    pub kind: EffectKind,
+    /// The flattened schema of its arguments.
+    pub input_schema: fn() -> Map<String, Value>,
+    /// The flattened schema of its structured result.
+    pub output_schema: fn() -> Map<String, Value>,
+    invoke: fn(Map<String, Value>, Arc<Context>) -> BoxedCall,
+}
+
+impl OperationDef {
+    /// Registers operation `O`.
+    pub const fn of<O: Operation>() -> Self {
+        Self {
+            name: O::NAME,
+            description: O::DESCRIPTION,
+            kind: O::KIND,
+            input_schema: crate::schema::input_schema::<O::Args>,
+            output_schema: crate::schema::output_schema::<O::Output>,
+            invoke: invoke::<O>,
+        }
+    }
+
+    /// Parses the arguments, passes the gate, runs the operation, enforces the budget.
+    pub async fn call(&self, args: Map<String, Value>, context: Arc<Context>) -> Result<ToolOutput, ToolError> {
+        (self.invoke)(args, context).await
+    }
+}
+
+/// A tool: a family of operations exposed together in the consolidated layout.
+pub struct ToolDef {
+    /// The tool name, e.g. `file_operations`.
+    pub name: &'static str,
+    /// A human-readable title.
+    pub title: &'static str,
+    /// What the tool is for, before the generated list of operations.
+    pub summary: &'static str,
+    /// Its operations, in listing order.
+    pub operations: &'static [OperationDef],
+}
+
+/// The one function that calls `run`: strict parse, the gate, then the operation.
+fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> BoxedCall {
+    Box::pin(async move {
+        let args = parse::<O>(args)?;
+        let subjects = Gate::check(&O::effect(&args), &context.roots)?;
+        let budget = context.config.output_budget;
+        let reply = O::run(args, Call { subjects, context }).await?;
+        reply.finish(O::NAME, budget)
+    })
+}
+
+/// Deserialises an operation's own fields (never `operation` itself), strictly.
+fn parse<O: Operation>(args: Map<String, Value>) -> Result<O::Args, ToolError> {
+    serde_json::from_value(Value::Object(args)).map_err(|err| ToolError::InvalidArguments {
+        operation: O::NAME,
+        message: err.to_string(),
+        accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
+    })
+}
+
+/// Runs blocking filesystem work off the async threads.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| ToolError::Internal(format!("worker failed: {err}")))?
+}
+
+/// Finds the operation a call names. `Ok(None)` means no such tool (a protocol error).
+pub fn dispatch(
+    layout: crate::cli::ToolLayout,
+    tool: &str,
+    args: &mut Map<String, Value>,
+) -> Result<Option<&'static OperationDef>, ToolError> {
+    use crate::cli::ToolLayout;
+    match layout {
+        ToolLayout::Granular => Ok(TOOLS.iter().flat_map(|t| t.operations).find(|op| op.name == tool)),
+        ToolLayout::Consolidated => {
+            let Some(def) = TOOLS.iter().find(|t| t.name == tool) else {
+                return Ok(None);
+            };
+            let accepted = def
+                .operations
+                .iter()
+                .map(|op| format!("`{}`", op.name))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let name = match args.remove("operation") {
+                Some(Value::String(name)) => name,
+                Some(other) => {
+                    return Err(ToolError::BadOperation {
+                        problem: format!("`operation` must be a string, not `{other}`"),
+                        accepted,
+                    });
+                }
+                None => {
+                    return Err(ToolError::BadOperation {
+                        problem: format!("`{tool}` needs an `operation` field"),
+                        accepted,
+                    });
+                }
+            };
+            def.operations
+                .iter()
+                .find(|op| op.name == name)
+                .map(Some)
+                .ok_or_else(|| ToolError::BadOperation {
+                    problem: format!("`{tool}` has no operation `{name}`"),
+                    accepted,
+                })
+        }
+    }
+}

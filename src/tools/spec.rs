@@ -1,0 +1,239 @@
+//! Tool listings derived from the registry: names, descriptions, flat schemas, annotations.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::cli::ToolLayout;
+use crate::schema::{self, Part, SchemaError};
+use crate::tools::{EffectKind, OperationDef, TOOLS, ToolDef};
+
+/// A tool as listed to clients, free of any protocol type (the server converts it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// Human-readable title.
+    pub title: String,
+    /// Description for the model.
+    pub description: String,
+    /// Flat input schema.
+    pub input_schema: Map<String, Value>,
+    /// Flat output schema of `structuredContent`.
+    pub output_schema: Map<String, Value>,
+    /// Behaviour hints.
+    pub annotations: Annotations,
+}
+
+/// MCP tool annotations, exact for what the tool's operations can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Nothing is modified.
+    pub read_only_hint: bool,
+    /// Something may be destroyed.
+    pub destructive_hint: bool,
+    /// Repeating a call has no further effect.
+    pub idempotent_hint: bool,
+    /// Reaches beyond the local machine.
+    pub open_world_hint: bool,
+}
+
+impl Annotations {
+    fn of(mut kinds: impl Iterator<Item = EffectKind>) -> Self {
+        let read_only = kinds.all(|kind| kind == EffectKind::Read);
+        Self {
+            read_only_hint: read_only,
+            destructive_hint: false,
+            idempotent_hint: read_only,
+            open_world_hint: false,
+        }
+    }
+}
+
+/// The tools a layout lists, in fixed order with deterministic text.
+pub fn specs(layout: ToolLayout) -> Result<Vec<ToolSpec>, SchemaError> {
+    match layout {
+        ToolLayout::Consolidated => TOOLS.iter().map(consolidated).collect(),
+        ToolLayout::Granular => TOOLS.iter().flat_map(|t| t.operations).map(granular).collect(),
+    }
+}
+
+fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
+    let inputs: Vec<_> = tool
+        .operations
+        .iter()
+        .map(|op| (op.name, (op.input_schema)()))
+        .collect();
+    let outputs: Vec<_> = tool
+        .operations
+        .iter()
+        .map(|op| (op.name, (op.output_schema)()))
+        .collect();
+    let input_schema = schema::merge(
+        &parts(&inputs),
+        "The operation to run; the other fields are described with the operations that use them.",
+        &[],
+    )?;
+    let mut output_schema = schema::merge(&parts(&outputs), "The operation that ran.", &[])?;
+    add_truncated(&mut output_schema);
+    schema::check_flat(&input_schema)?;
+    schema::check_flat(&output_schema)?;
+    let mut description = format!("{}\n\nSet `operation` to one of:", tool.summary);
+    for (op, (_, input)) in tool.operations.iter().zip(&inputs) {
+        description.push_str(&format!(
+            "\n- `{}` {{{}}}: {}",
+            op.name,
+            field_list(input),
+            op.description
+        ));
+    }
+    Ok(ToolSpec {
+        name: tool.name.into(),
+        title: tool.title.into(),
+        description,
+        input_schema,
+        output_schema,
+        annotations: Annotations::of(tool.operations.iter().map(|op| op.kind)),
+    })
+}
+
+fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>> {
+    schemas
+        .iter()
+        .map(|(operation, schema)| Part { operation, schema })
+        .collect()
+}
+
+fn granular(op: &OperationDef) -> Result<ToolSpec, SchemaError> {
+    let input_schema = (op.input_schema)();
+    let mut output_schema = schema::merge(
+        &[Part {
+            operation: op.name,
+            schema: &(op.output_schema)(),
+        }],
+        "The operation that ran.",
+        &[],
+    )?;
+    add_truncated(&mut output_schema);
+    schema::check_flat(&input_schema)?;
+    schema::check_flat(&output_schema)?;
+    Ok(ToolSpec {
+        name: op.name.into(),
+        title: title_case(op.name),
+        description: op.description.into(),
+        input_schema,
+        output_schema,
+        annotations: Annotations::of(std::iter::once(op.kind)),
+    })
+}
+
+fn add_truncated(schema: &mut Map<String, Value>) {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert("truncated".into(), json!({"type": "boolean", "description": "Whether anything was left out to fit the output budget or a limit."}));
+    }
+    schema.insert("required".into(), json!(["operation", "truncated"]));
+}
+
+/// `path*, offset, limit`: the operation's fields, required ones starred.
+fn field_list(schema: &Map<String, Value>) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return String::new();
+    };
+    props
+        .keys()
+        .map(|k| {
+            if required.contains(&k.as_str()) {
+                format!("{k}*")
+            } else {
+                k.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The accepted-fields clause of an argument error: "`path` (required), `offset`, `limit`".
+pub fn accepted_fields(schema: &Map<String, Value>) -> String {
+    let list = field_list(schema);
+    if list.is_empty() {
+        return "none".into();
+    }
+    list.split(", ")
+        .map(|f| match f.strip_suffix('*') {
+            Some(name) => format!("`{name}` (required)"),
+            None => format!("`{f}`"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn title_case(name: &str) -> String {
+    let mut words: Vec<String> = name.split('_').map(str::to_string).collect();
+    if let Some(first) = words.first_mut() {
+        let mut chars = first.chars();
+        *first = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
+    }
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layout_lists_flat_deterministic_tools() {
+        for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
+            let first = specs(layout).unwrap();
+            assert_eq!(first, specs(layout).unwrap());
+            for tool in &first {
+                schema::check_flat(&tool.input_schema).unwrap();
+                schema::check_flat(&tool.output_schema).unwrap();
+            }
+        }
+        let granular = specs(ToolLayout::Granular).unwrap();
+        let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "list_dir", "file_search", "grep_search"]);
+        assert!(
+            granular
+                .iter()
+                .all(|t| t.annotations.read_only_hint && t.annotations.idempotent_hint)
+        );
+        assert_eq!(granular[0].title, "Read file");
+    }
+
+    #[test]
+    fn consolidated_file_operations_shape() {
+        let tools = specs(ToolLayout::Consolidated).unwrap();
+        let file = &tools[0];
+        assert_eq!(file.name, "file_operations");
+        assert_eq!(file.input_schema["required"], json!(["operation"]));
+        assert_eq!(
+            file.input_schema["properties"]["operation"]["enum"],
+            json!(["read_file", "list_dir", "file_search", "grep_search"])
+        );
+        assert!(
+            file.description.contains("- `read_file` {path*, offset, limit}"),
+            "{}",
+            file.description
+        );
+        assert!(file.annotations.read_only_hint);
+    }
+
+    #[test]
+    fn accepted_fields_marks_required() {
+        let schema = json!({"type": "object", "properties": {"path": {}, "limit": {}}, "required": ["path"]});
+        assert_eq!(
+            accepted_fields(schema.as_object().unwrap()),
+            "`path` (required), `limit`"
+        );
+    }
+}

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Interop check: drive toolbelt-mcp with the official Python MCP SDK.
+
+Usage:
+    pip install mcp
+    python3 tests/interop/python_client.py PATH_TO_BINARY
+
+The script builds its own small temporary workspace (nested text files, a
+.gitignore with an ignored directory, a hidden directory, a binary file), starts
+`BINARY serve --root WORKSPACE` through `mcp.client.stdio.stdio_client`, and
+checks the handshake, the `file_operations` tool schema, the four read
+operations, and two failing calls. It prints one line per check and ends with
+`N passed, M failed`; the exit status is 1 if any check failed.
+
+Works with the SDK's 1.x (camelCase attributes) and 2.x (snake_case) models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+SDK_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
+OVERALL_TIMEOUT_S = 120
+CALL_TIMEOUT_S = 30
+READ_OPS = {"read_file", "list_dir", "file_search", "grep_search"}
+FORBIDDEN_SCHEMA_KEYS = {"oneOf", "anyOf", "allOf", "$ref", "$defs", "definitions"}
+
+PASSED: list[str] = []
+FAILED: list[str] = []
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    """Record and print one check."""
+    (PASSED if ok else FAILED).append(name)
+    line = f"{'PASS' if ok else 'FAIL'} {name}"
+    if not ok and detail:
+        line += f" -- {detail}"
+    print(line, flush=True)
+    return ok
+
+
+def field(obj: Any, *names: str) -> Any:
+    """First present attribute among `names` (SDK 1.x camelCase vs 2.x snake_case)."""
+    for n in names:
+        if hasattr(obj, n):
+            return getattr(obj, n)
+    return None
+
+
+def result_text(res: Any) -> str:
+    return "\n".join(getattr(c, "text", "") or "" for c in (res.content or []))
+
+
+def structured(res: Any) -> dict:
+    return field(res, "structured_content", "structuredContent") or {}
+
+
+def is_error(res: Any) -> bool:
+    return bool(field(res, "is_error", "isError"))
+
+
+def short(res: Any) -> str:
+    return f"isError={is_error(res)} text={result_text(res)[:300]!r} structured={json.dumps(structured(res))[:300]}"
+
+
+# ---------------------------------------------------------------- workspace
+
+
+NOTES_LINES = [f"line {i}: the quick brown fox" for i in range(1, 51)]
+MAIN_RS = """\
+fn main() {
+    println!("Hello from main");
+    helper();
+}
+
+fn helper() {
+    // TODO: a.b literal dot
+}
+"""
+UTIL_RS = """\
+pub fn util_one() -> u32 { 1 }
+pub fn util_two() -> u32 { 2 }
+pub struct ParseError;
+"""
+
+
+def build_workspace(root: Path) -> None:
+    """A small tree exercising nesting, .gitignore, hidden and binary files."""
+    files = {
+        "README.md": "# Demo workspace\nHello toolbelt\n",
+        "notes.txt": "\n".join(NOTES_LINES) + "\n",
+        "src/main.rs": MAIN_RS,
+        "src/lib/util.rs": UTIL_RS,
+        "docs/guide.md": "# Guide\nSee src/main.rs for fn main.\nhello again\n",
+        ".gitignore": "target/\n*.log\n",
+        "target/debug/generated.rs": "fn ignored_by_gitignore() {}\n",
+        "build.log": "fn logged() {}\n",
+        ".hidden/secret.rs": "fn hidden_file() {}\n",
+    }
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (root / "data.bin").write_bytes(b"fn binary()\x00\x01\x02\xff" * 8)
+
+
+# ---------------------------------------------------------------- checks
+
+
+def walk_keys(node: Any, path: str = "$"):
+    """Yield (json-path, key) for every object key in a JSON value."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield f"{path}.{k}", k
+            yield from walk_keys(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from walk_keys(v, f"{path}[{i}]")
+
+
+async def call(session: ClientSession, args: dict) -> Any:
+    # SDK 1.x takes a timedelta, 2.x takes seconds.
+    timeout = timedelta(seconds=CALL_TIMEOUT_S) if SDK_MAJOR < 2 else CALL_TIMEOUT_S
+    return await session.call_tool("file_operations", args, read_timeout_seconds=timeout)
+
+
+async def check_tools(session: ClientSession) -> None:
+    tools = (await session.list_tools()).tools
+    names = [t.name for t in tools]
+    tool = next((t for t in tools if t.name == "file_operations"), None)
+    if not check("tools/list lists file_operations", tool is not None, f"got {names}"):
+        return
+    schema = field(tool, "input_schema", "inputSchema") or {}
+    check("inputSchema is type: object", schema.get("type") == "object", json.dumps(schema)[:200])
+    op = (schema.get("properties") or {}).get("operation") or {}
+    enum = set(op.get("enum") or [])
+    check("operation enum has the four read ops", READ_OPS <= enum, f"enum={sorted(enum)}")
+    check("operation is required", "operation" in (schema.get("required") or []), f"required={schema.get('required')}")
+    bad = [p for p, k in walk_keys(schema) if k in FORBIDDEN_SCHEMA_KEYS]
+    check("inputSchema has no oneOf/anyOf/allOf/$ref/$defs", not bad, f"found at {bad[:5]}")
+
+
+async def check_read_file(session: ClientSession, root: Path) -> None:
+    res = await call(session, {"operation": "read_file", "path": "notes.txt", "offset": 10, "limit": 5})
+    text, sc = result_text(res), structured(res)
+    check("read_file window: not isError", not is_error(res), short(res))
+    check("read_file window: text has lines 10..14 only",
+          "line 10:" in text and "line 14:" in text and "line 9:" not in text and "line 15:" not in text, text[:300])
+    check("read_file window: lines are numbered", re.search(r"^\s*10\D.*line 10:", text, re.M) is not None, text[:200])
+    sha = hashlib.sha256((root / "notes.txt").read_bytes()).hexdigest()
+    expect = {"operation": "read_file", "path": "notes.txt", "total_lines": 50, "start_line": 10,
+              "end_line": 14, "next_offset": 15, "truncated": False, "sha256": sha}
+    diff = {k: (sc.get(k), v) for k, v in expect.items() if sc.get(k) != v}
+    check("read_file window: structuredContent fields", not diff, f"(got, want)={diff}")
+
+    res = await call(session, {"operation": "read_file", "path": "src/lib/util.rs"})
+    sc = structured(res)
+    check("read_file whole nested file", not is_error(res) and "ParseError" in result_text(res)
+          and sc.get("total_lines") == 3 and sc.get("start_line") == 1 and sc.get("end_line") == 3
+          and sc.get("truncated") is False, short(res))
+
+
+async def check_list_dir(session: ClientSession) -> None:
+    res = await call(session, {"operation": "list_dir", "path": ".", "depth": 3})
+    text, sc = result_text(res), structured(res)
+    check("list_dir: not isError", not is_error(res), short(res))
+    paths = sorted(e.get("path") for e in sc.get("entries") or [])
+    want = sorted(["README.md", "data.bin", "docs", "docs/guide.md", "notes.txt", "src", "src/lib",
+                   "src/lib/util.rs", "src/main.rs"])
+    check("list_dir: structuredContent total == 9 and entry paths", sc.get("total") == 9 and paths == want,
+          f"total={sc.get('total')} paths={paths}")
+    present = all(s in text for s in ("README.md", "notes.txt", "src", "util.rs", "guide.md"))
+    check("list_dir: lists visible entries (nested to depth 3)", present, text[:400])
+    leaked = [s for s in ("generated.rs", "build.log", "secret.rs", ".hidden") if s in text]
+    check("list_dir: hides gitignored and hidden entries", not leaked, f"leaked {leaked}")
+    res = await call(session, {"operation": "list_dir", "path": ".", "include_hidden": True, "respect_gitignore": False})
+    text = result_text(res)
+    check("list_dir include_hidden + respect_gitignore=false shows them",
+          not is_error(res) and ".hidden" in text and "target" in text and "build.log" in text, text[:400])
+
+
+async def check_file_search(session: ClientSession) -> None:
+    res = await call(session, {"operation": "file_search", "pattern": "**/*.rs"})
+    text, sc = result_text(res), structured(res)
+    check("file_search **/*.rs: not isError", not is_error(res), short(res))
+    check("file_search **/*.rs: total == 2 (ignored/hidden excluded)", sc.get("total") == 2, short(res))
+    check("file_search **/*.rs: lists both paths",
+          "src/main.rs" in text and "src/lib/util.rs" in text and "generated.rs" not in text, text[:300])
+    res = await call(session, {"operation": "file_search", "pattern": "**/*.rs", "limit": 1})
+    sc, text = structured(res), result_text(res)
+    shown = sum(p in text for p in ("src/main.rs", "src/lib/util.rs"))
+    check("file_search limit=1: total still 2, one path shown, truncated",
+          sc.get("total") == 2 and shown == 1 and sc.get("truncated") is True, short(res))
+    res = await call(session, {"operation": "file_search", "pattern": "*.md", "path": "docs"})
+    check("file_search *.md under docs", not is_error(res) and "guide.md" in result_text(res)
+          and "README.md" not in result_text(res), short(res))
+
+
+async def check_grep(session: ClientSession) -> None:
+    res = await call(session, {"operation": "grep_search", "pattern": r"fn \w+", "output": "content"})
+    text, sc = result_text(res), structured(res)
+    check("grep_search regex: not isError", not is_error(res), short(res))
+    # main.rs: 2 lines, util.rs: 2 lines, guide.md: 1 line; ignored/hidden/binary files excluded.
+    check("grep_search regex: total_matches == 5, total_files == 3",
+          sc.get("total_matches") == 5 and sc.get("total_files") == 3, short(res))
+    check("grep_search regex: content shows path and line",
+          "src/main.rs" in text and "fn helper()" in text and "ignored_by_gitignore" not in text
+          and "hidden_file" not in text and "binary" not in text, text[:400])
+    res = await call(session, {"operation": "grep_search", "pattern": "HELLO", "case_insensitive": True,
+                               "glob": "*.md", "output": "files"})
+    sc, text = structured(res), result_text(res)
+    check("grep_search -i with glob, output files", not is_error(res) and sc.get("total_files") == 2
+          and "README.md" in text and "docs/guide.md" in text and "main.rs" not in text, short(res))
+    res = await call(session, {"operation": "grep_search", "pattern": "a.b", "fixed_strings": True, "output": "count"})
+    sc = structured(res)
+    check("grep_search fixed_strings, output count", not is_error(res) and sc.get("total_matches") == 1
+          and "src/main.rs" in result_text(res), short(res))
+    res = await call(session, {"operation": "grep_search", "pattern": "Hello from", "path": "src",
+                               "context": 1, "output": "content"})
+    text = result_text(res)
+    check("grep_search context=1 shows neighbouring lines", not is_error(res) and "fn main()" in text
+          and "helper();" in text, text[:400])
+
+
+async def check_errors(session: ClientSession) -> None:
+    res = await call(session, {"operation": "read_file", "path": "../outside"})
+    msg = result_text(res)
+    check("path ../outside -> isError", is_error(res), short(res))
+    check("path ../outside error mentions the root", "root" in msg.lower(), msg[:300])
+    try:
+        res = await call(session, {"operation": "no_such_operation", "path": "."})
+        check("unknown operation -> isError result", is_error(res), short(res))
+    except Exception as e:  # a JSON-RPC error instead of an isError result
+        check("unknown operation -> isError result", False, f"raised {type(e).__name__}: {e}")
+
+
+async def run(binary: str, root: Path, errlog) -> None:
+    params = StdioServerParameters(command=binary, args=["serve", "--root", str(root)])
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            info = field(init, "server_info", "serverInfo")
+            version = field(init, "protocol_version", "protocolVersion")
+            check("initialize", info is not None and bool(version), f"{init}")
+            print(f"     server {getattr(info, 'name', '?')} {getattr(info, 'version', '?')}, protocol {version}")
+            steps = [check_tools(session), check_read_file(session, root), check_list_dir(session),
+                     check_file_search(session), check_grep(session), check_errors(session)]
+            for step in steps:
+                try:
+                    await step
+                except Exception as e:
+                    check(f"{step.__name__} raised", False, f"{type(e).__name__}: {e}")
+                    if os.environ.get("VERBOSE"):
+                        traceback.print_exc()
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    tmp = Path(tempfile.mkdtemp(prefix="toolbelt-interop-"))
+    root = tmp / "workspace"
+    root.mkdir()
+    build_workspace(root)
+    errpath = tmp / "server-stderr.log"
+    try:
+        with open(errpath, "w") as errlog:
+            try:
+                anyio.run(_with_timeout, binary, root, errlog)
+            except Exception as e:
+                check("session completed", False, f"{type(e).__name__}: {e}")
+                traceback.print_exc()
+        if FAILED:
+            tail = errpath.read_text()[-2000:]
+            if tail.strip():
+                print("---- server stderr (tail) ----\n" + tail + "\n------------------------------")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(PASSED)} passed, {len(FAILED)} failed")
+    return 1 if FAILED else 0
+
+
+async def _with_timeout(binary: str, root: Path, errlog) -> None:
+    with anyio.fail_after(OVERALL_TIMEOUT_S):
+        await run(binary, root, errlog)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+//! The command line: `schemas --check` (the golden test), `doctor`, startup errors.
+
+use std::process::Command;
+
+use super::common::{BIN, Workspace};
+
+fn run(args: &[&str], ws: &Workspace) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env_remove("TOOLBELT_ROOT")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn committed_schemas_and_readme_reference_match_the_binary() {
+    let ws = Workspace::new();
+    let (ok, stdout, _) = run(&["schemas", "--check", "--dir", env!("CARGO_MANIFEST_DIR")], &ws);
+    assert!(ok, "run `cargo run -- schemas` and commit the result:\n{stdout}");
+    // And the check really compares: a stale copy fails.
+    let copy = ws.root.join("repo");
+    std::fs::create_dir_all(copy.join("schemas")).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"),
+        copy.join("README.md"),
+    )
+    .unwrap();
+    std::fs::write(copy.join("schemas/file_operations.json"), "{}\n").unwrap();
+    let (ok, stdout, _) = run(&["schemas", "--check", "--dir", copy.to_str().unwrap()], &ws);
+    assert!(
+        !ok && stdout.contains("differs: schemas/file_operations.json"),
+        "{stdout}"
+    );
+    let (ok, _, _) = run(&["schemas", "--dir", copy.to_str().unwrap()], &ws);
+    assert!(ok);
+    assert!(run(&["schemas", "--check", "--dir", copy.to_str().unwrap()], &ws).0);
+}
+
+#[test]
+fn doctor_reports_config_roots_and_landlock() {
+    let ws = Workspace::new();
+    let root = ws.root.display().to_string();
+    let (ok, stdout, stderr) = run(&["doctor", "--root", &root, "--output-budget", "5000"], &ws);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION"))),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("roots:\n  {root}\n")), "{stdout}");
+    assert!(stdout.contains("output budget: 5000 bytes"), "{stdout}");
+    assert!(
+        stdout.contains("tool layout:   consolidated (file_operations)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("landlock:      available"), "{stdout}");
+}
+
+#[test]
+fn startup_errors_are_clear_and_exit_nonzero() {
+    let ws = Workspace::new();
+    let missing = ws.root.join("nope").display().to_string();
+    let (ok, stdout, stderr) = run(&["serve", "--root", &missing], &ws);
+    assert!(!ok && stdout.is_empty(), "stdout is reserved for the protocol");
+    assert!(stderr.contains(&format!("root `{missing}` does not exist")), "{stderr}");
+    let config = ws.root.join("bad.toml");
+    std::fs::write(&config, "root = [\".\"]\n").unwrap();
+    let (ok, _, stderr) = run(&["serve", "--config", config.to_str().unwrap()], &ws);
+    assert!(!ok && stderr.contains("unknown field `root`"), "{stderr}");
+    let (ok, stdout, _) = run(&["--version"], &ws);
+    assert!(ok && stdout.contains(env!("CARGO_PKG_VERSION")));
+}

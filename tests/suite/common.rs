@@ -1,0 +1,167 @@
+//! Shared test harness: fixture workspaces and a real MCP client on the real binary.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_toolbelt-mcp");
+
+/// Lines in the generated big file.
+pub const BIG_LINES: usize = 50_000;
+
+/// A copy of `fixtures/workspace` in a temp dir, with symlinks and a big file made here.
+pub struct Workspace {
+    _tmp: tempfile::TempDir,
+    /// The workspace root (canonical).
+    pub root: PathBuf,
+    /// A directory outside the root holding `secret.txt`.
+    pub outside: PathBuf,
+    /// An empty config home so no user config leaks into tests.
+    pub config_home: PathBuf,
+}
+
+impl Workspace {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/workspace"), &root);
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.txt"), "NEEDLE_OUTSIDE top secret\n").unwrap();
+        let config_home = base.join("config");
+        std::fs::create_dir_all(&config_home).unwrap();
+        use std::os::unix::fs::symlink;
+        symlink("src/lib.rs", root.join("link_inside")).unwrap();
+        symlink(outside.join("secret.txt"), root.join("link_outside")).unwrap();
+        symlink(&outside, root.join("link_outside_dir")).unwrap();
+        symlink("does/not/exist", root.join("dangling")).unwrap();
+        symlink("..", root.join("src/loop")).unwrap();
+        let big: String = (1..=BIG_LINES).map(|n| format!("line {n} of the big file\n")).collect();
+        std::fs::write(root.join("data/big.txt"), big).unwrap();
+        Self {
+            _tmp: tmp,
+            root,
+            outside,
+            config_home,
+        }
+    }
+}
+
+/// Copies a tree, turning `_gitignore` into `.gitignore`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        let target = to.join(if name == "_gitignore" {
+            ".gitignore".into()
+        } else {
+            name
+        });
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A connected MCP client talking to a spawned server.
+pub struct Client {
+    pub service: RunningService<RoleClient, ()>,
+}
+
+/// A tool result in test-friendly form.
+#[derive(Debug)]
+pub struct Reply {
+    pub text: String,
+    pub structured: Value,
+    pub is_error: bool,
+    pub raw: CallToolResult,
+}
+
+impl Client {
+    /// Starts `toolbelt-mcp serve --root <ws> <extra…>`.
+    pub async fn start(ws: &Workspace, extra: &[&str]) -> Self {
+        let mut args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Self::spawn(&args, &ws.config_home, None).await
+    }
+
+    /// Starts the binary with exactly these arguments.
+    pub async fn spawn(args: &[String], config_home: &Path, cwd: Option<&Path>) -> Self {
+        let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+            cmd.args(args)
+                .env("XDG_CONFIG_HOME", config_home)
+                .env_remove("TOOLBELT_ROOT")
+                .env_remove("RUST_LOG");
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+        }))
+        .unwrap();
+        Self {
+            service: ().serve(transport).await.unwrap(),
+        }
+    }
+
+    /// Calls a tool and unpacks the result.
+    pub async fn call(&self, tool: &str, args: Value) -> Reply {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().unwrap().clone());
+        let raw = self.service.call_tool(params).await.unwrap();
+        unpack(raw)
+    }
+
+    /// Calls `file_operations`.
+    pub async fn file(&self, args: Value) -> Reply {
+        self.call("file_operations", args).await
+    }
+
+    /// Calls `file_operations` and asserts success.
+    pub async fn ok(&self, args: Value) -> Reply {
+        let reply = self.file(args.clone()).await;
+        assert!(!reply.is_error, "{args} failed: {}", reply.text);
+        reply
+    }
+
+    /// Calls `file_operations` and asserts an `isError` result; returns its text.
+    pub async fn err(&self, args: Value) -> String {
+        let reply = self.file(args.clone()).await;
+        assert!(reply.is_error, "{args} should fail but gave: {}", reply.text);
+        assert!(reply.structured.is_null(), "errors carry no structured content");
+        reply.text
+    }
+
+    pub async fn close(self) {
+        self.service.cancel().await.unwrap();
+    }
+}
+
+pub fn unpack(raw: CallToolResult) -> Reply {
+    let text = raw
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .collect::<Vec<_>>()
+        .join("\n");
+    Reply {
+        text,
+        structured: raw.structured_content.clone().unwrap_or(Value::Null),
+        is_error: raw.is_error == Some(true),
+        raw,
+    }
+}
+
+/// `{"operation": op, ...fields}`.
+pub fn op(operation: &str, fields: Value) -> Value {
+    let mut map = fields.as_object().cloned().unwrap_or_default();
+    map.insert("operation".into(), json!(operation));
+    Value::Object(map)
+}

@@ -1,0 +1,10 @@
+//! Test suites, one per area.
+
+mod cli;
+pub mod common;
+mod confinement;
+mod list_dir;
+mod protocol;
+mod read_file;
+mod roots;
+mod search;

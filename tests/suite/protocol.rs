@@ -1,0 +1,270 @@
+//! Protocol-level behaviour: listing, schemas, layouts, argument validation, budget.
+
+use serde_json::{Value, json};
+
+use super::common::{Client, Workspace, op};
+
+const FORBIDDEN: &[&str] = &[
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "$ref",
+    "$defs",
+    "definitions",
+    "format",
+    "nullable",
+];
+
+/// Fails on any construct a host might reject.
+fn assert_flat(schema: &Value, at: &str) {
+    match schema {
+        Value::Object(map) => {
+            for (key, child) in map {
+                if !at.ends_with("properties") {
+                    assert!(!FORBIDDEN.contains(&key.as_str()), "`{key}` at {at}");
+                    if key == "type" {
+                        assert!(child.is_string(), "type array at {at}");
+                    }
+                }
+                assert_flat(child, &format!("{at}/{key}"));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| assert_flat(i, at)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn lists_one_flat_read_only_file_tool_deterministically() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let info = client.service.peer_info().unwrap();
+    let server = info.server_info.clone().unwrap();
+    assert_eq!(
+        (server.name.as_str(), server.version.as_str()),
+        ("toolbelt-mcp", env!("CARGO_PKG_VERSION"))
+    );
+    let tools = client.service.list_all_tools().await.unwrap();
+    assert_eq!(
+        tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(),
+        ["file_operations"]
+    );
+    let tool = serde_json::to_value(&tools[0]).unwrap();
+    assert_flat(&tool["inputSchema"], "");
+    assert_flat(&tool["outputSchema"], "");
+    assert_eq!(tool["inputSchema"]["type"], "object");
+    assert_eq!(tool["inputSchema"]["required"], json!(["operation"]));
+    assert_eq!(
+        tool["inputSchema"]["properties"]["operation"]["enum"],
+        json!(["read_file", "list_dir", "file_search", "grep_search"])
+    );
+    assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    assert_eq!(tool["annotations"]["destructiveHint"], false);
+    // The published schema is exactly what is served.
+    let published: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/file_operations.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(published["inputSchema"], tool["inputSchema"]);
+    assert_eq!(published["outputSchema"], tool["outputSchema"]);
+    assert_eq!(published["description"], tool["description"]);
+    // A second listing (and a second server) give identical bytes.
+    let again = Client::start(&ws, &[]).await;
+    assert_eq!(
+        serde_json::to_string(&tools).unwrap(),
+        serde_json::to_string(&again.service.list_all_tools().await.unwrap()).unwrap()
+    );
+    client.close().await;
+    again.close().await;
+}
+
+#[tokio::test]
+async fn structured_content_fits_the_output_schema() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let tools = client.service.list_all_tools().await.unwrap();
+    let schema = serde_json::to_value(&tools[0]).unwrap()["outputSchema"].clone();
+    let calls = [
+        op("read_file", json!({"path": "src/main.rs"})),
+        op("read_file", json!({"path": "data/pixel.png"})),
+        op("list_dir", json!({"depth": 2})),
+        op("file_search", json!({"pattern": "*.rs"})),
+        op("grep_search", json!({"pattern": "fn"})),
+        op("grep_search", json!({"pattern": "fn", "output": "files"})),
+    ];
+    for call in calls {
+        let reply = client.ok(call.clone()).await;
+        for (key, value) in reply.structured.as_object().unwrap() {
+            let declared = &schema["properties"][key];
+            assert!(declared.is_object(), "{call}: `{key}` is not in the output schema");
+            let kind = declared["type"].as_str().unwrap();
+            let fits = match kind {
+                "integer" => value.is_u64(),
+                "string" => value.is_string(),
+                "boolean" => value.is_boolean(),
+                "array" => value.is_array(),
+                "object" => value.is_object(),
+                _ => false,
+            };
+            assert!(fits, "{call}: `{key}` = {value} is not {kind}");
+        }
+        for required in schema["required"].as_array().unwrap() {
+            assert!(
+                reply.structured.get(required.as_str().unwrap()).is_some(),
+                "{call}: missing {required}"
+            );
+        }
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn granular_layout_lists_each_operation_with_exact_annotations() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &["--tool-layout", "granular"]).await;
+    let tools = client.service.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["read_file", "list_dir", "file_search", "grep_search"]);
+    for tool in &tools {
+        let value = serde_json::to_value(tool).unwrap();
+        assert_flat(&value["inputSchema"], "");
+        assert_eq!(value["annotations"]["readOnlyHint"], true, "{}", tool.name);
+        assert_eq!(value["annotations"]["idempotentHint"], true, "{}", tool.name);
+        assert!(value["inputSchema"]["properties"].get("operation").is_none());
+    }
+    let read = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(read["inputSchema"]["required"], json!(["path"]));
+    let reply = client.call("read_file", json!({"path": "src/main.rs"})).await;
+    assert!(!reply.is_error && reply.text.contains("fn main()"), "{}", reply.text);
+    let reply = client
+        .call("read_file", json!({"operation": "read_file", "path": "src/main.rs"}))
+        .await;
+    assert!(
+        reply.is_error && reply.text.contains("unknown field `operation`"),
+        "{}",
+        reply.text
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_get_actionable_errors() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let cases: Vec<(Value, &[&str])> = vec![
+        (
+            json!({"path": "src/main.rs"}),
+            &["needs an `operation` field", "`read_file`"],
+        ),
+        (
+            json!({"operation": "delete_everything"}),
+            &["has no operation `delete_everything`", "`grep_search`"],
+        ),
+        (json!({"operation": 7}), &["`operation` must be a string"]),
+        (
+            op("read_file", json!({})),
+            &["missing field `path`", "`path` (required), `offset`, `limit`"],
+        ),
+        (
+            op("read_file", json!({"path": "src/main.rs", "lines": 3})),
+            &["unknown field `lines`", "expected one of `path`, `offset`, `limit`"],
+        ),
+        (
+            op("read_file", json!({"path": "src/main.rs", "offset": "ten"})),
+            &["invalid type: string \"ten\"", "read_file"],
+        ),
+        (
+            op("read_file", json!({"path": "src/main.rs", "offset": 0})),
+            &["`offset` = 0 is out of range", "numbered from 1"],
+        ),
+        (
+            op("read_file", json!({"path": "src/main.rs", "limit": 0})),
+            &["`limit` = 0"],
+        ),
+        (
+            op("list_dir", json!({"depth": 11})),
+            &["`depth` = 11 is out of range", "to 10"],
+        ),
+        (
+            op("list_dir", json!({"include_hidden": "yes"})),
+            &["invalid type", "boolean"],
+        ),
+        (
+            op("grep_search", json!({"pattern": "x", "output": "lines"})),
+            &["unknown variant `lines`", "`content`, `files`, `count`"],
+        ),
+        (
+            op("file_search", json!({"pattern": "*", "sort": "size"})),
+            &["unknown variant `size`"],
+        ),
+    ];
+    for (args, expected) in cases {
+        let text = client.err(args.clone()).await;
+        for fragment in expected {
+            assert!(text.contains(fragment), "{args}: `{fragment}` not in: {text}");
+        }
+    }
+    // An unknown tool is a protocol error, not a tool result.
+    let params = rmcp::model::CallToolRequestParams::new("shell").with_arguments(serde_json::Map::new());
+    let err = client.service.call_tool(params).await.unwrap_err().to_string();
+    assert!(
+        err.contains("unknown tool `shell`") && err.contains("`file_operations`"),
+        "{err}"
+    );
+    // Null for an optional field means "not given".
+    client
+        .ok(op(
+            "read_file",
+            json!({"path": "src/main.rs", "offset": null, "limit": null}),
+        ))
+        .await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn every_result_fits_the_output_budget() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &["--output-budget", "4096"]).await;
+    let cases = [
+        op("read_file", json!({"path": "data/big.txt"})),
+        op("grep_search", json!({"pattern": "line", "limit": 100000})),
+        op(
+            "grep_search",
+            json!({"pattern": "line", "output": "count", "limit": 100000}),
+        ),
+        op(
+            "list_dir",
+            json!({"depth": 10, "include_hidden": true, "respect_gitignore": false}),
+        ),
+        op("file_search", json!({"pattern": "**", "limit": 100000})),
+    ];
+    for call in cases {
+        let reply = client.ok(call.clone()).await;
+        assert!(reply.text.len() <= 4096, "{call}: {} bytes", reply.text.len());
+        let json_size = serde_json::to_string(&reply.raw).unwrap().len();
+        assert!(json_size < 4096 * 4, "{call}: whole result {json_size} bytes");
+    }
+    let reply = client.ok(op("read_file", json!({"path": "data/big.txt"}))).await;
+    assert_eq!(reply.structured["truncated"], true);
+    let next = reply.structured["next_offset"].as_u64().unwrap();
+    assert!(
+        reply
+            .text
+            .contains(&format!("output budget reached; more: offset={next}")),
+        "{}",
+        reply.text
+    );
+    let reply = client
+        .ok(op("grep_search", json!({"pattern": "line", "limit": 100000})))
+        .await;
+    assert_eq!(
+        (
+            reply.structured["total_matches"].as_u64(),
+            reply.structured["truncated"].as_bool()
+        ),
+        (Some(50_003), Some(true)),
+        "big.txt and crlf.txt"
+    );
+    client.close().await;
+}
