@@ -102,12 +102,7 @@ impl Peer {
                 }
             }
         });
-        Peer {
-            child,
-            stdin,
-            lines,
-            next_id: 1,
-        }
+        Peer { child, stdin, lines, next_id: 1 }
     }
 
     fn write_line(&mut self, line: &str) {
@@ -117,19 +112,14 @@ impl Peer {
     }
 
     fn read_line(&self) -> String {
-        self.lines
-            .recv_timeout(TIMEOUT)
-            .unwrap_or_else(|e| panic!("no line from child within {TIMEOUT:?}: {e}"))
+        self.lines.recv_timeout(TIMEOUT).unwrap_or_else(|e| panic!("no line from child within {TIMEOUT:?}: {e}"))
     }
 
     /// Serialized request line with a fresh id.
     fn request_line(&mut self, method: &str, params: Value) -> (u64, String) {
         let id = self.next_id;
         self.next_id += 1;
-        (
-            id,
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        )
+        (id, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
     }
 
     /// Sends a request and returns its `result`, skipping notifications and refusing server requests.
@@ -164,17 +154,11 @@ impl Peer {
     /// MCP handshake; returns the tool names from `tools/list`.
     fn handshake(&mut self) -> Vec<String> {
         let info = json!({"name": "stdio-bench", "version": "0"});
-        self.call(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}),
-        );
+        self.call("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}));
         self.write_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         let list = self.call("tools/list", json!({}));
         let tools = list["tools"].as_array().expect("tools/list has tools");
-        tools
-            .iter()
-            .filter_map(|t| t["name"].as_str().map(String::from))
-            .collect()
+        tools.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect()
     }
 
     /// A field of /proc/PID/status (e.g. VmRSS, VmHWM) in KiB.
@@ -261,12 +245,7 @@ fn cold_start(servers: &[Server], runs: usize) {
     for (s, (times, mut rss)) in servers.iter().zip(per) {
         let (med, p90) = stats(times);
         rss.sort();
-        println!(
-            "| {} | {med:.2} ms | {p90:.2} ms | {:.1}× | {} |",
-            s.name,
-            med / fmed,
-            mib(rss[rss.len() / 2])
-        );
+        println!("| {} | {med:.2} ms | {p90:.2} ms | {:.1}× | {} |", s.name, med / fmed, mib(rss[rss.len() / 2]));
     }
 }
 
@@ -279,27 +258,14 @@ fn warm_requests(tools: &[String], ws: &Path) -> [(&'static str, Value); 2] {
         let list = json!({"operation": "list_dir", "path": "smalldir"});
         return [
             ("read_file 1 KB", json!({"name": "file_operations", "arguments": read})),
-            (
-                "list_dir small dir",
-                json!({"name": "file_operations", "arguments": list}),
-            ),
+            ("list_dir small dir", json!({"name": "file_operations", "arguments": list})),
         ];
     }
-    let read = if has("read_text_file") {
-        "read_text_file"
-    } else {
-        "read_file"
-    };
+    let read = if has("read_text_file") { "read_text_file" } else { "read_file" };
     assert!(has(read) && has("list_directory"), "unknown server: tools {tools:?}");
     [
-        (
-            "read_file 1 KB",
-            json!({"name": read, "arguments": {"path": abs("small.txt")}}),
-        ),
-        (
-            "list_dir small dir",
-            json!({"name": "list_directory", "arguments": {"path": abs("smalldir")}}),
-        ),
+        ("read_file 1 KB", json!({"name": read, "arguments": {"path": abs("small.txt")}})),
+        ("list_dir small dir", json!({"name": "list_directory", "arguments": {"path": abs("smalldir")}})),
     ]
 }
 
@@ -329,10 +295,7 @@ fn warm_calls(servers: &[Server], ws: &Path, calls: usize) {
         for (ci, (label, params)) in warm_requests(&tools, ws).into_iter().enumerate() {
             let r = p.tool(params["name"].as_str().expect("name"), &params["arguments"]);
             let text = r["content"][0]["text"].as_str().unwrap_or("");
-            assert!(
-                text.contains("0123456789") || text.contains("file0"),
-                "{label}: unexpected {r}"
-            );
+            assert!(text.contains("0123456789") || text.contains("file0"), "{label}: unexpected {r}");
             if si == 0 {
                 let (_, line) = p.request_line("tools/call", params.clone());
                 let mut cat = Peer::spawn(&["cat".to_string()]);
@@ -346,11 +309,7 @@ fn warm_calls(servers: &[Server], ws: &Path, calls: usize) {
             let (med, p90) = time_round_trips(&mut p, calls, |p| {
                 p.call("tools/call", params.clone());
             });
-            println!(
-                "| {label} | {} | {med:.1} µs | {p90:.1} µs | {:.1}× |",
-                s.name,
-                med / floors[ci]
-            );
+            println!("| {label} | {} | {med:.1} µs | {p90:.1} µs | {:.1}× |", s.name, med / floors[ci]);
         }
     }
 }
@@ -358,11 +317,7 @@ fn warm_calls(servers: &[Server], ws: &Path, calls: usize) {
 /// Runs `rg` in `dir` and returns (wall ms, stdout).
 fn run_rg(dir: &Path, args: &[&str]) -> (f64, String) {
     let t = Instant::now();
-    let out = Command::new("rg")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run rg (is ripgrep installed?)");
+    let out = Command::new("rg").args(args).current_dir(dir).output().expect("run rg (is ripgrep installed?)");
     let wall = ms(t.elapsed());
     assert!(out.status.code().is_some_and(|c| c <= 1), "rg {args:?} failed: {out:?}");
     (wall, String::from_utf8_lossy(&out.stdout).into_owned())
@@ -371,19 +326,11 @@ fn run_rg(dir: &Path, args: &[&str]) -> (f64, String) {
 /// Section 3: grep_search / file_search on a big tree versus ripgrep. Returns false on a count mismatch.
 fn tree_runs(bin: &Path, tree: &Path) -> bool {
     let tree = tree.canonicalize().expect("--tree must exist");
-    let argv = [
-        bin.display().to_string(),
-        "serve".into(),
-        "--root".into(),
-        tree.display().to_string(),
-    ];
+    let argv = [bin.display().to_string(), "serve".into(), "--root".into(), tree.display().to_string()];
     let mut p = Peer::spawn(&argv);
     p.handshake();
     let mut ok = true;
-    println!(
-        "\n## Big tree `{}`: median of {TREE_RUNS} (after 1 warm-up)\n",
-        tree.display()
-    );
+    println!("\n## Big tree `{}`: median of {TREE_RUNS} (after 1 warm-up)\n", tree.display());
     println!("| query | toolbelt-mcp | rg | ours / rg | ours count | rg count | counts |");
     println!("|---|---:|---:|---:|---:|---:|---|");
     // (label, pattern, case_insensitive, fixed_strings)
@@ -400,10 +347,7 @@ fn tree_runs(bin: &Path, tree: &Path) -> bool {
         rg_args.extend(["--", pat]);
         let (ours, r, theirs, out) = race(&mut p, &args, &tree, &rg_args);
         let (lines, files) = (r["total_matches"].as_u64(), r["total_files"].as_u64());
-        let rg_lines: u64 = out
-            .lines()
-            .filter_map(|l| l.rsplit_once(':')?.1.parse::<u64>().ok())
-            .sum();
+        let rg_lines: u64 = out.lines().filter_map(|l| l.rsplit_once(':')?.1.parse::<u64>().ok()).sum();
         let rg_files = out.lines().count() as u64;
         let same = lines == Some(rg_lines) && files == Some(rg_files);
         ok &= same;
@@ -427,10 +371,7 @@ fn tree_runs(bin: &Path, tree: &Path) -> bool {
             verdict(same)
         );
     }
-    println!(
-        "\nServer peak RSS after the tree runs (VmHWM): {}",
-        mib(p.proc_kib("VmHWM:"))
-    );
+    println!("\nServer peak RSS after the tree runs (VmHWM): {}", mib(p.proc_kib("VmHWM:")));
     ok
 }
 
@@ -462,31 +403,19 @@ fn verdict(same: bool) -> &'static str {
 
 fn main() {
     let o = parse_opts();
-    assert!(
-        o.bin.exists(),
-        "server binary {} not found (build with `cargo build --release`)",
-        o.bin.display()
-    );
+    assert!(o.bin.exists(), "server binary {} not found (build with `cargo build --release`)", o.bin.display());
     let ws = Workspace::create();
     let root = ws.0.display().to_string();
     let mut servers = vec![Server {
         name: "toolbelt-mcp".into(),
-        argv: vec![
-            o.bin.display().to_string(),
-            "serve".into(),
-            "--root".into(),
-            root.clone(),
-        ],
+        argv: vec![o.bin.display().to_string(), "serve".into(), "--root".into(), root.clone()],
     }];
     if let Some(cmd) = &o.compare {
         let mut argv: Vec<String> = cmd.split_whitespace().map(|a| a.replace("{root}", &root)).collect();
         if !cmd.contains("{root}") {
             argv.push(root.clone());
         }
-        servers.push(Server {
-            name: format!("`{cmd}`"),
-            argv,
-        });
+        servers.push(Server { name: format!("`{cmd}`"), argv });
     }
     println!("# toolbelt-mcp stdio bench\n\nbinary: `{}`", o.bin.display());
     cold_start(&servers, o.runs);

@@ -91,14 +91,11 @@ impl Config {
 
         let output_budget = match (args.output_budget, env("TOOLBELT_OUTPUT_BUDGET")) {
             (Some(bytes), _) => bytes,
-            (None, Some(value)) => value
-                .to_str()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| ConfigError::BadEnv {
-                    name: "TOOLBELT_OUTPUT_BUDGET",
-                    value: value.to_string_lossy().into_owned(),
-                    expected: "a number of bytes, e.g. `65536`",
-                })?,
+            (None, Some(value)) => value.to_str().and_then(|v| v.parse().ok()).ok_or_else(|| ConfigError::BadEnv {
+                name: "TOOLBELT_OUTPUT_BUDGET",
+                value: value.to_string_lossy().into_owned(),
+                expected: "a number of bytes, e.g. `65536`",
+            })?,
             (None, None) => file.output_budget.unwrap_or(DEFAULT_OUTPUT_BUDGET),
         };
         if !(BUDGET_RANGE.0..=BUDGET_RANGE.1).contains(&output_budget) {
@@ -125,10 +122,7 @@ impl Config {
 /// Reads the config file named by `--config`, `TOOLBELT_CONFIG`, or the XDG default (which
 /// may be absent; the others must exist).
 fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(FileConfig, Option<PathBuf>), ConfigError> {
-    let explicit = args
-        .config
-        .clone()
-        .or_else(|| env("TOOLBELT_CONFIG").map(PathBuf::from));
+    let explicit = args.config.clone().or_else(|| env("TOOLBELT_CONFIG").map(PathBuf::from));
     let path = match explicit {
         Some(path) => path,
         None => {
@@ -139,14 +133,9 @@ fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(FileConfig, Optio
             default
         }
     };
-    let text = fs::read_small_text(&path).map_err(|source| ConfigError::ReadFile {
-        path: path.clone(),
-        source,
-    })?;
-    let file = toml::from_str(&text).map_err(|err| ConfigError::ParseFile {
-        path: path.clone(),
-        message: err.message().to_string(),
-    })?;
+    let text = fs::read_small_text(&path).map_err(|source| ConfigError::ReadFile { path: path.clone(), source })?;
+    let file = toml::from_str(&text)
+        .map_err(|err| ConfigError::ParseFile { path: path.clone(), message: err.message().to_string() })?;
     Ok((file, Some(path)))
 }
 
@@ -161,10 +150,7 @@ fn canonical_roots(given: Vec<PathBuf>) -> Result<Vec<PathBuf>, ConfigError> {
             },
         })?;
         if !fs::is_dir(&canonical) {
-            return Err(ConfigError::BadRoot {
-                path,
-                problem: "is not a directory".into(),
-            });
+            return Err(ConfigError::BadRoot { path, problem: "is not a directory".into() });
         }
         if !roots.contains(&canonical) {
             roots.push(canonical);
@@ -189,10 +175,7 @@ fn parse_layout(value: &OsString) -> Result<ToolLayout, ConfigError> {
 fn xdg_dir(env: EnvLookup<'_>, var: &str, fallback: &str) -> PathBuf {
     match env(var).map(PathBuf::from) {
         Some(dir) if dir.is_absolute() => dir,
-        _ => env("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/"))
-            .join(fallback),
+        _ => env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/")).join(fallback),
     }
 }
 
@@ -275,10 +258,7 @@ mod tests {
         let (tmp, a, _) = dirs();
         let file = tmp.path().join("c.toml");
         std::fs::write(&file, "rootz = [\"b\"]\n").unwrap();
-        let args = CommonArgs {
-            config: Some(file),
-            ..CommonArgs::default()
-        };
+        let args = CommonArgs { config: Some(file), ..CommonArgs::default() };
         let err = Config::resolve(&args, &env_of(&[]), &a).unwrap_err().to_string();
         assert!(err.contains("unknown field `rootz`"), "{err}");
     }
@@ -286,33 +266,21 @@ mod tests {
     #[test]
     fn bad_values_are_errors() {
         let (tmp, a, _) = dirs();
-        let missing = CommonArgs {
-            roots: vec![tmp.path().join("nope")],
-            ..CommonArgs::default()
-        };
+        let missing = CommonArgs { roots: vec![tmp.path().join("nope")], ..CommonArgs::default() };
         let err = Config::resolve(&missing, &env_of(&[]), &a).unwrap_err().to_string();
         assert!(err.contains("does not exist") && err.contains("nope"), "{err}");
-        let small = CommonArgs {
-            output_budget: Some(10),
-            ..CommonArgs::default()
-        };
+        let small = CommonArgs { output_budget: Some(10), ..CommonArgs::default() };
         let err = Config::resolve(&small, &env_of(&[]), &a).unwrap_err().to_string();
         assert!(err.contains("output_budget"), "{err}");
         let err = Config::resolve(&CommonArgs::default(), &env_of(&[("TOOLBELT_TOOL_LAYOUT", "flat")]), &a)
             .unwrap_err()
             .to_string();
         assert!(err.contains("TOOLBELT_TOOL_LAYOUT"), "{err}");
-        let no_file = CommonArgs {
-            config: Some(tmp.path().join("none.toml")),
-            ..CommonArgs::default()
-        };
+        let no_file = CommonArgs { config: Some(tmp.path().join("none.toml")), ..CommonArgs::default() };
         assert!(Config::resolve(&no_file, &env_of(&[]), &a).is_err());
         let file = tmp.path().join("f");
         std::fs::write(&file, "").unwrap();
-        let not_dir = CommonArgs {
-            roots: vec![file],
-            ..CommonArgs::default()
-        };
+        let not_dir = CommonArgs { roots: vec![file], ..CommonArgs::default() };
         let err = Config::resolve(&not_dir, &env_of(&[]), &a).unwrap_err().to_string();
         assert!(err.contains("not a directory"), "{err}");
     }

@@ -154,11 +154,7 @@ impl ToolError {
         expected: &'static str,
     ) -> Result<(), Self> {
         match value {
-            Some(v) if v < min || v > max => Err(Self::BadValue {
-                field,
-                value: v.to_string(),
-                expected,
-            }),
+            Some(v) if v < min || v > max => Err(Self::BadValue { field, value: v.to_string(), expected }),
             _ => Ok(()),
         }
     }
@@ -170,11 +166,7 @@ impl ToolError {
             std::io::ErrorKind::NotFound => Self::NotFound { path: path.into() },
             std::io::ErrorKind::IsADirectory => Self::IsADirectory { path: path.into() },
             std::io::ErrorKind::NotADirectory => Self::NotADirectory { path: path.into() },
-            _ => Self::Io {
-                action,
-                path: path.into(),
-                source,
-            },
+            _ => Self::Io { action, path: path.into(), source },
         }
     }
 }

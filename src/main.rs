@@ -29,9 +29,7 @@ fn main() -> ExitCode {
                 .map_err(|e| format!("cannot start the async runtime: {e}"))?;
             runtime.block_on(server::stdio::serve(config)).map(|()| true)
         }),
-        Command::Doctor(args) => resolve(args)
-            .and_then(|config| commands::doctor::run(&config))
-            .map(|()| true),
+        Command::Doctor(args) => resolve(args).and_then(|config| commands::doctor::run(&config)).map(|()| true),
         Command::Schemas(args) => commands::schemas::run(args),
     };
     match outcome {

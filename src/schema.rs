@@ -6,20 +6,8 @@ use schemars::generate::{Contract, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 /// Keys no published schema may contain anywhere (hosts reject them: see DESIGN.md §3).
-const FORBIDDEN_KEYS: &[&str] = &[
-    "oneOf",
-    "anyOf",
-    "allOf",
-    "not",
-    "$ref",
-    "$defs",
-    "definitions",
-    "format",
-    "if",
-    "then",
-    "else",
-    "nullable",
-];
+const FORBIDDEN_KEYS: &[&str] =
+    &["oneOf", "anyOf", "allOf", "not", "$ref", "$defs", "definitions", "format", "if", "then", "else", "nullable"];
 
 /// A problem building a tool's schema; the golden test keeps these from shipping.
 #[derive(Debug, thiserror::Error)]
@@ -31,9 +19,9 @@ pub enum SchemaError {
     Conflict {
         /// The field.
         field: String,
-        /// The type first seen.
+        /// The schema first seen.
         first: String,
-        /// The other type.
+        /// The other schema.
         second: String,
         /// The operation that disagrees.
         operation: &'static str,
@@ -77,15 +65,7 @@ fn generate<T: JsonSchema>(contract: Contract) -> Map<String, Value> {
 /// `additionalProperties` go (the server validates strictly itself).
 pub fn flatten(value: &mut Value) {
     let Value::Object(map) = value else { return };
-    for key in [
-        "$schema",
-        "title",
-        "format",
-        "default",
-        "$defs",
-        "definitions",
-        "additionalProperties",
-    ] {
+    for key in ["$schema", "title", "format", "default", "$defs", "definitions", "additionalProperties"] {
         map.remove(key);
     }
     for key in ["anyOf", "oneOf"] {
@@ -192,10 +172,8 @@ pub fn merge(
 ) -> Result<Map<String, Value>, SchemaError> {
     let names: Vec<Value> = parts.iter().map(|p| json!(p.operation)).collect();
     let mut properties = Map::new();
-    properties.insert(
-        "operation".into(),
-        json!({"type": "string", "enum": names, "description": operation_description}),
-    );
+    properties
+        .insert("operation".into(), json!({"type": "string", "enum": names, "description": operation_description}));
     let mut fields: Vec<Field> = Vec::new();
     for part in parts {
         let Some(Value::Object(props)) = part.schema.get("properties") else {
@@ -208,35 +186,22 @@ pub fn merge(
                 _ => String::new(),
             };
             match fields.iter_mut().find(|f| &f.name == name) {
-                Some(Field {
-                    schema: existing,
-                    users,
-                    ..
-                }) => {
-                    if existing.get("type") != schema.get("type") {
+                Some(Field { schema: existing, users, .. }) => {
+                    if *existing != schema {
                         return Err(SchemaError::Conflict {
                             field: name.clone(),
-                            first: existing.get("type").map(Value::to_string).unwrap_or_default(),
-                            second: schema.get("type").map(Value::to_string).unwrap_or_default(),
+                            first: Value::Object(existing.clone()).to_string(),
+                            second: Value::Object(schema).to_string(),
                             operation: part.operation,
                         });
                     }
                     users.push((part.operation, description));
                 }
-                None => fields.push(Field {
-                    name: name.clone(),
-                    schema,
-                    users: vec![(part.operation, description)],
-                }),
+                None => fields.push(Field { name: name.clone(), schema, users: vec![(part.operation, description)] }),
             }
         }
     }
-    for Field {
-        name,
-        mut schema,
-        users,
-    } in fields
-    {
+    for Field { name, mut schema, users } in fields {
         schema.insert("description".into(), Value::String(describe_users(&users)));
         properties.insert(name, Value::Object(schema));
     }
@@ -257,11 +222,7 @@ fn describe_users(users: &[(&'static str, String)]) -> String {
         let text = users.first().map(|(_, d)| d.as_str()).unwrap_or_default();
         format!("[{}] {text}", ops.join(", "))
     } else {
-        users
-            .iter()
-            .map(|(op, d)| format!("[{op}] {d}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        users.iter().map(|(op, d)| format!("[{op}] {d}")).collect::<Vec<_>>().join(" ")
     }
 }
 
@@ -298,10 +259,7 @@ fn check_node(value: &Value, at: &str) -> Result<(), SchemaError> {
             }
             Ok(())
         }
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, v)| check_node(v, &format!("{at}/{i}"))),
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, v)| check_node(v, &format!("{at}/{i}"))),
         _ => Ok(()),
     }
 }
@@ -346,16 +304,10 @@ mod tests {
         let schema = input_schema::<Sample>();
         check_flat(&schema).unwrap();
         let props = &schema["properties"];
-        assert_eq!(
-            props["limit"],
-            json!({"type": "integer", "minimum": 0, "description": "How many."})
-        );
+        assert_eq!(props["limit"], json!({"type": "integer", "minimum": 0, "description": "How many."}));
         assert_eq!(props["mode"]["type"], "string");
         assert_eq!(props["mode"]["enum"], json!(["fast", "slow"]));
-        assert_eq!(
-            props["mode"]["description"],
-            "Which way. (`fast`: Quickly.; `slow`: Carefully.)"
-        );
+        assert_eq!(props["mode"]["description"], "Which way. (`fast`: Quickly.; `slow`: Carefully.)");
         assert_eq!(props["items"]["items"]["properties"]["flag"]["type"], "boolean");
         assert_eq!(schema["required"], json!(["path"]));
     }
@@ -367,21 +319,8 @@ mod tests {
             "type": "object", "properties": {"path": {"type": "string", "description": "Other."}}
         }))
         .unwrap();
-        let merged = merge(
-            &[
-                Part {
-                    operation: "a",
-                    schema: &a,
-                },
-                Part {
-                    operation: "b",
-                    schema: &b,
-                },
-            ],
-            "op",
-            &[],
-        )
-        .unwrap();
+        let merged =
+            merge(&[Part { operation: "a", schema: &a }, Part { operation: "b", schema: &b }], "op", &[]).unwrap();
         check_flat(&merged).unwrap();
         assert_eq!(merged["properties"]["path"]["description"], "[a] The path. [b] Other.");
         assert_eq!(merged["properties"]["limit"]["description"], "[a] How many.");
@@ -390,23 +329,13 @@ mod tests {
         assert_eq!(keys, ["operation", "path", "limit", "mode", "items"]);
         let c: Map<String, Value> =
             serde_json::from_value(json!({"type": "object", "properties": {"path": {"type": "integer"}}})).unwrap();
-        assert!(
-            merge(
-                &[
-                    Part {
-                        operation: "a",
-                        schema: &a
-                    },
-                    Part {
-                        operation: "c",
-                        schema: &c
-                    }
-                ],
-                "op",
-                &[]
-            )
-            .is_err()
-        );
+        let d: Map<String, Value> = serde_json::from_value(
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}),
+        )
+        .unwrap();
+        let err = merge(&[Part { operation: "a", schema: &a }, Part { operation: "d", schema: &d }], "op", &[]);
+        assert!(err.unwrap_err().to_string().contains("field `items`"), "arrays of different items conflict");
+        assert!(merge(&[Part { operation: "a", schema: &a }, Part { operation: "c", schema: &c }], "op", &[]).is_err());
     }
 
     #[test]

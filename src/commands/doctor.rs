@@ -15,10 +15,7 @@ pub fn run(config: &Config) -> Result<(), String> {
     report.push_str(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION")));
     report.push_str(&format!(
         "config file:   {}\n",
-        config
-            .config_file
-            .as_ref()
-            .map_or("none".to_string(), |p| p.display().to_string())
+        config.config_file.as_ref().map_or("none".to_string(), |p| p.display().to_string())
     ));
     report.push_str("roots:\n");
     for root in &config.roots {
@@ -27,22 +24,11 @@ pub fn run(config: &Config) -> Result<(), String> {
     if !config.roots_explicit {
         report.push_str("  (the current directory; a client that offers MCP roots replaces it)\n");
     }
-    let state = if fs::is_dir(&config.state_dir) {
-        "exists"
-    } else {
-        "not created yet"
-    };
+    let state = if fs::is_dir(&config.state_dir) { "exists" } else { "not created yet" };
     report.push_str(&format!("state dir:     {} ({state})\n", config.state_dir.display()));
-    report.push_str(&format!(
-        "tool layout:   {} ({})\n",
-        config.tool_layout.as_str(),
-        names.join(", ")
-    ));
+    report.push_str(&format!("tool layout:   {} ({})\n", config.tool_layout.as_str(), names.join(", ")));
     report.push_str(&format!("output budget: {} bytes per result\n", config.output_budget));
     report.push_str(&format!("max image:     {} bytes\n", config.max_image_bytes));
     report.push_str(&format!("landlock:      {}\n", landlock.status));
-    std::io::stdout()
-        .lock()
-        .write_all(report.as_bytes())
-        .map_err(|e| e.to_string())
+    std::io::stdout().lock().write_all(report.as_bytes()).map_err(|e| e.to_string())
 }

@@ -25,20 +25,13 @@ pub fn generate(readme: &str) -> Result<Vec<(String, String)>, String> {
     let (Some(start), Some(end)) = (readme.find(README_START), readme.find(README_END)) else {
         return Err(format!("README.md lacks the markers `{README_START}` … `{README_END}`"));
     };
-    let updated = format!(
-        "{}{README_START}\n{}{}",
-        &readme[..start],
-        reference(&consolidated),
-        &readme[end..]
-    );
+    let updated = format!("{}{README_START}\n{}{}", &readme[..start], reference(&consolidated), &readme[end..]);
     files.push(("README.md".to_string(), updated));
     Ok(files)
 }
 
 fn pretty<T: serde::Serialize>(value: &T) -> Result<String, String> {
-    serde_json::to_string_pretty(value)
-        .map(|s| s + "\n")
-        .map_err(|e| e.to_string())
+    serde_json::to_string_pretty(value).map(|s| s + "\n").map_err(|e| e.to_string())
 }
 
 /// The README's tool reference: per tool, its operations and every field.
@@ -61,13 +54,7 @@ fn reference(specs: &[ToolSpec]) -> String {
                 .and_then(Value::as_object)
                 .map(|p| {
                     p.keys()
-                        .map(|k| {
-                            if required.contains(&k.as_str()) {
-                                format!("`{k}`*")
-                            } else {
-                                format!("`{k}`")
-                            }
-                        })
+                        .map(|k| if required.contains(&k.as_str()) { format!("`{k}`*") } else { format!("`{k}`") })
                         .collect()
                 })
                 .unwrap_or_default();
@@ -121,10 +108,7 @@ pub fn run(args: &SchemasArgs) -> Result<bool, String> {
         }
     }
     if args.check && !all_same {
-        let _ = writeln!(
-            stdout,
-            "schemas are stale: run `toolbelt-mcp schemas` and commit the result"
-        );
+        let _ = writeln!(stdout, "schemas are stale: run `toolbelt-mcp schemas` and commit the result");
     }
     Ok(all_same || !args.check)
 }

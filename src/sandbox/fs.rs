@@ -44,10 +44,7 @@ pub fn open_walked(path: &Path) -> io::Result<File> {
 }
 
 fn open_no_follow(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
 }
 
 /// The target text of a symlink met while walking (not followed).

@@ -28,14 +28,8 @@ pub fn probe() -> LandlockSupport {
     .join();
     match outcome {
         Ok(Ok(raw)) => describe(&raw),
-        Ok(Err(err)) => LandlockSupport {
-            status: format!("unavailable ({err})"),
-            enforceable: false,
-        },
-        Err(_) => LandlockSupport {
-            status: "probe failed".into(),
-            enforceable: false,
-        },
+        Ok(Err(err)) => LandlockSupport { status: format!("unavailable ({err})"), enforceable: false },
+        Err(_) => LandlockSupport { status: "probe failed".into(), enforceable: false },
     }
 }
 
@@ -49,17 +43,11 @@ fn describe(raw: &str) -> LandlockSupport {
         };
     }
     if raw.starts_with("NotImplemented") {
-        return LandlockSupport {
-            status: "not implemented by this kernel".into(),
-            enforceable: false,
-        };
+        return LandlockSupport { status: "not implemented by this kernel".into(), enforceable: false };
     }
     let number_after = |key: &str| {
         raw.split(key).nth(1).map(|rest| {
-            rest.chars()
-                .skip_while(|c| !c.is_ascii_digit())
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
+            rest.chars().skip_while(|c| !c.is_ascii_digit()).take_while(char::is_ascii_digit).collect::<String>()
         })
     };
     let effective = number_after("effective_abi").unwrap_or_default();
@@ -67,10 +55,7 @@ fn describe(raw: &str) -> LandlockSupport {
         Some(kernel) => format!("available: kernel ABI {kernel} (this build uses up to ABI {effective})"),
         None => format!("available: ABI {effective}"),
     };
-    LandlockSupport {
-        status,
-        enforceable: true,
-    }
+    LandlockSupport { status, enforceable: true }
 }
 
 #[cfg(test)]
@@ -79,10 +64,7 @@ mod tests {
 
     #[test]
     fn describes_each_status() {
-        assert_eq!(
-            describe("Available { effective_abi: V6, kernel_abi: None }").status,
-            "available: ABI 6"
-        );
+        assert_eq!(describe("Available { effective_abi: V6, kernel_abi: None }").status, "available: ABI 6");
         let newer = describe("Available { effective_abi: V6, kernel_abi: Some(7) }");
         assert_eq!(newer.status, "available: kernel ABI 7 (this build uses up to ABI 6)");
         assert!(!describe("NotEnabled").enforceable);

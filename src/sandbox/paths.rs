@@ -62,16 +62,9 @@ impl Roots {
         }
         let real = fs::canonicalize(&lexical).map_err(|err| ToolError::io("resolve", input, err))?;
         if !self.contains(&real) {
-            return Err(ToolError::SymlinkEscape {
-                path: input.to_string(),
-                target: real,
-                roots: self.joined(),
-            });
+            return Err(ToolError::SymlinkEscape { path: input.to_string(), target: real, roots: self.joined() });
         }
-        Ok(Resolved {
-            shown: self.show(&real),
-            real,
-        })
+        Ok(Resolved { shown: self.show(&real), real })
     }
 
     /// How to show an absolute path found inside the roots: relative to the first root when
@@ -85,11 +78,7 @@ impl Roots {
     }
 
     fn joined(&self) -> String {
-        self.roots
-            .iter()
-            .map(|r| format!("`{}`", r.display()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.roots.iter().map(|r| format!("`{}`", r.display())).collect::<Vec<_>>().join(", ")
     }
 
     fn outside(&self, input: &str) -> ToolError {
@@ -141,10 +130,7 @@ mod tests {
     fn resolves_relative_and_absolute_inside() {
         let (_tmp, roots, root) = setup();
         let r = roots.resolve("sub/file.txt").unwrap();
-        assert_eq!(
-            (r.real(), r.shown()),
-            (root.join("sub/file.txt").as_path(), "sub/file.txt")
-        );
+        assert_eq!((r.real(), r.shown()), (root.join("sub/file.txt").as_path(), "sub/file.txt"));
         let r = roots.resolve(root.join("sub/./file.txt").to_str().unwrap()).unwrap();
         assert_eq!(r.shown(), "sub/file.txt");
         assert_eq!(roots.resolve("").unwrap().shown(), ".");
@@ -156,22 +142,13 @@ mod tests {
     fn refuses_dotdot_prefix_tricks_and_symlinks_out() {
         let (_tmp, roots, root) = setup();
         for bad in ["../outside.txt", "sub/../../outside.txt", "/etc/passwd"] {
-            assert!(
-                matches!(roots.resolve(bad), Err(ToolError::OutsideRoots { .. })),
-                "{bad}"
-            );
+            assert!(matches!(roots.resolve(bad), Err(ToolError::OutsideRoots { .. })), "{bad}");
         }
         // `/x/root-evil` shares a string prefix with `/x/root` but is not inside it.
         let evil = root.parent().unwrap().join("root-evil/secret");
-        assert!(matches!(
-            roots.resolve(evil.to_str().unwrap()),
-            Err(ToolError::OutsideRoots { .. })
-        ));
+        assert!(matches!(roots.resolve(evil.to_str().unwrap()), Err(ToolError::OutsideRoots { .. })));
         assert!(matches!(roots.resolve("escape"), Err(ToolError::SymlinkEscape { .. })));
-        assert!(matches!(
-            roots.resolve("sub/dirlink/secret"),
-            Err(ToolError::SymlinkEscape { .. })
-        ));
+        assert!(matches!(roots.resolve("sub/dirlink/secret"), Err(ToolError::SymlinkEscape { .. })));
         assert!(matches!(roots.resolve("missing"), Err(ToolError::NotFound { .. })));
     }
 

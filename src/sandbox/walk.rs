@@ -85,19 +85,11 @@ where
         for &'s Shared<'_, S, M, F>
     {
         fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-            Box::new(Visitor {
-                shared: *self,
-                state: Some((self.make)()),
-            })
+            Box::new(Visitor { shared: *self, state: Some((self.make)()) })
         }
     }
 
-    let shared = Shared {
-        make: &make,
-        visit: &visit,
-        states: Mutex::new(Vec::new()),
-        errors: AtomicU64::new(0),
-    };
+    let shared = Shared { make: &make, visit: &visit, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };
     builder.clone().threads(threads()).build_parallel().visit(&mut &shared);
     let errors = shared.errors.load(Ordering::Relaxed);
     (shared.states.into_inner().unwrap_or_default(), errors)

@@ -34,11 +34,7 @@ impl Server {
     /// A server for one connection.
     pub fn new(config: Arc<Config>) -> Self {
         let roots = Arc::new(roots::SessionRoots::new(Roots::new(config.roots.clone())));
-        Self {
-            config,
-            roots,
-            tools: Arc::new(OnceLock::new()),
-        }
+        Self { config, roots, tools: Arc::new(OnceLock::new()) }
     }
 
     /// The registry's tools as rmcp tools, built on first use and kept.
@@ -48,9 +44,7 @@ impl Server {
                 .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
                 .map_err(|e| e.to_string())
         });
-        built
-            .as_ref()
-            .map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
+        built.as_ref().map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
     }
 }
 
@@ -68,12 +62,7 @@ fn to_rmcp_tool(spec: ToolSpec) -> Tool {
 
 fn to_result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text)];
-    content.extend(
-        output
-            .images
-            .into_iter()
-            .map(|image| ContentBlock::image(image.base64, image.mime_type)),
-    );
+    content.extend(output.images.into_iter().map(|image| ContentBlock::image(image.base64, image.mime_type)));
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(serde_json::Value::Object(output.structured));
     result
@@ -146,10 +135,7 @@ impl ServerHandler for Server {
             }
             Err(err) => return Ok(error_result(&err).into()),
         };
-        let context = Arc::new(Context {
-            config: self.config.clone(),
-            roots: self.roots.current().await,
-        });
+        let context = Arc::new(Context { config: self.config.clone(), roots: self.roots.current().await });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();
         match outcome {

@@ -24,10 +24,7 @@ pub struct SessionRoots {
 impl SessionRoots {
     /// Starts with the configured roots, ready.
     pub fn new(roots: Roots) -> Self {
-        Self {
-            current: RwLock::new(Arc::new(roots)),
-            ready: watch::Sender::new(true),
-        }
+        Self { current: RwLock::new(Arc::new(roots)), ready: watch::Sender::new(true) }
     }
 
     /// Called at `initialize` when the client's roots will replace the default ones: calls
@@ -56,10 +53,7 @@ impl SessionRoots {
     }
 
     /// Asks the client for its roots and adopts the ones that are existing local directories.
-    #[allow(
-        deprecated,
-        reason = "roots are deprecated by SEP-2577 but still sent by current hosts"
-    )]
+    #[allow(deprecated, reason = "roots are deprecated by SEP-2577 but still sent by current hosts")]
     pub async fn fetch(&self, peer: &Peer<RoleServer>) {
         let answer = tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await;
         match answer {

@@ -13,9 +13,6 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|err| format!("the MCP handshake failed: {err}"))?;
-    service
-        .waiting()
-        .await
-        .map_err(|err| format!("the server stopped with an error: {err}"))?;
+    service.waiting().await.map_err(|err| format!("the server stopped with an error: {err}"))?;
     Ok(())
 }

@@ -147,9 +147,7 @@ fn parse<O: Operation>(args: Map<String, Value>) -> Result<O::Args, ToolError> {
 pub async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| ToolError::Internal(format!("worker failed: {err}")))?
+    tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("worker failed: {err}")))?
 }
 
 /// Finds the operation a call names. `Ok(None)` means no such tool (a protocol error).
@@ -165,12 +163,7 @@ pub fn dispatch(
             let Some(def) = TOOLS.iter().find(|t| t.name == tool) else {
                 return Ok(None);
             };
-            let accepted = def
-                .operations
-                .iter()
-                .map(|op| format!("`{}`", op.name))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let accepted = def.operations.iter().map(|op| format!("`{}`", op.name)).collect::<Vec<_>>().join(", ");
             let name = match args.remove("operation") {
                 Some(Value::String(name)) => name,
                 Some(other) => {
@@ -186,14 +179,10 @@ pub fn dispatch(
                     });
                 }
             };
-            def.operations
-                .iter()
-                .find(|op| op.name == name)
-                .map(Some)
-                .ok_or_else(|| ToolError::BadOperation {
-                    problem: format!("`{tool}` has no operation `{name}`"),
-                    accepted,
-                })
+            def.operations.iter().find(|op| op.name == name).map(Some).ok_or_else(|| ToolError::BadOperation {
+                problem: format!("`{tool}` has no operation `{name}`"),
+                accepted,
+            })
         }
     }
 }

@@ -40,12 +40,7 @@ pub struct ToolOutput {
 impl<O: Serialize> Reply<O> {
     /// A text reply with its structured data.
     pub fn new(text: String, data: O) -> Self {
-        Self {
-            text,
-            data,
-            images: Vec::new(),
-            truncated: false,
-        }
+        Self { text, data, images: Vec::new(), truncated: false }
     }
 
     /// Applies the output budget to the text and builds the structured object.
@@ -53,14 +48,10 @@ impl<O: Serialize> Reply<O> {
         let fields = match serde_json::to_value(self.data) {
             Ok(Value::Object(map)) => map,
             Ok(other) => {
-                return Err(ToolError::Internal(format!(
-                    "`{operation}` produced non-object data `{other}`"
-                )));
+                return Err(ToolError::Internal(format!("`{operation}` produced non-object data `{other}`")));
             }
             Err(err) => {
-                return Err(ToolError::Internal(format!(
-                    "`{operation}` data did not serialise: {err}"
-                )));
+                return Err(ToolError::Internal(format!("`{operation}` data did not serialise: {err}")));
             }
         };
         let (text, cut) = cut_to_budget(self.text, budget);
@@ -68,11 +59,7 @@ impl<O: Serialize> Reply<O> {
         structured.insert("operation".into(), Value::from(operation));
         structured.extend(fields);
         structured.insert("truncated".into(), Value::Bool(self.truncated || cut));
-        Ok(ToolOutput {
-            text,
-            structured,
-            images: self.images,
-        })
+        Ok(ToolOutput { text, structured, images: self.images })
     }
 }
 
@@ -81,15 +68,15 @@ pub fn cut_to_budget(text: String, budget: usize) -> (String, bool) {
     if text.len() <= budget {
         return (text, false);
     }
-    let marker = format!(
-        "\n… [output cut: {} of {} bytes shown; narrow the request (offset/limit, a smaller path, a glob) to see the rest]",
-        budget.saturating_sub(160),
-        text.len()
-    );
-    let mut end = budget.saturating_sub(marker.len());
+    // The marker is under 200 bytes whatever the numbers, so the result stays within budget.
+    let mut end = budget.saturating_sub(200);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
+    let marker = format!(
+        "\n… [output cut: {end} of {} bytes shown; narrow the request (offset/limit, a smaller path, a glob) to see the rest]",
+        text.len()
+    );
     let mut cut = text;
     cut.truncate(end);
     cut.push_str(&marker);
@@ -107,18 +94,14 @@ mod tests {
 
     #[test]
     fn finish_orders_fields_and_keeps_budget() {
-        let out = Reply::new("é".repeat(5000), Data { count: 3 })
-            .finish("op", 2000)
-            .unwrap();
+        let out = Reply::new("é".repeat(5000), Data { count: 3 }).finish("op", 2000).unwrap();
         assert!(out.text.len() <= 2000, "{}", out.text.len());
-        assert!(out.text.contains("output cut"));
+        let shown = out.text.find("\n…").unwrap();
+        assert!(out.text.contains(&format!("output cut: {shown} of 10000 bytes shown")), "{}", out.text);
         let keys: Vec<&String> = out.structured.keys().collect();
         assert_eq!(keys, ["operation", "count", "truncated"]);
         assert_eq!(out.structured["truncated"], true);
         let small = Reply::new("hi".into(), Data { count: 1 }).finish("op", 2000).unwrap();
-        assert_eq!(
-            (small.text.as_str(), &small.structured["truncated"]),
-            ("hi", &Value::Bool(false))
-        );
+        assert_eq!((small.text.as_str(), &small.structured["truncated"]), ("hi", &Value::Bool(false)));
     }
 }

@@ -42,12 +42,7 @@ pub struct Annotations {
 impl Annotations {
     fn of(mut kinds: impl Iterator<Item = EffectKind>) -> Self {
         let read_only = kinds.all(|kind| kind == EffectKind::Read);
-        Self {
-            read_only_hint: read_only,
-            destructive_hint: false,
-            idempotent_hint: read_only,
-            open_world_hint: false,
-        }
+        Self { read_only_hint: read_only, destructive_hint: false, idempotent_hint: read_only, open_world_hint: false }
     }
 }
 
@@ -60,16 +55,8 @@ pub fn specs(layout: ToolLayout) -> Result<Vec<ToolSpec>, SchemaError> {
 }
 
 fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
-    let inputs: Vec<_> = tool
-        .operations
-        .iter()
-        .map(|op| (op.name, (op.input_schema)()))
-        .collect();
-    let outputs: Vec<_> = tool
-        .operations
-        .iter()
-        .map(|op| (op.name, (op.output_schema)()))
-        .collect();
+    let inputs: Vec<_> = tool.operations.iter().map(|op| (op.name, (op.input_schema)())).collect();
+    let outputs: Vec<_> = tool.operations.iter().map(|op| (op.name, (op.output_schema)())).collect();
     let input_schema = schema::merge(
         &parts(&inputs),
         "The operation to run; the other fields are described with the operations that use them.",
@@ -81,12 +68,7 @@ fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
     schema::check_flat(&output_schema)?;
     let mut description = format!("{}\n\nSet `operation` to one of:", tool.summary);
     for (op, (_, input)) in tool.operations.iter().zip(&inputs) {
-        description.push_str(&format!(
-            "\n- `{}` {{{}}}: {}",
-            op.name,
-            field_list(input),
-            op.description
-        ));
+        description.push_str(&format!("\n- `{}` {{{}}}: {}", op.name, field_list(input), op.description));
     }
     Ok(ToolSpec {
         name: tool.name.into(),
@@ -99,22 +81,13 @@ fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
 }
 
 fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>> {
-    schemas
-        .iter()
-        .map(|(operation, schema)| Part { operation, schema })
-        .collect()
+    schemas.iter().map(|(operation, schema)| Part { operation, schema }).collect()
 }
 
 fn granular(op: &OperationDef) -> Result<ToolSpec, SchemaError> {
     let input_schema = (op.input_schema)();
-    let mut output_schema = schema::merge(
-        &[Part {
-            operation: op.name,
-            schema: &(op.output_schema)(),
-        }],
-        "The operation that ran.",
-        &[],
-    )?;
+    let mut output_schema =
+        schema::merge(&[Part { operation: op.name, schema: &(op.output_schema)() }], "The operation that ran.", &[])?;
     add_truncated(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
@@ -147,13 +120,7 @@ fn field_list(schema: &Map<String, Value>) -> String {
     };
     props
         .keys()
-        .map(|k| {
-            if required.contains(&k.as_str()) {
-                format!("{k}*")
-            } else {
-                k.clone()
-            }
-        })
+        .map(|k| if required.contains(&k.as_str()) { format!("{k}*") } else { k.clone() })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -177,10 +144,7 @@ fn title_case(name: &str) -> String {
     let mut words: Vec<String> = name.split('_').map(str::to_string).collect();
     if let Some(first) = words.first_mut() {
         let mut chars = first.chars();
-        *first = chars
-            .next()
-            .map(|c| c.to_uppercase().chain(chars).collect())
-            .unwrap_or_default();
+        *first = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
     }
     words.join(" ")
 }
@@ -202,11 +166,7 @@ mod tests {
         let granular = specs(ToolLayout::Granular).unwrap();
         let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["read_file", "list_dir", "file_search", "grep_search"]);
-        assert!(
-            granular
-                .iter()
-                .all(|t| t.annotations.read_only_hint && t.annotations.idempotent_hint)
-        );
+        assert!(granular.iter().all(|t| t.annotations.read_only_hint && t.annotations.idempotent_hint));
         assert_eq!(granular[0].title, "Read file");
     }
 
@@ -220,20 +180,13 @@ mod tests {
             file.input_schema["properties"]["operation"]["enum"],
             json!(["read_file", "list_dir", "file_search", "grep_search"])
         );
-        assert!(
-            file.description.contains("- `read_file` {path*, offset, limit}"),
-            "{}",
-            file.description
-        );
+        assert!(file.description.contains("- `read_file` {path*, offset, limit}"), "{}", file.description);
         assert!(file.annotations.read_only_hint);
     }
 
     #[test]
     fn accepted_fields_marks_required() {
         let schema = json!({"type": "object", "properties": {"path": {}, "limit": {}}, "required": ["path"]});
-        assert_eq!(
-            accepted_fields(schema.as_object().unwrap()),
-            "`path` (required), `limit`"
-        );
+        assert_eq!(accepted_fields(schema.as_object().unwrap()), "`path` (required), `limit`");
     }
 }

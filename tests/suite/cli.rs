@@ -11,11 +11,7 @@ fn run(args: &[&str], ws: &Workspace) -> (bool, String, String) {
         .env_remove("TOOLBELT_ROOT")
         .output()
         .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
 #[test]
@@ -26,17 +22,10 @@ fn committed_schemas_and_readme_reference_match_the_binary() {
     // And the check really compares: a stale copy fails.
     let copy = ws.root.join("repo");
     std::fs::create_dir_all(copy.join("schemas")).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"),
-        copy.join("README.md"),
-    )
-    .unwrap();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"), copy.join("README.md")).unwrap();
     std::fs::write(copy.join("schemas/file_operations.json"), "{}\n").unwrap();
     let (ok, stdout, _) = run(&["schemas", "--check", "--dir", copy.to_str().unwrap()], &ws);
-    assert!(
-        !ok && stdout.contains("differs: schemas/file_operations.json"),
-        "{stdout}"
-    );
+    assert!(!ok && stdout.contains("differs: schemas/file_operations.json"), "{stdout}");
     let (ok, _, _) = run(&["schemas", "--dir", copy.to_str().unwrap()], &ws);
     assert!(ok);
     assert!(run(&["schemas", "--check", "--dir", copy.to_str().unwrap()], &ws).0);
@@ -48,16 +37,10 @@ fn doctor_reports_config_roots_and_landlock() {
     let root = ws.root.display().to_string();
     let (ok, stdout, stderr) = run(&["doctor", "--root", &root, "--output-budget", "5000"], &ws);
     assert!(ok, "{stderr}");
-    assert!(
-        stdout.starts_with(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION"))),
-        "{stdout}"
-    );
+    assert!(stdout.starts_with(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION"))), "{stdout}");
     assert!(stdout.contains(&format!("roots:\n  {root}\n")), "{stdout}");
     assert!(stdout.contains("output budget: 5000 bytes"), "{stdout}");
-    assert!(
-        stdout.contains("tool layout:   consolidated (file_operations)"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("tool layout:   consolidated (file_operations)"), "{stdout}");
     assert!(stdout.contains("landlock:      available"), "{stdout}");
 }
 

@@ -44,12 +44,7 @@ impl Workspace {
         symlink("..", root.join("src/loop")).unwrap();
         let big: String = (1..=BIG_LINES).map(|n| format!("line {n} of the big file\n")).collect();
         std::fs::write(root.join("data/big.txt"), big).unwrap();
-        Self {
-            _tmp: tmp,
-            root,
-            outside,
-            config_home,
-        }
+        Self { _tmp: tmp, root, outside, config_home }
     }
 }
 
@@ -59,11 +54,7 @@ fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name();
-        let target = to.join(if name == "_gitignore" {
-            ".gitignore".into()
-        } else {
-            name
-        });
+        let target = to.join(if name == "_gitignore" { ".gitignore".into() } else { name });
         if entry.file_type().unwrap().is_dir() {
             copy_tree(&entry.path(), &target);
         } else {
@@ -97,18 +88,13 @@ impl Client {
     /// Starts the binary with exactly these arguments.
     pub async fn spawn(args: &[String], config_home: &Path, cwd: Option<&Path>) -> Self {
         let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-            cmd.args(args)
-                .env("XDG_CONFIG_HOME", config_home)
-                .env_remove("TOOLBELT_ROOT")
-                .env_remove("RUST_LOG");
+            cmd.args(args).env("XDG_CONFIG_HOME", config_home).env_remove("TOOLBELT_ROOT").env_remove("RUST_LOG");
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
         }))
         .unwrap();
-        Self {
-            service: ().serve(transport).await.unwrap(),
-        }
+        Self { service: ().serve(transport).await.unwrap() }
     }
 
     /// Calls a tool and unpacks the result.
@@ -144,13 +130,7 @@ impl Client {
 }
 
 pub fn unpack(raw: CallToolResult) -> Reply {
-    let text = raw
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = raw.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n");
     Reply {
         text,
         structured: raw.structured_content.clone().unwrap_or(Value::Null),

@@ -29,12 +29,7 @@ async fn dotdot_and_absolute_paths_outside_are_refused_everywhere() {
     }
     // A sibling whose name extends the root's is not inside it.
     let sibling = format!("{}-evil/x", ws.root.display());
-    assert!(
-        client
-            .err(op("read_file", json!({"path": sibling})))
-            .await
-            .contains("outside the allowed roots")
-    );
+    assert!(client.err(op("read_file", json!({"path": sibling}))).await.contains("outside the allowed roots"));
     client.close().await;
 }
 
@@ -50,26 +45,15 @@ async fn symlinks_never_lead_out() {
         op("grep_search", json!({"pattern": "NEEDLE", "path": "link_outside"})),
     ] {
         let text = client.err(case.clone()).await;
-        assert!(
-            text.contains("resolves to") && text.contains("outside the allowed roots"),
-            "{case}: {text}"
-        );
+        assert!(text.contains("resolves to") && text.contains("outside the allowed roots"), "{case}: {text}");
         assert!(!text.contains("top secret"));
     }
     // Walks over the root do not follow them either.
     let grep = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "NEEDLE_OUTSIDE", "include_hidden": true, "respect_gitignore": false}),
-        ))
+        .ok(op("grep_search", json!({"pattern": "NEEDLE_OUTSIDE", "include_hidden": true, "respect_gitignore": false})))
         .await;
     assert_eq!(grep.structured["total_matches"], 0);
-    let found = client
-        .ok(op(
-            "file_search",
-            json!({"pattern": "secret.txt", "respect_gitignore": false}),
-        ))
-        .await;
+    let found = client.ok(op("file_search", json!({"pattern": "secret.txt", "respect_gitignore": false}))).await;
     assert_eq!(found.structured["files"], json!(["ignored/secret.txt"]));
     // A symlink that stays inside is usable and shows its real path.
     let inside = client.ok(op("read_file", json!({"path": "link_inside"}))).await;
@@ -90,10 +74,7 @@ async fn a_swapped_in_symlink_is_not_followed() {
     std::fs::remove_file(ws.root.join("src/main.rs")).unwrap();
     std::os::unix::fs::symlink(ws.outside.join("secret.txt"), ws.root.join("src/main.rs")).unwrap();
     let text = client.err(op("read_file", json!({"path": "src/main.rs"}))).await;
-    assert!(
-        text.contains("outside the allowed roots") && !text.contains("top secret"),
-        "{text}"
-    );
+    assert!(text.contains("outside the allowed roots") && !text.contains("top secret"), "{text}");
     client.close().await;
 }
 
@@ -109,11 +90,7 @@ async fn tens_of_thousands_of_files_under_a_small_fd_limit() {
         }
     }
     // 64 descriptors: one leaked handle per directory or file would fail fast.
-    let command = format!(
-        "ulimit -n 64 && exec {} serve --root {}",
-        super::common::BIN,
-        ws.root.display()
-    );
+    let command = format!("ulimit -n 64 && exec {} serve --root {}", super::common::BIN, ws.root.display());
     let args = vec!["-c".to_string(), command];
     let transport = rmcp::transport::TokioChildProcess::new(rmcp::transport::ConfigureCommandExt::configure(
         tokio::process::Command::new("sh"),
@@ -122,32 +99,16 @@ async fn tens_of_thousands_of_files_under_a_small_fd_limit() {
         },
     ))
     .unwrap();
-    let client = super::common::Client {
-        service: rmcp::ServiceExt::serve((), transport).await.unwrap(),
-    };
-    let found = client
-        .ok(op(
-            "file_search",
-            json!({"pattern": "*.txt", "path": "many", "limit": 5}),
-        ))
-        .await;
+    let client = super::common::Client { service: rmcp::ServiceExt::serve((), transport).await.unwrap() };
+    let found = client.ok(op("file_search", json!({"pattern": "*.txt", "path": "many", "limit": 5}))).await;
     assert_eq!(found.structured["total"], 30_000);
-    let grep = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "needle", "path": "many", "output": "count", "limit": 5}),
-        ))
-        .await;
+    let grep =
+        client.ok(op("grep_search", json!({"pattern": "needle", "path": "many", "output": "count", "limit": 5}))).await;
     assert_eq!(
-        (
-            grep.structured["total_matches"].as_u64(),
-            grep.structured["total_files"].as_u64()
-        ),
+        (grep.structured["total_matches"].as_u64(), grep.structured["total_files"].as_u64()),
         (Some(30_000), Some(30_000))
     );
-    let listed = client
-        .ok(op("list_dir", json!({"path": "many", "depth": 2, "limit": 10})))
-        .await;
+    let listed = client.ok(op("list_dir", json!({"path": "many", "depth": 2, "limit": 10}))).await;
     assert_eq!(listed.structured["total"], 30_300);
     client.close().await;
 }

@@ -4,17 +4,7 @@ use serde_json::{Value, json};
 
 use super::common::{Client, Workspace, op};
 
-const FORBIDDEN: &[&str] = &[
-    "oneOf",
-    "anyOf",
-    "allOf",
-    "not",
-    "$ref",
-    "$defs",
-    "definitions",
-    "format",
-    "nullable",
-];
+const FORBIDDEN: &[&str] = &["oneOf", "anyOf", "allOf", "not", "$ref", "$defs", "definitions", "format", "nullable"];
 
 /// Fails on any construct a host might reject.
 fn assert_flat(schema: &Value, at: &str) {
@@ -41,15 +31,9 @@ async fn lists_one_flat_read_only_file_tool_deterministically() {
     let client = Client::start(&ws, &[]).await;
     let info = client.service.peer_info().unwrap();
     let server = info.server_info.clone().unwrap();
-    assert_eq!(
-        (server.name.as_str(), server.version.as_str()),
-        ("toolbelt-mcp", env!("CARGO_PKG_VERSION"))
-    );
+    assert_eq!((server.name.as_str(), server.version.as_str()), ("toolbelt-mcp", env!("CARGO_PKG_VERSION")));
     let tools = client.service.list_all_tools().await.unwrap();
-    assert_eq!(
-        tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(),
-        ["file_operations"]
-    );
+    assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["file_operations"]);
     let tool = serde_json::to_value(&tools[0]).unwrap();
     assert_flat(&tool["inputSchema"], "");
     assert_flat(&tool["outputSchema"], "");
@@ -110,10 +94,7 @@ async fn structured_content_fits_the_output_schema() {
             assert!(fits, "{call}: `{key}` = {value} is not {kind}");
         }
         for required in schema["required"].as_array().unwrap() {
-            assert!(
-                reply.structured.get(required.as_str().unwrap()).is_some(),
-                "{call}: missing {required}"
-            );
+            assert!(reply.structured.get(required.as_str().unwrap()).is_some(), "{call}: missing {required}");
         }
     }
     client.close().await;
@@ -137,14 +118,12 @@ async fn granular_layout_lists_each_operation_with_exact_annotations() {
     assert_eq!(read["inputSchema"]["required"], json!(["path"]));
     let reply = client.call("read_file", json!({"path": "src/main.rs"})).await;
     assert!(!reply.is_error && reply.text.contains("fn main()"), "{}", reply.text);
-    let reply = client
-        .call("read_file", json!({"operation": "read_file", "path": "src/main.rs"}))
-        .await;
-    assert!(
-        reply.is_error && reply.text.contains("unknown field `operation`"),
-        "{}",
-        reply.text
-    );
+    let consolidated = rmcp::model::CallToolRequestParams::new("file_operations")
+        .with_arguments(op("read_file", json!({"path": "src/main.rs"})).as_object().unwrap().clone());
+    let err = client.service.call_tool(consolidated).await.unwrap_err().to_string();
+    assert!(err.contains("unknown tool `file_operations`") && err.contains("`read_file`"), "{err}");
+    let reply = client.call("read_file", json!({"operation": "read_file", "path": "src/main.rs"})).await;
+    assert!(reply.is_error && reply.text.contains("unknown field `operation`"), "{}", reply.text);
     client.close().await;
 }
 
@@ -153,19 +132,10 @@ async fn bad_arguments_get_actionable_errors() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
     let cases: Vec<(Value, &[&str])> = vec![
-        (
-            json!({"path": "src/main.rs"}),
-            &["needs an `operation` field", "`read_file`"],
-        ),
-        (
-            json!({"operation": "delete_everything"}),
-            &["has no operation `delete_everything`", "`grep_search`"],
-        ),
+        (json!({"path": "src/main.rs"}), &["needs an `operation` field", "`read_file`"]),
+        (json!({"operation": "delete_everything"}), &["has no operation `delete_everything`", "`grep_search`"]),
         (json!({"operation": 7}), &["`operation` must be a string"]),
-        (
-            op("read_file", json!({})),
-            &["missing field `path`", "`path` (required), `offset`, `limit`"],
-        ),
+        (op("read_file", json!({})), &["missing field `path`", "`path` (required), `offset`, `limit`"]),
         (
             op("read_file", json!({"path": "src/main.rs", "lines": 3})),
             &["unknown field `lines`", "expected one of `path`, `offset`, `limit`"],
@@ -178,26 +148,14 @@ async fn bad_arguments_get_actionable_errors() {
             op("read_file", json!({"path": "src/main.rs", "offset": 0})),
             &["`offset` = 0 is out of range", "numbered from 1"],
         ),
-        (
-            op("read_file", json!({"path": "src/main.rs", "limit": 0})),
-            &["`limit` = 0"],
-        ),
-        (
-            op("list_dir", json!({"depth": 11})),
-            &["`depth` = 11 is out of range", "to 10"],
-        ),
-        (
-            op("list_dir", json!({"include_hidden": "yes"})),
-            &["invalid type", "boolean"],
-        ),
+        (op("read_file", json!({"path": "src/main.rs", "limit": 0})), &["`limit` = 0"]),
+        (op("list_dir", json!({"depth": 11})), &["`depth` = 11 is out of range", "to 10"]),
+        (op("list_dir", json!({"include_hidden": "yes"})), &["invalid type", "boolean"]),
         (
             op("grep_search", json!({"pattern": "x", "output": "lines"})),
             &["unknown variant `lines`", "`content`, `files`, `count`"],
         ),
-        (
-            op("file_search", json!({"pattern": "*", "sort": "size"})),
-            &["unknown variant `size`"],
-        ),
+        (op("file_search", json!({"pattern": "*", "sort": "size"})), &["unknown variant `size`"]),
     ];
     for (args, expected) in cases {
         let text = client.err(args.clone()).await;
@@ -208,17 +166,9 @@ async fn bad_arguments_get_actionable_errors() {
     // An unknown tool is a protocol error, not a tool result.
     let params = rmcp::model::CallToolRequestParams::new("shell").with_arguments(serde_json::Map::new());
     let err = client.service.call_tool(params).await.unwrap_err().to_string();
-    assert!(
-        err.contains("unknown tool `shell`") && err.contains("`file_operations`"),
-        "{err}"
-    );
+    assert!(err.contains("unknown tool `shell`") && err.contains("`file_operations`"), "{err}");
     // Null for an optional field means "not given".
-    client
-        .ok(op(
-            "read_file",
-            json!({"path": "src/main.rs", "offset": null, "limit": null}),
-        ))
-        .await;
+    client.ok(op("read_file", json!({"path": "src/main.rs", "offset": null, "limit": null}))).await;
     client.close().await;
 }
 
@@ -229,14 +179,8 @@ async fn every_result_fits_the_output_budget() {
     let cases = [
         op("read_file", json!({"path": "data/big.txt"})),
         op("grep_search", json!({"pattern": "line", "limit": 100000})),
-        op(
-            "grep_search",
-            json!({"pattern": "line", "output": "count", "limit": 100000}),
-        ),
-        op(
-            "list_dir",
-            json!({"depth": 10, "include_hidden": true, "respect_gitignore": false}),
-        ),
+        op("grep_search", json!({"pattern": "line", "output": "count", "limit": 100000})),
+        op("list_dir", json!({"depth": 10, "include_hidden": true, "respect_gitignore": false})),
         op("file_search", json!({"pattern": "**", "limit": 100000})),
     ];
     for call in cases {
@@ -248,21 +192,10 @@ async fn every_result_fits_the_output_budget() {
     let reply = client.ok(op("read_file", json!({"path": "data/big.txt"}))).await;
     assert_eq!(reply.structured["truncated"], true);
     let next = reply.structured["next_offset"].as_u64().unwrap();
-    assert!(
-        reply
-            .text
-            .contains(&format!("output budget reached; more: offset={next}")),
-        "{}",
-        reply.text
-    );
-    let reply = client
-        .ok(op("grep_search", json!({"pattern": "line", "limit": 100000})))
-        .await;
+    assert!(reply.text.contains(&format!("output budget reached; more: offset={next}")), "{}", reply.text);
+    let reply = client.ok(op("grep_search", json!({"pattern": "line", "limit": 100000}))).await;
     assert_eq!(
-        (
-            reply.structured["total_matches"].as_u64(),
-            reply.structured["truncated"].as_bool()
-        ),
+        (reply.structured["total_matches"].as_u64(), reply.structured["truncated"].as_bool()),
         (Some(50_003), Some(true)),
         "big.txt and crlf.txt"
     );

@@ -18,19 +18,11 @@ async fn reads_numbered_lines_with_total_and_hash() {
     let bytes = std::fs::read(ws.root.join("src/main.rs")).unwrap();
     let hash = sha256_hex(&bytes);
     assert!(
-        reply
-            .text
-            .starts_with("     1\tfn main() {\n     2\t    let greeting = greet(\"world\");\n"),
+        reply.text.starts_with("     1\tfn main() {\n     2\t    let greeting = greet(\"world\");\n"),
         "{}",
         reply.text
     );
-    assert!(
-        reply
-            .text
-            .ends_with(&format!("[`src/main.rs` lines 1-8 of 8; sha256 {hash}]")),
-        "{}",
-        reply.text
-    );
+    assert!(reply.text.ends_with(&format!("[`src/main.rs` lines 1-8 of 8; sha256 {hash}]")), "{}", reply.text);
     let s = &reply.structured;
     assert_eq!(s["operation"], "read_file");
     assert_eq!(
@@ -38,24 +30,14 @@ async fn reads_numbered_lines_with_total_and_hash() {
         (Some("src/main.rs"), Some("text"), Some(bytes.len() as u64))
     );
     assert_eq!(
-        (
-            s["total_lines"].as_u64(),
-            s["start_line"].as_u64(),
-            s["end_line"].as_u64()
-        ),
+        (s["total_lines"].as_u64(), s["start_line"].as_u64(), s["end_line"].as_u64()),
         (Some(8), Some(1), Some(8))
     );
-    assert_eq!(
-        (s["sha256"].as_str(), s["line_endings"].as_str()),
-        (Some(hash.as_str()), Some("lf"))
-    );
+    assert_eq!((s["sha256"].as_str(), s["line_endings"].as_str()), (Some(hash.as_str()), Some("lf")));
     assert_eq!((s["truncated"].as_bool(), s.get("next_offset")), (Some(false), None));
     // Absolute paths inside the root work too and show relative.
     let abs = ws.root.join("src/main.rs").display().to_string();
-    assert_eq!(
-        client.ok(op("read_file", json!({"path": abs}))).await.structured["path"],
-        "src/main.rs"
-    );
+    assert_eq!(client.ok(op("read_file", json!({"path": abs}))).await.structured["path"], "src/main.rs");
     client.close().await;
 }
 
@@ -63,17 +45,8 @@ async fn reads_numbered_lines_with_total_and_hash() {
 async fn windows_of_a_huge_file() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
-    let reply = client
-        .ok(op(
-            "read_file",
-            json!({"path": "data/big.txt", "offset": 49_990, "limit": 5}),
-        ))
-        .await;
-    assert!(
-        reply.text.starts_with(" 49990\tline 49990 of the big file\n"),
-        "{}",
-        reply.text
-    );
+    let reply = client.ok(op("read_file", json!({"path": "data/big.txt", "offset": 49_990, "limit": 5}))).await;
+    assert!(reply.text.starts_with(" 49990\tline 49990 of the big file\n"), "{}", reply.text);
     assert!(
         reply.text.contains(
             " 49994\tline 49994 of the big file\n[`data/big.txt` lines 49990-49994 of 50000; more: offset=49995;"
@@ -83,29 +56,18 @@ async fn windows_of_a_huge_file() {
     );
     assert_eq!(reply.structured["next_offset"], 49_995);
     assert_eq!(reply.structured["total_lines"], BIG_LINES);
-    assert_eq!(
-        reply.structured["truncated"], false,
-        "a window the caller chose is not a truncation"
-    );
-    let tail = client
-        .ok(op("read_file", json!({"path": "data/big.txt", "offset": 50_000})))
-        .await;
+    assert_eq!(reply.structured["truncated"], false, "a window the caller chose is not a truncation");
+    let tail = client.ok(op("read_file", json!({"path": "data/big.txt", "offset": 50_000}))).await;
     assert!(tail.text.starts_with(" 50000\tline 50000 of the big file\n"));
     assert!(tail.structured.get("next_offset").is_none());
-    let past = client
-        .err(op("read_file", json!({"path": "data/big.txt", "offset": 50_001})))
-        .await;
-    assert!(
-        past.contains("`offset` 50001 is past the end of `data/big.txt`, which has 50000 lines"),
-        "{past}"
-    );
+    let past = client.err(op("read_file", json!({"path": "data/big.txt", "offset": 50_001}))).await;
+    assert!(past.contains("`offset` 50001 is past the end of `data/big.txt`, which has 50000 lines"), "{past}");
     // The default window is 2000 lines, within the 64 KiB budget.
     let full = client.ok(op("read_file", json!({"path": "data/big.txt"}))).await;
     assert!(full.text.len() <= 64 * 1024);
     assert_eq!(full.structured["next_offset"], 2001);
     assert!(
-        full.text
-            .contains("[`data/big.txt` lines 1-2000 of 50000; more: offset=2001;"),
+        full.text.contains("[`data/big.txt` lines 1-2000 of 50000; more: offset=2001;"),
         "{}",
         &full.text[full.text.len() - 200..]
     );
@@ -115,19 +77,11 @@ async fn windows_of_a_huge_file() {
 #[tokio::test]
 async fn line_endings_encodings_and_long_lines() {
     let ws = Workspace::new();
-    std::fs::write(
-        ws.root.join("long.txt"),
-        format!("short\n{}\nno newline at end", "z".repeat(10_000)),
-    )
-    .unwrap();
+    std::fs::write(ws.root.join("long.txt"), format!("short\n{}\nno newline at end", "z".repeat(10_000))).unwrap();
     std::fs::write(ws.root.join("empty.txt"), "").unwrap();
     let client = Client::start(&ws, &[]).await;
     let crlf = client.ok(op("read_file", json!({"path": "data/crlf.txt"}))).await;
-    assert!(
-        crlf.text.starts_with("     1\tfirst line\n     2\tsecond line\n"),
-        "{}",
-        crlf.text
-    );
+    assert!(crlf.text.starts_with("     1\tfirst line\n     2\tsecond line\n"), "{}", crlf.text);
     assert!(crlf.text.contains("CRLF line endings") && !crlf.text.contains('\r'));
     assert_eq!(crlf.structured["line_endings"], "crlf");
     let latin = client.ok(op("read_file", json!({"path": "data/latin1.txt"}))).await;
@@ -142,17 +96,13 @@ async fn line_endings_encodings_and_long_lines() {
     assert_eq!(unicode.structured["path"], "données/été.txt");
     let long = client.ok(op("read_file", json!({"path": "long.txt"}))).await;
     assert!(
-        long.text
-            .contains(&format!("     2\t{}… [line cut: 8000 more bytes]\n", "z".repeat(2000))),
+        long.text.contains(&format!("     2\t{}… [line cut: 8000 more bytes]\n", "z".repeat(2000))),
         "{}",
         &long.text[..200]
     );
     assert!(long.text.contains("no final newline"));
     assert_eq!(
-        (
-            long.structured["long_lines_cut"].as_u64(),
-            long.structured["total_lines"].as_u64()
-        ),
+        (long.structured["long_lines_cut"].as_u64(), long.structured["total_lines"].as_u64()),
         (Some(1), Some(3))
     );
     assert_eq!(long.structured["truncated"], true);
@@ -167,31 +117,17 @@ async fn images_come_back_as_images_and_binaries_are_refused() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
     let reply = client.ok(op("read_file", json!({"path": "data/pixel.png"}))).await;
-    let image = reply
-        .raw
-        .content
-        .iter()
-        .find_map(|c| c.as_image())
-        .expect("image content");
+    let image = reply.raw.content.iter().find_map(|c| c.as_image()).expect("image content");
     assert_eq!(image.mime_type, "image/png");
     let bytes = std::fs::read(ws.root.join("data/pixel.png")).unwrap();
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap(), bytes);
     assert_eq!(
-        base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap(),
-        bytes
-    );
-    assert_eq!(
-        (
-            reply.structured["kind"].as_str(),
-            reply.structured["mime_type"].as_str()
-        ),
+        (reply.structured["kind"].as_str(), reply.structured["mime_type"].as_str()),
         (Some("image"), Some("image/png"))
     );
     assert_eq!(reply.structured["sha256"], sha256_hex(&bytes));
     let binary = client.err(op("read_file", json!({"path": "data/blob.bin"}))).await;
-    assert!(
-        binary.contains("`data/blob.bin` is a binary file (binary data, 1.1 KiB)"),
-        "{binary}"
-    );
+    assert!(binary.contains("`data/blob.bin` is a binary file (binary data, 1.1 KiB)"), "{binary}");
     // A real executable is named by its type.
     std::fs::copy("/bin/true", ws.root.join("prog")).unwrap();
     let elf = client.err(op("read_file", json!({"path": "prog"}))).await;
@@ -209,5 +145,17 @@ async fn wrong_targets_are_clear_errors() {
     assert!(missing.contains("`src/nope.rs` does not exist"), "{missing}");
     let dangling = client.err(op("read_file", json!({"path": "dangling"}))).await;
     assert!(dangling.contains("does not exist"), "{dangling}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn images_over_the_cap_are_refused_with_the_limit() {
+    let ws = Workspace::new();
+    let config = ws.config_home.join("small.toml");
+    std::fs::write(&config, "max_image_bytes = 50\n").unwrap();
+    let client = Client::start(&ws, &["--config", config.to_str().unwrap()]).await;
+    let text = client.err(op("read_file", json!({"path": "data/pixel.png"}))).await;
+    let size = std::fs::metadata(ws.root.join("data/pixel.png")).unwrap().len();
+    assert!(text.contains(&format!("`data/pixel.png` is {size} B, over the 50 B limit for images")), "{text}");
     client.close().await;
 }

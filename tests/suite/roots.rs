@@ -1,8 +1,5 @@
 //! MCP roots: used when no root is configured, refreshed on change, ignored when `--root`.
-#![allow(
-    deprecated,
-    reason = "roots are deprecated by SEP-2577 but still sent by current hosts"
-)]
+#![allow(deprecated, reason = "roots are deprecated by SEP-2577 but still sent by current hosts")]
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -24,22 +21,13 @@ struct RootsClient {
 impl ClientHandler for RootsClient {
     fn get_info(&self) -> ClientConfig {
         #[allow(deprecated)]
-        let capabilities = ClientCapabilities::builder()
-            .enable_roots()
-            .enable_roots_list_changed()
-            .build();
+        let capabilities = ClientCapabilities::builder().enable_roots().enable_roots_list_changed().build();
         ClientConfig::new(capabilities, Implementation::new("roots-test", "1"))
     }
 
     #[allow(deprecated)]
     async fn list_roots(&self, _: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        let roots = self
-            .roots
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|p| Root::new(format!("file://{}", p.display())))
-            .collect();
+        let roots = self.roots.lock().unwrap().iter().map(|p| Root::new(format!("file://{}", p.display()))).collect();
         Ok(ListRootsResult::new(roots))
     }
 }
@@ -51,10 +39,7 @@ async fn start(
     ws: &Workspace,
 ) -> rmcp::service::RunningService<RoleClient, RootsClient> {
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-        cmd.args(args)
-            .current_dir(cwd)
-            .env("XDG_CONFIG_HOME", &ws.config_home)
-            .env_remove("TOOLBELT_ROOT");
+        cmd.args(args).current_dir(cwd).env("XDG_CONFIG_HOME", &ws.config_home).env_remove("TOOLBELT_ROOT");
     }))
     .unwrap();
     handler.serve(transport).await.unwrap()
@@ -69,9 +54,7 @@ async fn read(service: &rmcp::service::RunningService<RoleClient, RootsClient>, 
 #[tokio::test]
 async fn client_roots_replace_the_default_and_follow_changes() {
     let ws = Workspace::new();
-    let handler = RootsClient {
-        roots: Arc::new(Mutex::new(vec![ws.root.join("src")])),
-    };
+    let handler = RootsClient { roots: Arc::new(Mutex::new(vec![ws.root.join("src")])) };
     // Started in data/ with no --root: the client's root (src/) wins over the cwd.
     let service = start(handler.clone(), &["serve".into()], &ws.root.join("data"), &ws).await;
     let reply = read(&service, "main.rs").await;
@@ -96,9 +79,7 @@ async fn client_roots_replace_the_default_and_follow_changes() {
 #[tokio::test]
 async fn explicit_root_wins_over_client_roots() {
     let ws = Workspace::new();
-    let handler = RootsClient {
-        roots: Arc::new(Mutex::new(vec![ws.root.join("src")])),
-    };
+    let handler = RootsClient { roots: Arc::new(Mutex::new(vec![ws.root.join("src")])) };
     let args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
     let service = start(handler, &args, &ws.root, &ws).await;
     assert!(!read(&service, "src/main.rs").await.is_error);

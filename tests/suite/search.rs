@@ -5,14 +5,14 @@ use serde_json::{Value, json};
 use super::common::{Client, Workspace, op};
 
 fn files(reply: &Value) -> Vec<String> {
-    reply["files"]
+    reply
+        .get("files")
+        .or(reply.get("file_matches"))
+        .unwrap()
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| {
-            f.as_str()
-                .map_or_else(|| f["path"].as_str().unwrap().to_string(), str::to_string)
-        })
+        .map(|f| f.as_str().map_or_else(|| f["path"].as_str().unwrap().to_string(), str::to_string))
         .collect()
 }
 
@@ -22,79 +22,32 @@ async fn file_search_globs_filters_sorting_and_limits() {
     let client = Client::start(&ws, &[]).await;
     let rs = client.ok(op("file_search", json!({"pattern": "*.rs"}))).await;
     assert_eq!(files(&rs.structured), ["src/lib.rs", "src/main.rs"]);
-    assert_eq!(
-        rs.text,
-        "src/lib.rs\nsrc/main.rs\n[2 files match `*.rs` under `.`, by path]"
-    );
-    let all_rs = client
-        .ok(op(
-            "file_search",
-            json!({"pattern": "**/*.rs", "respect_gitignore": false}),
-        ))
-        .await;
-    assert_eq!(
-        files(&all_rs.structured),
-        ["src/generated.rs", "src/lib.rs", "src/main.rs"]
-    );
+    assert_eq!(rs.text, "src/lib.rs\nsrc/main.rs\n[2 files match `*.rs` under `.`, by path]");
+    let all_rs = client.ok(op("file_search", json!({"pattern": "**/*.rs", "respect_gitignore": false}))).await;
+    assert_eq!(files(&all_rs.structured), ["src/generated.rs", "src/lib.rs", "src/main.rs"]);
     let txt = client.ok(op("file_search", json!({"pattern": "*.txt"}))).await;
     assert_eq!(
         files(&txt.structured),
-        [
-            "data/big.txt",
-            "data/crlf.txt",
-            "data/latin1.txt",
-            "données/été.txt",
-            "src/nested/deep/notes.txt"
-        ]
+        ["data/big.txt", "data/crlf.txt", "data/latin1.txt", "données/été.txt", "src/nested/deep/notes.txt"]
     );
-    let hidden = client
-        .ok(op("file_search", json!({"pattern": "*.txt", "include_hidden": true})))
-        .await;
+    let hidden = client.ok(op("file_search", json!({"pattern": "*.txt", "include_hidden": true}))).await;
     assert!(files(&hidden.structured).contains(&".hidden/config.txt".to_string()));
-    let anchored = client
-        .ok(op("file_search", json!({"pattern": "src/*.rs", "path": "."})))
-        .await;
+    let anchored = client.ok(op("file_search", json!({"pattern": "src/*.rs", "path": "."}))).await;
     assert_eq!(anchored.structured["total"], 2);
-    let under = client
-        .ok(op("file_search", json!({"pattern": "*.txt", "path": "src"})))
-        .await;
+    let under = client.ok(op("file_search", json!({"pattern": "*.txt", "path": "src"}))).await;
     assert_eq!(files(&under.structured), ["src/nested/deep/notes.txt"]);
     let braces = client.ok(op("file_search", json!({"pattern": "*.{png,bin}"}))).await;
     assert_eq!(files(&braces.structured), ["data/blob.bin", "data/pixel.png"]);
-    let capped = client
-        .ok(op("file_search", json!({"pattern": "*.txt", "limit": 2})))
-        .await;
-    assert_eq!(
-        (
-            capped.structured["total"].as_u64(),
-            capped.structured["truncated"].as_bool()
-        ),
-        (Some(5), Some(true))
-    );
+    let capped = client.ok(op("file_search", json!({"pattern": "*.txt", "limit": 2}))).await;
+    assert_eq!((capped.structured["total"].as_u64(), capped.structured["truncated"].as_bool()), (Some(5), Some(true)));
     assert_eq!(files(&capped.structured), ["data/big.txt", "data/crlf.txt"]);
-    assert!(
-        capped
-            .text
-            .contains("[5 files match `*.txt` under `.`; showing the first 2 by path"),
-        "{}",
-        capped.text
-    );
+    assert!(capped.text.contains("[5 files match `*.txt` under `.`; showing the first 2 by path"), "{}", capped.text);
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     for name in ["data/big.txt", "data/crlf.txt", "data/latin1.txt", "données/été.txt"] {
-        std::fs::File::options()
-            .write(true)
-            .open(ws.root.join(name))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        std::fs::File::options().write(true).open(ws.root.join(name)).unwrap().set_modified(old).unwrap();
     }
     std::fs::write(ws.root.join("src/nested/deep/notes.txt"), "fresh\n").unwrap();
-    let newest = client
-        .ok(op(
-            "file_search",
-            json!({"pattern": "*.txt", "sort": "mtime", "limit": 1}),
-        ))
-        .await;
+    let newest = client.ok(op("file_search", json!({"pattern": "*.txt", "sort": "mtime", "limit": 1}))).await;
     assert_eq!(files(&newest.structured), ["src/nested/deep/notes.txt"]);
     let none = client.ok(op("file_search", json!({"pattern": "*.zig"}))).await;
     assert_eq!(
@@ -103,9 +56,7 @@ async fn file_search_globs_filters_sorting_and_limits() {
     );
     let bad = client.err(op("file_search", json!({"pattern": "src/{a,b"}))).await;
     assert!(bad.contains("invalid glob `src/{a,b`"), "{bad}");
-    let not_dir = client
-        .err(op("file_search", json!({"pattern": "*", "path": "README.md"})))
-        .await;
+    let not_dir = client.err(op("file_search", json!({"pattern": "*", "path": "README.md"}))).await;
     assert!(not_dir.contains("not a directory"), "{not_dir}");
     client.close().await;
 }
@@ -120,12 +71,9 @@ async fn grep_content_respects_ignores_hidden_and_binaries() {
         "données/été.txt:2:NEEDLE_UNICODE\nsrc/nested/deep/notes.txt:2:NEEDLE_DEEP one\nsrc/nested/deep/notes.txt:3:NEEDLE_DEEP two\n[3 matching lines in 2 files for regex `NEEDLE_\\w+` under `.` (10 files searched)]"
     );
     let s = &reply.structured;
+    assert_eq!((s["total_matches"].as_u64(), s["total_files"].as_u64()), (Some(3), Some(2)));
     assert_eq!(
-        (s["total_matches"].as_u64(), s["total_files"].as_u64()),
-        (Some(3), Some(2))
-    );
-    assert_eq!(
-        s["files"],
+        s["file_matches"],
         json!([{"path": "données/été.txt", "matches": 1}, {"path": "src/nested/deep/notes.txt", "matches": 2}])
     );
     let everything = client
@@ -155,16 +103,10 @@ async fn grep_flags_context_and_output_modes() {
     let ws = Workspace::new();
     std::fs::write(ws.root.join("regex.txt"), "a.b(c\naxb(c\nA.B(C\n").unwrap();
     let client = Client::start(&ws, &[]).await;
-    let fixed = client
-        .ok(op("grep_search", json!({"pattern": "a.b(", "fixed_strings": true})))
-        .await;
+    let fixed = client.ok(op("grep_search", json!({"pattern": "a.b(", "fixed_strings": true}))).await;
     assert!(fixed.text.starts_with("regex.txt:1:a.b(c\n["), "{}", fixed.text);
-    let insensitive = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "a.b(", "fixed_strings": true, "case_insensitive": true}),
-        ))
-        .await;
+    let insensitive =
+        client.ok(op("grep_search", json!({"pattern": "a.b(", "fixed_strings": true, "case_insensitive": true}))).await;
     assert_eq!(insensitive.structured["total_matches"], 2);
     let bad = client.err(op("grep_search", json!({"pattern": "a.b("}))).await;
     assert!(
@@ -172,29 +114,18 @@ async fn grep_flags_context_and_output_modes() {
         "{bad}"
     );
     let multi = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "pub struct Parser \\{\\n\\s+pub depth", "multiline": true}),
-        ))
+        .ok(op("grep_search", json!({"pattern": "pub struct Parser \\{\\n\\s+pub depth", "multiline": true})))
         .await;
     assert_eq!(multi.structured["total_files"], 1);
     assert!(
-        multi
-            .text
-            .contains("src/lib.rs:3:pub struct Parser {\nsrc/lib.rs:4:    pub depth: usize,\n"),
+        multi.text.contains("src/lib.rs:3:pub struct Parser {\nsrc/lib.rs:4:    pub depth: usize,\n"),
         "{}",
         multi.text
     );
-    let single_line = client
-        .err(op("grep_search", json!({"pattern": "Parser \\{\\n\\s+pub"})))
-        .await;
+    let single_line = client.err(op("grep_search", json!({"pattern": "Parser \\{\\n\\s+pub"}))).await;
     assert!(single_line.contains("set `multiline: true`"), "{single_line}");
-    let context = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "UnexpectedEnd\\)", "context": 1, "path": "src"}),
-        ))
-        .await;
+    let context =
+        client.ok(op("grep_search", json!({"pattern": "UnexpectedEnd\\)", "context": 1, "path": "src"}))).await;
     assert_eq!(
         context.text.lines().take(3).collect::<Vec<_>>(),
         [
@@ -204,38 +135,19 @@ async fn grep_flags_context_and_output_modes() {
         ]
     );
     let before = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "^fn greet", "before": 2, "after": 0, "path": "src/main.rs"}),
-        ))
+        .ok(op("grep_search", json!({"pattern": "^fn greet", "before": 2, "after": 0, "path": "src/main.rs"})))
         .await;
     assert_eq!(
         before.text.lines().take(3).collect::<Vec<_>>(),
-        [
-            "src/main.rs-4-}",
-            "src/main.rs-5-",
-            "src/main.rs:6:fn greet(name: &str) -> String {"
-        ]
+        ["src/main.rs-4-}", "src/main.rs-5-", "src/main.rs:6:fn greet(name: &str) -> String {"]
     );
-    let globbed = client
-        .ok(op(
-            "grep_search",
-            json!({"pattern": "fn ", "glob": "main.rs", "output": "count"}),
-        ))
-        .await;
+    let globbed = client.ok(op("grep_search", json!({"pattern": "fn ", "glob": "main.rs", "output": "count"}))).await;
     assert_eq!(globbed.text.lines().next(), Some("src/main.rs:2"));
-    assert_eq!(
-        globbed.structured["files"],
-        json!([{"path": "src/main.rs", "matches": 2}])
-    );
-    let files_mode = client
-        .ok(op("grep_search", json!({"pattern": "fn ", "output": "files"})))
-        .await;
+    assert_eq!(globbed.structured["file_matches"], json!([{"path": "src/main.rs", "matches": 2}]));
+    let files_mode = client.ok(op("grep_search", json!({"pattern": "fn ", "output": "files"}))).await;
     assert_eq!(files(&files_mode.structured), ["src/lib.rs", "src/main.rs"]);
     assert!(files_mode.structured.get("total_matches").is_none());
-    let missing = client
-        .err(op("grep_search", json!({"pattern": "x", "path": "nope"})))
-        .await;
+    let missing = client.err(op("grep_search", json!({"pattern": "x", "path": "nope"}))).await;
     assert!(missing.contains("`nope` does not exist"), "{missing}");
     client.close().await;
 }
@@ -244,14 +156,9 @@ async fn grep_flags_context_and_output_modes() {
 async fn grep_limits_report_true_totals_deterministically() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
-    let capped = client
-        .ok(op("grep_search", json!({"pattern": "big file", "limit": 3})))
-        .await;
+    let capped = client.ok(op("grep_search", json!({"pattern": "big file", "limit": 3}))).await;
     assert_eq!(
-        (
-            capped.structured["total_matches"].as_u64(),
-            capped.structured["truncated"].as_bool()
-        ),
+        (capped.structured["total_matches"].as_u64(), capped.structured["truncated"].as_bool()),
         (Some(50_000), Some(true))
     );
     assert_eq!(
@@ -269,13 +176,7 @@ async fn grep_limits_report_true_totals_deterministically() {
     );
     let first = client.ok(op("grep_search", json!({"pattern": "e", "limit": 7}))).await;
     for _ in 0..3 {
-        assert_eq!(
-            client
-                .ok(op("grep_search", json!({"pattern": "e", "limit": 7})))
-                .await
-                .text,
-            first.text
-        );
+        assert_eq!(client.ok(op("grep_search", json!({"pattern": "e", "limit": 7}))).await.text, first.text);
     }
     client.close().await;
 }

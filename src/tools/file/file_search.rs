@@ -43,7 +43,7 @@ pub struct Args {
     /// Most files to show (default 500); the total is always reported.
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,
-    /// `path` (default) or `mtime` (newest first).
+    /// How to order the files (default `path`).
     pub sort: Option<Sort>,
 }
 
@@ -71,11 +71,7 @@ impl Operation for FileSearch {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let context = call.context;
-        let dir = call
-            .subjects
-            .into_iter()
-            .next()
-            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let dir = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
         blocking(move || search(&dir, &args, &context.roots, context.config.output_budget)).await
     }
 }
@@ -83,13 +79,8 @@ impl Operation for FileSearch {
 fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 file")?;
     let glob = PathGlob::new(&args.pattern)?;
-    if !fs::metadata(dir)
-        .map_err(|e| ToolError::io("search", dir.shown(), e))?
-        .is_dir()
-    {
-        return Err(ToolError::NotADirectory {
-            path: dir.shown().into(),
-        });
+    if !fs::metadata(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?.is_dir() {
+        return Err(ToolError::NotADirectory { path: dir.shown().into() });
     }
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let by_mtime = args.sort == Some(Sort::Mtime);
@@ -118,11 +109,7 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
                 return;
             }
             total.fetch_add(1, Ordering::Relaxed);
-            let mtime = if by_mtime {
-                entry.metadata().ok().and_then(|m| m.modified().ok())
-            } else {
-                None
-            };
+            let mtime = if by_mtime { entry.metadata().ok().and_then(|m| m.modified().ok()) } else { None };
             kept.push((std::cmp::Reverse(mtime), roots.show(entry.path())));
             // Keep memory bounded on huge trees: only the best `limit` can be shown.
             if kept.len() >= limit * 4 {
@@ -149,11 +136,7 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
     let sorted = if by_mtime { "newest first" } else { "by path" };
     let summary = match (total, truncated) {
         (0, _) => format!("[no files match `{}` under `{}`]", args.pattern, dir.shown()),
-        (_, false) => format!(
-            "[{total} files match `{}` under `{}`, {sorted}]",
-            args.pattern,
-            dir.shown()
-        ),
+        (_, false) => format!("[{total} files match `{}` under `{}`, {sorted}]", args.pattern, dir.shown()),
         (_, true) => format!(
             "[{total} files match `{}` under `{}`; showing the first {} {sorted}: narrow `pattern` or `path`, or raise `limit`]",
             args.pattern,
@@ -162,15 +145,5 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
         ),
     };
     text.push_str(&summary);
-    Ok(Reply {
-        truncated,
-        ..Reply::new(
-            text,
-            Output {
-                path: dir.shown().into(),
-                total,
-                files,
-            },
-        )
-    })
+    Ok(Reply { truncated, ..Reply::new(text, Output { path: dir.shown().into(), total, files }) })
 }

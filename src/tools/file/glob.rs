@@ -20,24 +20,15 @@ impl PathGlob {
     pub fn new(pattern: &str) -> Result<Self, ToolError> {
         let trimmed = pattern.trim_start_matches("./").trim_start_matches('/');
         if trimmed.is_empty() {
-            return Err(ToolError::InvalidGlob {
-                pattern: pattern.into(),
-                message: "the pattern is empty".into(),
-            });
+            return Err(ToolError::InvalidGlob { pattern: pattern.into(), message: "the pattern is empty".into() });
         }
         let name_only = !trimmed.contains('/');
         let glob = GlobBuilder::new(trimmed)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|err| ToolError::InvalidGlob {
-                pattern: pattern.into(),
-                message: err.kind().to_string(),
-            })?;
-        Ok(Self {
-            matcher: glob.compile_matcher(),
-            name_only,
-        })
+            .map_err(|err| ToolError::InvalidGlob { pattern: pattern.into(), message: err.kind().to_string() })?;
+        Ok(Self { matcher: glob.compile_matcher(), name_only })
     }
 
     /// Whether a path relative to the search directory matches.
@@ -69,10 +60,7 @@ mod tests {
     #[test]
     fn bad_globs_are_clear_errors() {
         let err = PathGlob::new("src/{a,b").unwrap_err().to_string();
-        assert!(
-            err.contains("invalid glob `src/{a,b`") && err.contains("unclosed"),
-            "{err}"
-        );
+        assert!(err.contains("invalid glob `src/{a,b`") && err.contains("unclosed"), "{err}");
         assert!(PathGlob::new("").is_err());
     }
 }

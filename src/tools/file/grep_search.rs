@@ -58,7 +58,7 @@ pub struct Args {
     pub before: Option<usize>,
     /// Lines of context after each match (overrides `context`).
     pub after: Option<usize>,
-    /// `content` (default), `files` or `count`.
+    /// What to return (default `content`).
     pub output: Option<OutputMode>,
     /// Most matching lines (content) or files (files, count) to show (default 200); totals are always reported.
     #[schemars(range(min = 1))]
@@ -81,8 +81,8 @@ pub struct Output {
     pub total_files: u64,
     /// Files searched (binary files are skipped).
     pub files_searched: u64,
-    /// The files shown, with their matching-line counts (`count` and `content` output).
-    pub files: Vec<FileRow>,
+    /// The files shown, with their matching-line counts.
+    pub file_matches: Vec<FileRow>,
 }
 
 /// One file in the result.
@@ -108,11 +108,7 @@ impl Operation for GrepSearch {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let context = call.context;
-        let target = call
-            .subjects
-            .into_iter()
-            .next()
-            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let target = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
         blocking(move || grep(&target, &args, &context.roots, context.config.output_budget)).await
     }
 }
@@ -142,11 +138,7 @@ impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        let lines = if mat.lines().count() > 1 {
-            mat.lines().count() as u64
-        } else {
-            1
-        };
+        let lines = if mat.lines().count() > 1 { mat.lines().count() as u64 } else { 1 };
         self.hits.count += lines;
         if self.mode == OutputMode::Files {
             return Ok(false);
@@ -155,11 +147,7 @@ impl Sink for Collect<'_> {
             self.kept_matches += 1;
             let first = mat.line_number().unwrap_or(0);
             for (i, line) in mat.lines().enumerate() {
-                self.hits.lines.push(Line {
-                    number: first + i as u64,
-                    is_match: true,
-                    text: shorten(line),
-                });
+                self.hits.lines.push(Line { number: first + i as u64, is_match: true, text: shorten(line) });
             }
         }
         Ok(true)
@@ -203,10 +191,7 @@ fn matcher(args: &Args) -> Result<RegexMatcher, ToolError> {
         if message.contains("\"\\n\" is not allowed") {
             message.push_str("; to match across lines set `multiline: true`");
         }
-        ToolError::InvalidRegex {
-            pattern: args.pattern.clone(),
-            message,
-        }
+        ToolError::InvalidRegex { pattern: args.pattern.clone(), message }
     })
 }
 
@@ -238,19 +223,13 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
         respect_gitignore: args.respect_gitignore.unwrap_or(true),
         max_depth: None,
     };
-    let base = if fs::metadata(target)
-        .map_err(|e| ToolError::io("search", target.shown(), e))?
-        .is_dir()
-    {
+    let base = if fs::metadata(target).map_err(|e| ToolError::io("search", target.shown(), e))?.is_dir() {
         target.real().to_path_buf()
     } else {
         target.real().parent().map(|p| p.to_path_buf()).unwrap_or_default()
     };
     let builder = walk::builder(target, options);
-    let kept = Mutex::new(Kept {
-        files: BTreeMap::new(),
-        rows: 0,
-    });
+    let kept = Mutex::new(Kept { files: BTreeMap::new(), rows: 0 });
     let (total_matches, total_files, searched) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let (_, _errors) = walk::visit_parallel(
         &builder,
@@ -269,16 +248,8 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
                 return;
             };
             searched.fetch_add(1, Ordering::Relaxed);
-            let mut hits = FileHits {
-                count: 0,
-                lines: Vec::new(),
-            };
-            let mut sink = Collect {
-                mode,
-                keep: limit,
-                hits: &mut hits,
-                kept_matches: 0,
-            };
+            let mut hits = FileHits { count: 0, lines: Vec::new() };
+            let mut sink = Collect { mode, keep: limit, hits: &mut hits, kept_matches: 0 };
             if searcher.search_file(&matcher, &file, &mut sink).is_err() || hits.count == 0 {
                 return;
             }
@@ -289,9 +260,7 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
             }
         },
     );
-    let kept = kept
-        .into_inner()
-        .map_err(|_| ToolError::Internal("a search thread panicked".into()))?;
+    let kept = kept.into_inner().map_err(|_| ToolError::Internal("a search thread panicked".into()))?;
     let totals = Totals {
         matches: total_matches.into_inner(),
         files: total_files.into_inner(),
@@ -316,11 +285,7 @@ fn keep(kept: &mut Kept, path: String, hits: FileHits, limit: usize) {
 
 /// Rows a file fills: its matching lines (content output, at most `limit`), else one.
 fn row_count(hits: &FileHits, limit: usize) -> usize {
-    if hits.lines.is_empty() {
-        1
-    } else {
-        (hits.count as usize).min(limit)
-    }
+    if hits.lines.is_empty() { 1 } else { (hits.count as usize).min(limit) }
 }
 
 struct Totals {
@@ -365,10 +330,7 @@ fn render(
                     if text.len() + block.len() + rendered.len() > room {
                         text.push_str(&block);
                         cut_by_budget = true;
-                        rows.push(FileRow {
-                            path: path.clone(),
-                            matches: Some(hits.count),
-                        });
+                        rows.push(FileRow { path: path.clone(), matches: Some(hits.count) });
                         break 'files;
                     }
                     block.push_str(&rendered);
@@ -386,21 +348,14 @@ fn render(
             shown_rows += 1;
         }
         text.push_str(&block);
-        rows.push(FileRow {
-            path: path.clone(),
-            matches: (mode != OutputMode::Files).then_some(hits.count),
-        });
+        rows.push(FileRow { path: path.clone(), matches: (mode != OutputMode::Files).then_some(hits.count) });
     }
     let shown_total = match mode {
         OutputMode::Content => totals.matches,
         _ => totals.files,
     };
     let truncated = cut_by_budget || (shown_rows as u64) < shown_total;
-    let what = if args.fixed_strings.unwrap_or(false) {
-        "string"
-    } else {
-        "regex"
-    };
+    let what = if args.fixed_strings.unwrap_or(false) { "string" } else { "regex" };
     let mut summary = match mode {
         OutputMode::Files => format!(
             "[{} files match {what} `{}` under `{shown}` ({} files searched)",
@@ -412,11 +367,7 @@ fn render(
         ),
     };
     if truncated {
-        let unit = if mode == OutputMode::Content {
-            "matching lines"
-        } else {
-            "files"
-        };
+        let unit = if mode == OutputMode::Content { "matching lines" } else { "files" };
         summary.push_str(&format!(
             "; showing {shown_rows} {unit}: narrow `path` or `glob`, use `output: \"files\"`, or raise `limit`"
         ));
@@ -428,12 +379,9 @@ fn render(
         total_matches: (mode != OutputMode::Files).then_some(totals.matches),
         total_files: totals.files,
         files_searched: totals.searched,
-        files: rows,
+        file_matches: rows,
     };
-    Reply {
-        truncated,
-        ..Reply::new(text, data)
-    }
+    Reply { truncated, ..Reply::new(text, data) }
 }
 
 #[cfg(test)]
@@ -443,22 +391,13 @@ mod tests {
     fn hits(count: u64) -> FileHits {
         FileHits {
             count,
-            lines: (0..count)
-                .map(|n| Line {
-                    number: n + 1,
-                    is_match: true,
-                    text: String::new(),
-                })
-                .collect(),
+            lines: (0..count).map(|n| Line { number: n + 1, is_match: true, text: String::new() }).collect(),
         }
     }
 
     #[test]
     fn keep_retains_smallest_paths_filling_the_limit() {
-        let mut kept = Kept {
-            files: BTreeMap::new(),
-            rows: 0,
-        };
+        let mut kept = Kept { files: BTreeMap::new(), rows: 0 };
         for (path, n) in [("d", 3), ("b", 2), ("a", 1), ("c", 5)] {
             keep(&mut kept, path.into(), hits(n), 4);
         }
@@ -470,10 +409,7 @@ mod tests {
     #[test]
     fn shorten_cuts_long_lines() {
         let long = "y".repeat(MAX_LINE_CHARS + 10);
-        assert_eq!(
-            shorten(format!("{long}\r\n").as_bytes()),
-            format!("{}… [+10 bytes]", "y".repeat(MAX_LINE_CHARS))
-        );
+        assert_eq!(shorten(format!("{long}\r\n").as_bytes()), format!("{}… [+10 bytes]", "y".repeat(MAX_LINE_CHARS)));
         assert_eq!(shorten(b"short\n"), "short");
     }
 }

@@ -85,11 +85,7 @@ impl Operation for ListDir {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let context = call.context;
-        let dir = call
-            .subjects
-            .into_iter()
-            .next()
-            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let dir = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
         blocking(move || list(&dir, &args, &context.roots, context.config.output_budget)).await
     }
 }
@@ -102,21 +98,10 @@ struct Found {
 }
 
 fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
-    ToolError::check_range(
-        "depth",
-        args.depth,
-        1,
-        MAX_DEPTH,
-        "from 1 (the directory's own entries) to 10",
-    )?;
+    ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 entry")?;
-    if !fs::metadata(dir)
-        .map_err(|e| ToolError::io("list", dir.shown(), e))?
-        .is_dir()
-    {
-        return Err(ToolError::NotADirectory {
-            path: dir.shown().into(),
-        });
+    if !fs::metadata(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?.is_dir() {
+        return Err(ToolError::NotADirectory { path: dir.shown().into() });
     }
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
@@ -147,21 +132,13 @@ fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Rep
         }
         total += 1;
         if found.len() < limit {
-            found.push(Found {
-                path: item.path().to_path_buf(),
-                depth: item.depth(),
-                entry: describe(&item, roots),
-            });
+            found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry: describe(&item, roots) });
         }
     }
     let mut text = format!(
         "`{}`: {total} entries{}\n",
         dir.shown(),
-        if depth > 1 {
-            format!(" within depth {depth}")
-        } else {
-            String::new()
-        }
+        if depth > 1 { format!(" within depth {depth}") } else { String::new() }
     );
     let mut entries = Vec::with_capacity(found.len());
     let mut truncated = (total as usize) > found.len();
@@ -186,29 +163,14 @@ fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Rep
     if unreadable > 0 {
         text.push_str(&format!("[{unreadable} entries could not be read]\n"));
     }
-    let data = Output {
-        path: dir.shown().into(),
-        total,
-        entries,
-        unreadable,
-    };
-    Ok(Reply {
-        truncated,
-        ..Reply::new(text, data)
-    })
+    let data = Output { path: dir.shown().into(), total, entries, unreadable };
+    Ok(Reply { truncated, ..Reply::new(text, data) })
 }
 
 fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
     let path = roots.show(item.path());
     let file_type = item.file_type();
-    let mut entry = Entry {
-        path,
-        kind: "other".into(),
-        size: None,
-        children: None,
-        target: None,
-        leads: None,
-    };
+    let mut entry = Entry { path, kind: "other".into(), size: None, children: None, target: None, leads: None };
     match file_type {
         Some(t) if t.is_dir() => entry.kind = "dir".into(),
         Some(t) if t.is_file() => {
@@ -217,9 +179,7 @@ fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
         }
         Some(t) if t.is_symlink() => {
             entry.kind = "symlink".into();
-            entry.target = fs::read_link(item.path())
-                .ok()
-                .map(|t| t.to_string_lossy().into_owned());
+            entry.target = fs::read_link(item.path()).ok().map(|t| t.to_string_lossy().into_owned());
             let leads = match fs::canonicalize(item.path()) {
                 Ok(real) if roots.contains(&real) => "inside",
                 Ok(_) => "outside",
@@ -234,10 +194,7 @@ fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
 
 fn render(item: &Found) -> String {
     let indent = "  ".repeat(item.depth - 1);
-    let name = Path::new(&item.entry.path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = Path::new(&item.entry.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let e = &item.entry;
     match e.kind.as_str() {
         "dir" => format!("{indent}{name}/ ({} entries)\n", e.children.unwrap_or(0)),

@@ -96,30 +96,14 @@ impl Operation for ReadFile {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let config = call.context.config.clone();
-        let file = call
-            .subjects
-            .into_iter()
-            .next()
-            .ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let file = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
         blocking(move || read(&file, &args, config.output_budget, config.max_image_bytes)).await
     }
 }
 
 fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result<Reply<Output>, ToolError> {
-    ToolError::check_range(
-        "offset",
-        args.offset.map(|o| o as usize),
-        1,
-        usize::MAX,
-        "lines are numbered from 1",
-    )?;
-    ToolError::check_range(
-        "limit",
-        args.limit.map(|l| l as usize),
-        1,
-        usize::MAX,
-        "at least 1 line",
-    )?;
+    ToolError::check_range("offset", args.offset.map(|o| o as usize), 1, usize::MAX, "lines are numbered from 1")?;
+    ToolError::check_range("limit", args.limit.map(|l| l as usize), 1, usize::MAX, "at least 1 line")?;
     let shown = file.shown().to_string();
     let io_err = |err| ToolError::io("read", &shown, err);
     let meta = fs::metadata(file).map_err(io_err)?;
@@ -128,10 +112,7 @@ fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result
     }
     let mut handle = fs::open_read(file).map_err(io_err)?;
     let mut head = Vec::with_capacity(SNIFF_BYTES);
-    (&mut handle)
-        .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(io_err)?;
+    (&mut handle).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(io_err)?;
     let detected = infer::get(&head);
     let size = meta.len();
     if let Some(kind) = detected.filter(|k| IMAGE_TYPES.contains(&k.mime_type())) {
@@ -146,11 +127,7 @@ fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result
         let mut bytes = head;
         handle.read_to_end(&mut bytes).map_err(io_err)?;
         let sha256 = hex(&Sha256::digest(&bytes));
-        let text = format!(
-            "[image `{shown}`: {}, {}; sha256 {sha256}]",
-            kind.mime_type(),
-            human_size(size)
-        );
+        let text = format!("[image `{shown}`: {}, {}; sha256 {sha256}]", kind.mime_type(), human_size(size));
         let data = Output {
             path: shown,
             kind: "image".into(),
@@ -159,18 +136,12 @@ fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result
             mime_type: Some(kind.mime_type().into()),
             ..Output::default()
         };
-        let image = Image {
-            mime_type: kind.mime_type(),
-            base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
-        };
-        return Ok(Reply {
-            images: vec![image],
-            ..Reply::new(text, data)
-        });
+        let image =
+            Image { mime_type: kind.mime_type(), base64: base64::engine::general_purpose::STANDARD.encode(&bytes) };
+        return Ok(Reply { images: vec![image], ..Reply::new(text, data) });
     }
-    let binary_type = detected
-        .filter(|k| !matches!(k.matcher_type(), infer::MatcherType::Text))
-        .map(|k| k.mime_type().to_string());
+    let binary_type =
+        detected.filter(|k| !matches!(k.matcher_type(), infer::MatcherType::Text)).map(|k| k.mime_type().to_string());
     if binary_type.is_some() || memchr::memchr(0, &head).is_some() {
         return Err(ToolError::Binary {
             path: shown,
@@ -179,18 +150,11 @@ fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result
         });
     }
     let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
-    let window = Window {
-        offset: args.offset.unwrap_or(1).max(1),
-        limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1),
-        budget,
-    };
+    let window =
+        Window { offset: args.offset.unwrap_or(1).max(1), limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1), budget };
     let scan = scan(reader, &window).map_err(io_err)?;
     if scan.total > 0 && window.offset > scan.total {
-        return Err(ToolError::OffsetPastEnd {
-            path: shown,
-            offset: window.offset,
-            total: scan.total,
-        });
+        return Err(ToolError::OffsetPastEnd { path: shown, offset: window.offset, total: scan.total });
     }
     Ok(render(shown, size, &window, scan))
 }
@@ -316,22 +280,12 @@ fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output
     if scan.total == 0 {
         notes.push(format!("`{shown}` is empty"));
     } else if has_window {
-        notes.push(format!(
-            "`{shown}` lines {}-{} of {}",
-            window.offset, scan.shown_end, scan.total
-        ));
+        notes.push(format!("`{shown}` lines {}-{} of {}", window.offset, scan.shown_end, scan.total));
     } else {
-        notes.push(format!(
-            "`{shown}`: line {} alone exceeds the output budget",
-            window.offset
-        ));
+        notes.push(format!("`{shown}`: line {} alone exceeds the output budget", window.offset));
     }
     if let Some(next) = next_offset {
-        let why = if scan.stopped_for_budget {
-            "output budget reached; "
-        } else {
-            ""
-        };
+        let why = if scan.stopped_for_budget { "output budget reached; " } else { "" };
         notes.push(format!("{why}more: offset={next}"));
     }
     if matches!(line_endings, "crlf" | "mixed") {
@@ -361,10 +315,7 @@ fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output
         long_lines_cut: Some(scan.long_lines),
         mime_type: None,
     };
-    Reply {
-        truncated,
-        ..Reply::new(text, data)
-    }
+    Reply { truncated, ..Reply::new(text, data) }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -396,10 +347,7 @@ mod tests {
         let long = "x".repeat(MAX_LINE_BYTES * 3);
         let s = scan_str(&format!("{long}\nend\n"), 1, 10, 100_000);
         assert_eq!(s.long_lines, 1);
-        assert!(
-            s.text
-                .contains(&format!("… [line cut: {} more bytes]", long.len() - MAX_LINE_CHARS))
-        );
+        assert!(s.text.contains(&format!("… [line cut: {} more bytes]", long.len() - MAX_LINE_CHARS)));
         assert!(s.text.ends_with("     2\tend\n"));
         let many = "line\n".repeat(1000);
         let s = scan_str(&many, 1, 2000, 1024);
@@ -408,15 +356,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_lossy_and_noted() {
-        let s = scan(
-            &b"ok\n\xff\xfe bad\n"[..],
-            &Window {
-                offset: 1,
-                limit: 10,
-                budget: 10_000,
-            },
-        )
-        .unwrap();
+        let s = scan(&b"ok\n\xff\xfe bad\n"[..], &Window { offset: 1, limit: 10, budget: 10_000 }).unwrap();
         assert!(s.lossy && s.text.contains('\u{fffd}'));
     }
 }
