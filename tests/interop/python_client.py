@@ -12,7 +12,8 @@ checks the handshake, the `file_operations` tool schema, the four read
 operations, and two failing calls. It prints one line per check and ends with
 `N passed, M failed`; the exit status is 1 if any check failed.
 
-Works with the SDK's 1.x (camelCase attributes) and 2.x (snake_case) models.
+Set INTEROP_TIMEOUT_S to change the overall timeout (default 120 s) and VERBOSE=1 to print
+tracebacks of failed steps. Works with the SDK's 1.x (camelCase attributes) and 2.x (snake_case) models.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 SDK_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
-OVERALL_TIMEOUT_S = 120
+OVERALL_TIMEOUT_S = int(os.environ.get("INTEROP_TIMEOUT_S", "120"))
 CALL_TIMEOUT_S = 30
 READ_OPS = {"read_file", "list_dir", "file_search", "grep_search"}
 FORBIDDEN_SCHEMA_KEYS = {"oneOf", "anyOf", "allOf", "$ref", "$defs", "definitions"}
@@ -283,6 +284,8 @@ def main() -> int:
         with open(errpath, "w") as errlog:
             try:
                 anyio.run(_with_timeout, binary, root, errlog)
+            except TimeoutError:
+                check("session completed", False, f"timed out after {OVERALL_TIMEOUT_S} s")
             except Exception as e:
                 check("session completed", False, f"{type(e).__name__}: {e}")
                 traceback.print_exc()

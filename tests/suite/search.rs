@@ -122,6 +122,15 @@ async fn grep_flags_context_and_output_modes() {
         "{}",
         multi.text
     );
+    std::fs::write(ws.root.join("pairs.txt"), "a\nb\na\nb\n").unwrap();
+    let pairs = client.ok(op("grep_search", json!({"pattern": "a\\nb", "multiline": true, "path": "pairs.txt"}))).await;
+    assert_eq!(pairs.structured["total_matches"], 2, "counted per match, like `rg -U -c`");
+    assert_eq!(pairs.text.lines().filter(|l| l.starts_with("pairs.txt:")).count(), 4, "{}", pairs.text);
+    assert!(pairs.text.contains("[2 matches in 1 files"), "{}", pairs.text);
+    let first_pair = client
+        .ok(op("grep_search", json!({"pattern": "a\\nb", "multiline": true, "path": "pairs.txt", "limit": 1})))
+        .await;
+    assert_eq!(first_pair.text.lines().filter(|l| l.starts_with("pairs.txt:")).count(), 2, "{}", first_pair.text);
     let single_line = client.err(op("grep_search", json!({"pattern": "Parser \\{\\n\\s+pub"}))).await;
     assert!(single_line.contains("set `multiline: true`"), "{single_line}");
     let context =

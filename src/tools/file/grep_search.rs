@@ -32,7 +32,7 @@ pub enum OutputMode {
     Content,
     /// Paths of files with a match.
     Files,
-    /// `path:count` of matching lines per file.
+    /// `path:count` of matches per file.
     Count,
 }
 
@@ -60,7 +60,7 @@ pub struct Args {
     pub after: Option<usize>,
     /// What to return (default `content`).
     pub output: Option<OutputMode>,
-    /// Most matching lines (content) or files (files, count) to show (default 200); totals are always reported.
+    /// Most matches (content) or files (files, count) to show (default 200); totals are always reported.
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,
     /// Include dot-files and dot-directories (default false).
@@ -74,7 +74,7 @@ pub struct Args {
 pub struct Output {
     /// Where the search ran.
     pub path: String,
-    /// Matching lines in all files (not counted in `files` output, which stops at a file's first match).
+    /// Matches in all files, counted like `rg -c`: matching lines, or with `multiline` whole matches (not counted in `files` output, which stops at a file's first match).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_matches: Option<u64>,
     /// Files with at least one match.
@@ -90,7 +90,7 @@ pub struct Output {
 pub struct FileRow {
     /// Path relative to the first root.
     pub path: String,
-    /// Matching lines in it (absent in `files` output).
+    /// Matches in it (absent in `files` output).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matches: Option<u64>,
 }
@@ -117,6 +117,8 @@ impl Operation for GrepSearch {
 struct Line {
     number: u64,
     is_match: bool,
+    /// Matches starting on this line (a `multiline` match spans lines but is counted once).
+    starts: u64,
     text: String,
 }
 
@@ -126,8 +128,10 @@ struct FileHits {
     lines: Vec<Line>,
 }
 
-/// The sink for one file: counts matching lines, keeps up to `keep` of them with context.
+/// The sink for one file: counts matches, keeps the lines of up to `keep` of them with context.
 struct Collect<'a> {
+    matcher: &'a RegexMatcher,
+    multiline: bool,
     mode: OutputMode,
     keep: usize,
     hits: &'a mut FileHits,
@@ -138,16 +142,31 @@ impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        let lines = if mat.lines().count() > 1 { mat.lines().count() as u64 } else { 1 };
-        self.hits.count += lines;
+        // In multiline mode the searcher hands over adjacent matches as one block; count (and
+        // place) each match in it, as `rg -c` does. Otherwise each block is one matching line.
+        let starts = if self.multiline { match_starts(self.matcher, mat.bytes())? } else { vec![0] };
+        self.hits.count += starts.len().max(1) as u64;
         if self.mode == OutputMode::Files {
             return Ok(false);
         }
         if self.mode == OutputMode::Content && self.kept_matches < self.keep {
-            self.kept_matches += 1;
+            self.kept_matches += starts.len().max(1);
             let first = mat.line_number().unwrap_or(0);
+            let mut offset = 0;
             for (i, line) in mat.lines().enumerate() {
-                self.hits.lines.push(Line { number: first + i as u64, is_match: true, text: shorten(line) });
+                let end = offset + line.len();
+                let here = starts
+                    .iter()
+                    .filter(|&&s| s >= offset && s < end)
+                    .count()
+                    .max(usize::from(i == 0 && starts.is_empty()));
+                self.hits.lines.push(Line {
+                    number: first + i as u64,
+                    is_match: true,
+                    starts: here as u64,
+                    text: shorten(line),
+                });
+                offset = end;
             }
         }
         Ok(true)
@@ -158,11 +177,25 @@ impl Sink for Collect<'_> {
             self.hits.lines.push(Line {
                 number: ctx.line_number().unwrap_or(0),
                 is_match: false,
+                starts: 0,
                 text: shorten(ctx.bytes()),
             });
         }
         Ok(true)
     }
+}
+
+/// Byte offsets where matches start inside a multiline block.
+fn match_starts(matcher: &RegexMatcher, block: &[u8]) -> Result<Vec<usize>, std::io::Error> {
+    use grep_matcher::Matcher;
+    let mut starts = Vec::new();
+    matcher
+        .find_iter(block, |m| {
+            starts.push(m.start());
+            true
+        })
+        .map_err(|err| std::io::Error::other(err.to_string()))?;
+    Ok(starts)
 }
 
 /// The line without its terminator, cut at 500 characters.
@@ -217,6 +250,7 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
     let matcher = matcher(args)?;
     let glob = args.glob.as_deref().map(PathGlob::new).transpose()?;
     let mode = args.output.unwrap_or(OutputMode::Content);
+    let multiline = args.multiline.unwrap_or(false);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions {
         include_hidden: args.include_hidden.unwrap_or(false),
@@ -249,7 +283,8 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
             };
             searched.fetch_add(1, Ordering::Relaxed);
             let mut hits = FileHits { count: 0, lines: Vec::new() };
-            let mut sink = Collect { mode, keep: limit, hits: &mut hits, kept_matches: 0 };
+            let mut sink =
+                Collect { matcher: &matcher, multiline, mode, keep: limit, hits: &mut hits, kept_matches: 0 };
             if searcher.search_file(&matcher, &file, &mut sink).is_err() || hits.count == 0 {
                 return;
             }
@@ -283,7 +318,7 @@ fn keep(kept: &mut Kept, path: String, hits: FileHits, limit: usize) {
     }
 }
 
-/// Rows a file fills: its matching lines (content output, at most `limit`), else one.
+/// Rows a file fills: its matches (content output, at most `limit`), else one.
 fn row_count(hits: &FileHits, limit: usize) -> usize {
     if hits.lines.is_empty() { 1 } else { (hits.count as usize).min(limit) }
 }
@@ -319,7 +354,7 @@ fn render(
                 let mut block = String::new();
                 let mut previous: Option<u64> = None;
                 for line in &hits.lines {
-                    if line.is_match && shown_rows >= limit {
+                    if line.starts > 0 && shown_rows >= limit {
                         break;
                     }
                     if previous.is_some_and(|p| line.number > p + 1) {
@@ -334,7 +369,7 @@ fn render(
                         break 'files;
                     }
                     block.push_str(&rendered);
-                    shown_rows += usize::from(line.is_match);
+                    shown_rows += line.starts as usize;
                     previous = Some(line.number);
                 }
                 block
@@ -356,18 +391,19 @@ fn render(
     };
     let truncated = cut_by_budget || (shown_rows as u64) < shown_total;
     let what = if args.fixed_strings.unwrap_or(false) { "string" } else { "regex" };
+    let matches = if args.multiline.unwrap_or(false) { "matches" } else { "matching lines" };
     let mut summary = match mode {
         OutputMode::Files => format!(
             "[{} files match {what} `{}` under `{shown}` ({} files searched)",
             totals.files, args.pattern, totals.searched
         ),
         _ => format!(
-            "[{} matching lines in {} files for {what} `{}` under `{shown}` ({} files searched)",
+            "[{} {matches} in {} files for {what} `{}` under `{shown}` ({} files searched)",
             totals.matches, totals.files, args.pattern, totals.searched
         ),
     };
     if truncated {
-        let unit = if mode == OutputMode::Content { "matching lines" } else { "files" };
+        let unit = if mode == OutputMode::Content { matches } else { "files" };
         summary.push_str(&format!(
             "; showing {shown_rows} {unit}: narrow `path` or `glob`, use `output: \"files\"`, or raise `limit`"
         ));
@@ -391,7 +427,7 @@ mod tests {
     fn hits(count: u64) -> FileHits {
         FileHits {
             count,
-            lines: (0..count).map(|n| Line { number: n + 1, is_match: true, text: String::new() }).collect(),
+            lines: (0..count).map(|n| Line { number: n + 1, is_match: true, starts: 1, text: String::new() }).collect(),
         }
     }
 
