@@ -23,7 +23,9 @@ fn main() -> ExitCode {
     init_logging();
     let outcome = match &cli.command {
         Command::Serve(args) => resolve(args).and_then(|config| {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
+            // One connection: a single-threaded scheduler avoids cross-thread wake-ups per
+            // message; file work runs on the blocking pool and grep on its own threads.
+            let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start the async runtime: {e}"))?;

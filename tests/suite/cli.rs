@@ -58,3 +58,28 @@ fn startup_errors_are_clear_and_exit_nonzero() {
     let (ok, stdout, _) = run(&["--version"], &ws);
     assert!(ok && stdout.contains(env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn serves_stdin_that_is_not_a_pipe_and_answers_before_exiting_at_eof() {
+    // Hosts give pipes (driven by epoll); a file or terminal on stdin takes the portable path.
+    let ws = Workspace::new();
+    let requests = ws.root.join("requests.jsonl");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"file_operations","arguments":{"operation":"read_file","path":"src/main.rs","limit":1}}}"#,
+    ];
+    std::fs::write(&requests, lines.join("\n") + "\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--root", ws.root.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .stdin(std::fs::File::open(&requests).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let replies: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(replies.len(), 2, "{stdout}");
+    let call = replies.iter().find(|r| r["id"] == 2).unwrap();
+    assert_eq!(call["result"]["content"][0]["text"].as_str().unwrap().lines().next(), Some("     1\tfn main() {"));
+}
