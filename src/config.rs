@@ -16,8 +16,11 @@ pub const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024;
 /// Smallest and largest accepted text budgets: big enough for a useful answer, small enough
 /// to stay far below the 10 MiB message limit of common clients.
 const BUDGET_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
-/// Default cap on one image returned by `read_file` (the Anthropic API's per-image limit).
-pub const DEFAULT_MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// Default cap on one image returned by `read_file`: 3.75 MiB, so its base64 stays within
+/// 5 MiB (the Anthropic API's per-image limit) and the message far below 10 MiB.
+pub const DEFAULT_MAX_IMAGE_BYTES: usize = 3840 * 1024;
+/// Largest accepted image cap.
+const MAX_IMAGE_LIMIT: usize = 7 * 1024 * 1024;
 
 /// The resolved configuration, shared read-only by everything that serves calls.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +109,13 @@ impl Config {
             });
         }
         let max_image_bytes = file.max_image_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES);
+        if max_image_bytes > MAX_IMAGE_LIMIT {
+            return Err(ConfigError::OutOfRange {
+                key: "max_image_bytes",
+                value: max_image_bytes.to_string(),
+                expected: "at most 7340032 (7 MiB; its base64 must stay under the 10 MiB message limit of common clients)",
+            });
+        }
 
         Ok(Arc::new(Self {
             roots,
@@ -276,6 +286,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("TOOLBELT_TOOL_LAYOUT"), "{err}");
+        let huge = tmp.path().join("huge.toml");
+        std::fs::write(&huge, "max_image_bytes = 99999999\n").unwrap();
+        let args = CommonArgs { config: Some(huge), ..CommonArgs::default() };
+        let err = Config::resolve(&args, &env_of(&[]), &a).unwrap_err().to_string();
+        assert!(err.contains("max_image_bytes") && err.contains("7 MiB"), "{err}");
         let no_file = CommonArgs { config: Some(tmp.path().join("none.toml")), ..CommonArgs::default() };
         assert!(Config::resolve(&no_file, &env_of(&[]), &a).is_err());
         let file = tmp.path().join("f");

@@ -17,6 +17,18 @@ pub struct WalkOptions {
     pub max_depth: Option<usize>,
 }
 
+impl WalkOptions {
+    /// Options from an operation's optional flags: hidden entries skipped and ignore files
+    /// honoured unless the call says otherwise.
+    pub fn new(include_hidden: Option<bool>, respect_gitignore: Option<bool>, max_depth: Option<usize>) -> Self {
+        Self {
+            include_hidden: include_hidden.unwrap_or(false),
+            respect_gitignore: respect_gitignore.unwrap_or(true),
+            max_depth,
+        }
+    }
+}
+
 /// A walker over a confined directory: symlinks are reported, never followed.
 pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
     let mut builder = WalkBuilder::new(dir.real());

@@ -48,6 +48,15 @@ pub struct Call {
     pub context: Arc<Context>,
 }
 
+impl Call {
+    /// The one subject of a single-path effect, with the context.
+    pub fn single(self) -> Result<(Resolved, Arc<Context>), ToolError> {
+        let subject = self.subjects.into_iter().next();
+        let subject = subject.ok_or_else(|| ToolError::Internal("the gate returned no subject".into()))?;
+        Ok((subject, self.context))
+    }
+}
+
 /// Configuration and session state a call runs with.
 #[derive(Debug, Clone)]
 pub struct Context {

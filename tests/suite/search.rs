@@ -153,6 +153,8 @@ async fn grep_flags_context_and_output_modes() {
     let globbed = client.ok(op("grep_search", json!({"pattern": "fn ", "glob": "main.rs", "output": "count"}))).await;
     assert_eq!(globbed.text.lines().next(), Some("src/main.rs:2"));
     assert_eq!(globbed.structured["file_matches"], json!([{"path": "src/main.rs", "matches": 2}]));
+    let excluded = client.ok(op("grep_search", json!({"pattern": "fn ", "glob": "!main.rs", "output": "count"}))).await;
+    assert_eq!(excluded.structured["file_matches"], json!([{"path": "src/lib.rs", "matches": 1}]));
     let files_mode = client.ok(op("grep_search", json!({"pattern": "fn ", "output": "files"}))).await;
     assert_eq!(files(&files_mode.structured), ["src/lib.rs", "src/main.rs"]);
     assert!(files_mode.structured.get("total_matches").is_none());

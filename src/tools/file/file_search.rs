@@ -32,7 +32,7 @@ pub enum Sort {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Glob: without `/` it matches file names at any depth (`*.rs`); with `/` it matches the path from `path` (`src/**/*.ts`); `{a,b}` alternatives.
+    /// Glob: without `/` it matches file names at any depth (`*.rs`); with `/` it matches the path from `path` (`src/**/*.ts`); `{a,b}` alternatives; a leading `!` inverts it.
     pub pattern: String,
     /// Directory to search (default: the first root).
     pub path: Option<String>,
@@ -70,8 +70,7 @@ impl Operation for FileSearch {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
-        let context = call.context;
-        let dir = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let (dir, context) = call.single()?;
         blocking(move || search(&dir, &args, &context.roots, context.config.output_budget)).await
     }
 }
@@ -84,11 +83,7 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
     }
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let by_mtime = args.sort == Some(Sort::Mtime);
-    let options = WalkOptions {
-        include_hidden: args.include_hidden.unwrap_or(false),
-        respect_gitignore: args.respect_gitignore.unwrap_or(true),
-        max_depth: None,
-    };
+    let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None);
     let builder = walk::builder(dir, options);
     let total = AtomicU64::new(0);
     let base = dir.real();

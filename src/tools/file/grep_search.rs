@@ -44,7 +44,7 @@ pub struct Args {
     pub pattern: String,
     /// File or directory to search (default: the first root).
     pub path: Option<String>,
-    /// Only search files matching this glob (`*.rs`, `src/**/*.{ts,tsx}`).
+    /// Only search files matching this glob (`*.rs`, `src/**/*.{ts,tsx}`); a leading `!` excludes instead (`!*.min.js`).
     pub glob: Option<String>,
     /// Match case-insensitively (default false).
     pub case_insensitive: Option<bool>,
@@ -107,8 +107,7 @@ impl Operation for GrepSearch {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
-        let context = call.context;
-        let target = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let (target, context) = call.single()?;
         blocking(move || grep(&target, &args, &context.roots, context.config.output_budget)).await
     }
 }
@@ -252,11 +251,7 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
     let mode = args.output.unwrap_or(OutputMode::Content);
     let multiline = args.multiline.unwrap_or(false);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let options = WalkOptions {
-        include_hidden: args.include_hidden.unwrap_or(false),
-        respect_gitignore: args.respect_gitignore.unwrap_or(true),
-        max_depth: None,
-    };
+    let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None);
     let base = if fs::metadata(target).map_err(|e| ToolError::io("search", target.shown(), e))?.is_dir() {
         target.real().to_path_buf()
     } else {

@@ -84,8 +84,7 @@ impl Operation for ListDir {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
-        let context = call.context;
-        let dir = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
+        let (dir, context) = call.single()?;
         blocking(move || list(&dir, &args, &context.roots, context.config.output_budget)).await
     }
 }
@@ -105,11 +104,7 @@ fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Rep
     }
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let options = WalkOptions {
-        include_hidden: args.include_hidden.unwrap_or(false),
-        respect_gitignore: args.respect_gitignore.unwrap_or(true),
-        max_depth: Some(depth + 1),
-    };
+    let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1));
     let mut builder = walk::builder(dir, options);
     builder.sort_by_file_name(|a, b| a.cmp(b));
 

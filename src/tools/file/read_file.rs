@@ -95,9 +95,8 @@ impl Operation for ReadFile {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
-        let config = call.context.config.clone();
-        let file = call.subjects.into_iter().next().ok_or_else(|| ToolError::Internal("no subject".into()))?;
-        blocking(move || read(&file, &args, config.output_budget, config.max_image_bytes)).await
+        let (file, context) = call.single()?;
+        blocking(move || read(&file, &args, context.config.output_budget, context.config.max_image_bytes)).await
     }
 }
 
