@@ -83,3 +83,25 @@ fn serves_stdin_that_is_not_a_pipe_and_answers_before_exiting_at_eof() {
     let call = replies.iter().find(|r| r["id"] == 2).unwrap();
     assert_eq!(call["result"]["content"][0]["text"].as_str().unwrap().lines().next(), Some("     1\tfn main() {"));
 }
+
+#[tokio::test]
+async fn every_config_in_mcp_json_example_starts_and_lists_tools() {
+    let ws = Workspace::new();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/mcp.json.example")).unwrap();
+    let example: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let servers = example["mcpServers"].as_object().unwrap();
+    assert!(!servers.is_empty());
+    for (name, server) in servers {
+        assert_eq!(server["command"], "/absolute/path/to/toolbelt-mcp", "{name}");
+        let args: Vec<String> = server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().replace("/absolute/path/to/your/project", ws.root.to_str().unwrap()))
+            .collect();
+        let client = super::common::Client::spawn(&args, &ws.config_home, None).await;
+        let tools = client.service.list_all_tools().await.unwrap();
+        assert!(!tools.is_empty(), "{name}");
+        client.close().await;
+    }
+}

@@ -66,6 +66,8 @@ fn copy_tree(from: &Path, to: &Path) {
 /// A connected MCP client talking to a spawned server.
 pub struct Client {
     pub service: RunningService<RoleClient, ()>,
+    /// The server's process id, when known.
+    pub pid: Option<u32>,
 }
 
 /// A tool result in test-friendly form.
@@ -94,7 +96,8 @@ impl Client {
             }
         }))
         .unwrap();
-        Self { service: ().serve(transport).await.unwrap() }
+        let pid = transport.id();
+        Self { service: ().serve(transport).await.unwrap(), pid }
     }
 
     /// Calls a tool and unpacks the result.
@@ -122,6 +125,13 @@ impl Client {
         assert!(reply.is_error, "{args} should fail but gave: {}", reply.text);
         assert!(reply.structured.is_null(), "errors carry no structured content");
         reply.text
+    }
+
+    /// The server's peak resident memory (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid.unwrap())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 
     pub async fn close(self) {

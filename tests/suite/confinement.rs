@@ -99,7 +99,7 @@ async fn tens_of_thousands_of_files_under_a_small_fd_limit() {
         },
     ))
     .unwrap();
-    let client = super::common::Client { service: rmcp::ServiceExt::serve((), transport).await.unwrap() };
+    let client = super::common::Client { service: rmcp::ServiceExt::serve((), transport).await.unwrap(), pid: None };
     let found = client.ok(op("file_search", json!({"pattern": "*.txt", "path": "many", "limit": 5}))).await;
     assert_eq!(found.structured["total"], 30_000);
     let grep =

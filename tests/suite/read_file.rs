@@ -159,3 +159,47 @@ async fn images_over_the_cap_are_refused_with_the_limit() {
     assert!(text.contains(&format!("`data/pixel.png` is {size} B, over the 50 B limit for images")), "{text}");
     client.close().await;
 }
+
+#[tokio::test]
+async fn a_window_of_a_huge_file_does_not_load_the_file() {
+    let ws = Workspace::new();
+    // 80 MB in one line (the worst case for line buffering), then a short last line.
+    let mut file = std::fs::File::create(ws.root.join("huge.log")).unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..80 {
+        std::io::Write::write_all(&mut file, &chunk).unwrap();
+    }
+    std::io::Write::write_all(&mut file, b"\nthe end\n").unwrap();
+    drop(file);
+    let client = Client::start(&ws, &[]).await;
+    let reply = client.ok(op("read_file", json!({"path": "huge.log", "offset": 2}))).await;
+    assert!(reply.text.starts_with("     2\tthe end\n"), "{}", &reply.text[..100]);
+    assert_eq!(reply.structured["total_lines"], 2);
+    let first = client.ok(op("read_file", json!({"path": "huge.log", "limit": 1}))).await;
+    assert!(first.text.contains(&format!("… [line cut: {} more bytes]", 80 * (1 << 20) - 2000)));
+    let peak_mib = client.peak_rss_kib() / 1024;
+    assert!(peak_mib < 40, "reading windows of an 80 MB file peaked at {peak_mib} MiB");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn every_image_type_is_recognised() {
+    let ws = Workspace::new();
+    let headers: [(&str, &[u8], &str); 3] = [
+        ("photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", "image/jpeg"),
+        ("anim.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;", "image/gif"),
+        ("pic.webp", b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00", "image/webp"),
+    ];
+    for (name, bytes, _) in headers {
+        std::fs::write(ws.root.join(name), bytes).unwrap();
+    }
+    let client = Client::start(&ws, &[]).await;
+    for (name, bytes, mime) in headers {
+        let reply = client.ok(op("read_file", json!({"path": name}))).await;
+        let image =
+            reply.raw.content.iter().find_map(|c| c.as_image()).unwrap_or_else(|| panic!("{name}: {}", reply.text));
+        assert_eq!(image.mime_type, mime);
+        assert_eq!(base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap(), bytes);
+    }
+    client.close().await;
+}
