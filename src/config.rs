@@ -19,6 +19,8 @@ const BUDGET_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
 /// Default cap on one image returned by `read_file`: 3.75 MiB, so its base64 stays within
 /// 5 MiB (the Anthropic API's per-image limit) and the message far below 10 MiB.
 pub const DEFAULT_MAX_IMAGE_BYTES: usize = 3840 * 1024;
+/// Largest file an edit reads and rewrites when the config does not say.
+pub const DEFAULT_MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
 /// Largest accepted image cap.
 const MAX_IMAGE_LIMIT: usize = 7 * 1024 * 1024;
 
@@ -38,6 +40,10 @@ pub struct Config {
     pub output_budget: usize,
     /// Most bytes of one image returned as image content.
     pub max_image_bytes: usize,
+    /// Largest file an edit operation reads and rewrites.
+    pub max_edit_bytes: u64,
+    /// Most bytes of undo data one session keeps (oldest dropped first).
+    pub max_undo_bytes: u64,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
 }
@@ -51,6 +57,8 @@ struct FileConfig {
     tool_layout: Option<ToolLayout>,
     output_budget: Option<usize>,
     max_image_bytes: Option<usize>,
+    max_edit_bytes: Option<u64>,
+    max_undo_bytes: Option<u64>,
 }
 
 /// Reads an environment variable; injected so resolution is testable without touching the
@@ -124,6 +132,8 @@ impl Config {
             tool_layout,
             output_budget,
             max_image_bytes,
+            max_edit_bytes: file.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
+            max_undo_bytes: file.max_undo_bytes.unwrap_or(crate::session::DEFAULT_UNDO_BYTES),
             config_file,
         }))
     }

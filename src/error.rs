@@ -24,7 +24,7 @@ pub enum ToolError {
         /// The value given.
         value: String,
         /// What is accepted.
-        expected: &'static str,
+        expected: String,
     },
     /// No `operation` field, or one this tool does not have.
     #[error("{problem}. Set `operation` to one of: {accepted}")]
@@ -58,6 +58,55 @@ pub enum ToolError {
         /// The roots, comma separated.
         roots: String,
     },
+    /// A write target that cannot be one.
+    #[error("cannot write `{path}`: it {problem}")]
+    BadTarget {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A write aimed at a symlink (writes never follow one).
+    #[error(
+        "`{path}` is a symlink (to `{link}`); writes never follow symlinks: write to the file it points to instead"
+    )]
+    SymlinkTarget {
+        /// The path as given.
+        path: String,
+        /// The link's target text.
+        link: String,
+    },
+    /// Something already exists where a new file or directory was to be created.
+    #[error("`{path}` already exists ({what}); set `overwrite: true` to replace a file, or pick another name")]
+    AlreadyExists {
+        /// The path.
+        path: String,
+        /// What is there.
+        what: &'static str,
+    },
+    /// A protected path: never written by an operation.
+    #[error("`{path}` is protected ({why}); this server does not write it. Ask the user to make the change")]
+    Protected {
+        /// The path.
+        path: String,
+        /// Why it is protected.
+        why: &'static str,
+    },
+    /// The file changed since the caller read it.
+    #[error(
+        "`{path}` changed since it was read (expected sha256 {expected}, now {actual}); read it again and redo the edit"
+    )]
+    StaleHash {
+        /// The path.
+        path: String,
+        /// The hash the caller gave.
+        expected: String,
+        /// The current hash.
+        actual: String,
+    },
+    /// An edit whose text was not found, or found too often.
+    #[error("{0}")]
+    EditFailed(String),
     /// Nothing exists at the path.
     #[error("`{path}` does not exist; check the name with `list_dir` or `file_search`")]
     NotFound {
@@ -154,7 +203,9 @@ impl ToolError {
         expected: &'static str,
     ) -> Result<(), Self> {
         match value {
-            Some(v) if v < min || v > max => Err(Self::BadValue { field, value: v.to_string(), expected }),
+            Some(v) if v < min || v > max => {
+                Err(Self::BadValue { field, value: v.to_string(), expected: expected.into() })
+            }
             _ => Ok(()),
         }
     }

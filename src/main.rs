@@ -8,6 +8,7 @@ mod policy;
 mod sandbox;
 mod schema;
 mod server;
+mod session;
 mod tools;
 
 use std::io::{IsTerminal, Write};

@@ -71,3 +71,41 @@ pub fn write_repo_file(path: &Path, contents: &str) -> io::Result<()> {
     }
     std::fs::write(path, contents)
 }
+
+/// Writes a small private file (mode 0600) in `dir`, creating `dir` (mode 0700) if needed.
+pub fn write_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    file.write_all(contents)
+}
+
+/// Removes a file (state-dir bookkeeping, never a tool's subject).
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    std::fs::remove_file(path)
+}
+
+/// The files of a state-dir folder with their contents (small files only; unreadable ones
+/// are skipped).
+pub fn read_small_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let path = entry.path();
+            let bytes = std::fs::read(&path).ok()?;
+            (bytes.len() < 64 * 1024).then_some((path, bytes))
+        })
+        .collect()
+}
+
+/// Reads a state-dir file whole (undo blobs).
+pub fn read_state_file(path: &Path) -> io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
+/// Removes a state-dir folder and what is in it (a finished session's undo blobs).
+pub fn remove_state_dir(path: &Path) {
+    let _ = std::fs::remove_dir_all(path);
+}

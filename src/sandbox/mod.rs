@@ -5,5 +5,6 @@ pub mod fs;
 pub mod landlock;
 pub mod paths;
 pub mod walk;
+pub mod write;
 
 pub use paths::{Resolved, Roots};

@@ -77,11 +77,13 @@ impl Roots {
         }
     }
 
-    fn joined(&self) -> String {
+    /// The roots as a list for messages: "`/a`, `/b`".
+    pub fn joined(&self) -> String {
         self.roots.iter().map(|r| format!("`{}`", r.display())).collect::<Vec<_>>().join(", ")
     }
 
-    fn outside(&self, input: &str) -> ToolError {
+    /// The error for a path outside every root.
+    pub fn outside(&self, input: &str) -> ToolError {
         ToolError::OutsideRoots {
             path: input.to_string(),
             roots: self.joined(),
@@ -91,7 +93,7 @@ impl Roots {
 }
 
 /// Folds `.` and `..` without touching the filesystem; `..` never climbs above `/`.
-fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -17,6 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::sandbox::Roots;
+use crate::session::Session;
 use crate::tools::{self, Context, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
@@ -27,6 +28,7 @@ const INSTRUCTIONS: &str = "toolbelt-mcp: file tools confined to the workspace r
 pub struct Server {
     config: Arc<Config>,
     roots: Arc<roots::SessionRoots>,
+    session: Arc<Session>,
     tools: Arc<OnceLock<Result<Vec<Tool>, String>>>,
 }
 
@@ -34,7 +36,8 @@ impl Server {
     /// A server for one connection.
     pub fn new(config: Arc<Config>) -> Self {
         let roots = Arc::new(roots::SessionRoots::new(Roots::new(config.roots.clone())));
-        Self { config, roots, tools: Arc::new(OnceLock::new()) }
+        let session = Arc::new(Session::new(&config.state_dir, config.max_undo_bytes));
+        Self { config, roots, session, tools: Arc::new(OnceLock::new()) }
     }
 
     /// The registry's tools as rmcp tools, built on first use and kept.
@@ -135,7 +138,8 @@ impl ServerHandler for Server {
             }
             Err(err) => return Ok(error_result(&err).into()),
         };
-        let context = Arc::new(Context { config: self.config.clone(), roots: self.roots.current().await });
+        let roots = self.roots.current().await;
+        let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone() });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();
         match outcome {

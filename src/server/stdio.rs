@@ -16,6 +16,14 @@ use crate::server::Server;
 
 /// Serves MCP on stdio until the client disconnects (stdin closes).
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
+    // Temp files a killed server left behind are removed off the startup path.
+    let journal = crate::sandbox::write::TempJournal::new(&config.state_dir);
+    tokio::task::spawn_blocking(move || {
+        let removed = journal.sweep();
+        if removed > 0 {
+            tracing::info!(removed, "removed temp files left by a server that was killed mid-write");
+        }
+    });
     let server = Server::new(config);
     let service = match pipes() {
         Some(pipes) => server.serve(pipes).await,

@@ -18,7 +18,9 @@ use serde_json::{Map, Value};
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::policy::Gate;
+use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots};
+use crate::session::Session;
 
 pub use output::{Image, Reply, ToolOutput};
 pub use spec::{ToolSpec, specs};
@@ -31,6 +33,10 @@ pub static TOOLS: &[ToolDef] = &[file::TOOL];
 pub enum Effect {
     /// Reads the given paths (as the model gave them; the gate resolves them).
     Read(Vec<String>),
+    /// Creates, changes or removes the given paths.
+    Write(Vec<String>),
+    /// Changes files the session's own history names (undo): each is confined at run time.
+    History,
 }
 
 /// The kind of an operation's effect, known without its arguments (for annotations).
@@ -38,17 +44,33 @@ pub enum Effect {
 pub enum EffectKind {
     /// Only reads.
     Read,
+    /// Writes files.
+    Write {
+        /// May overwrite or remove existing content.
+        destructive: bool,
+        /// Repeating the call changes nothing more.
+        idempotent: bool,
+    },
 }
 
 /// What a running operation gets: the gate-approved subjects and the call's context.
 pub struct Call {
-    /// The effect's paths, resolved and confined, in the order `effect` listed them.
+    /// A `Read` effect's paths, resolved and confined, in the order `effect` listed them.
     pub subjects: Vec<Resolved>,
+    /// A `Write` effect's paths, confined and held open for writing, in order.
+    pub targets: Vec<Target>,
     /// Configuration and session state for this call.
     pub context: Arc<Context>,
 }
 
 impl Call {
+    /// The one target of a single-path write, with the context.
+    pub fn single_target(self) -> Result<(Target, Arc<Context>), ToolError> {
+        let target = self.targets.into_iter().next();
+        let target = target.ok_or_else(|| ToolError::Internal("the gate returned no target".into()))?;
+        Ok((target, self.context))
+    }
+
     /// The one subject of a single-path effect, with the context.
     pub fn single(self) -> Result<(Resolved, Arc<Context>), ToolError> {
         let subject = self.subjects.into_iter().next();
@@ -64,6 +86,8 @@ pub struct Context {
     pub config: Arc<Config>,
     /// The session's roots at the time of the call.
     pub roots: Arc<Roots>,
+    /// The connection's state: its change history.
+    pub session: Arc<Session>,
 }
 
 /// One operation of a tool. Implement it in `src/tools/<tool>/<operation>.rs`.
@@ -136,9 +160,15 @@ pub struct ToolDef {
 fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> BoxedCall {
     Box::pin(async move {
         let args = parse::<O>(args)?;
-        let subjects = Gate::check(&O::effect(&args), &context.roots)?;
+        let session = context.session.clone();
+        let _serial = match O::KIND {
+            EffectKind::Write { .. } => Some(session.writes.lock().await),
+            EffectKind::Read => None,
+        };
+        let approved = Gate::check(&O::effect(&args), &context)?;
         let budget = context.config.output_budget;
-        let reply = O::run(args, Call { subjects, context }).await?;
+        let call = Call { subjects: approved.subjects, targets: approved.targets, context };
+        let reply = O::run(args, call).await?;
         reply.finish(O::NAME, budget)
     })
 }

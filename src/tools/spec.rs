@@ -40,9 +40,18 @@ pub struct Annotations {
 }
 
 impl Annotations {
-    fn of(mut kinds: impl Iterator<Item = EffectKind>) -> Self {
-        let read_only = kinds.all(|kind| kind == EffectKind::Read);
-        Self { read_only_hint: read_only, destructive_hint: false, idempotent_hint: read_only, open_world_hint: false }
+    /// Exact for one kind; for several, what holds for all of them.
+    fn of(kinds: impl Iterator<Item = EffectKind>) -> Self {
+        let mut all =
+            Self { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
+        for kind in kinds {
+            if let EffectKind::Write { destructive, idempotent } = kind {
+                all.read_only_hint = false;
+                all.destructive_hint |= destructive;
+                all.idempotent_hint &= idempotent;
+            }
+        }
+        all
     }
 }
 
@@ -153,6 +162,20 @@ fn title_case(name: &str) -> String {
 mod tests {
     use super::*;
 
+    const ALL_OPERATIONS: [&str; 11] = [
+        "read_file",
+        "list_dir",
+        "file_search",
+        "grep_search",
+        "create_file",
+        "replace_string",
+        "multi_replace",
+        "insert_lines",
+        "create_directory",
+        "undo",
+        "changes",
+    ];
+
     #[test]
     fn every_layout_lists_flat_deterministic_tools() {
         for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
@@ -165,8 +188,13 @@ mod tests {
         }
         let granular = specs(ToolLayout::Granular).unwrap();
         let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["read_file", "list_dir", "file_search", "grep_search"]);
-        assert!(granular.iter().all(|t| t.annotations.read_only_hint && t.annotations.idempotent_hint));
+        assert_eq!(names, ALL_OPERATIONS);
+        for tool in &granular {
+            let reads =
+                matches!(tool.name.as_str(), "read_file" | "list_dir" | "file_search" | "grep_search" | "changes");
+            assert_eq!(tool.annotations.read_only_hint, reads, "{}", tool.name);
+            assert_eq!(tool.annotations.destructive_hint, !reads && tool.name != "create_directory", "{}", tool.name);
+        }
         assert_eq!(granular[0].title, "Read file");
     }
 
@@ -176,12 +204,11 @@ mod tests {
         let file = &tools[0];
         assert_eq!(file.name, "file_operations");
         assert_eq!(file.input_schema["required"], json!(["operation"]));
-        assert_eq!(
-            file.input_schema["properties"]["operation"]["enum"],
-            json!(["read_file", "list_dir", "file_search", "grep_search"])
-        );
+        assert_eq!(file.input_schema["properties"]["operation"]["enum"], json!(ALL_OPERATIONS));
         assert!(file.description.contains("- `read_file` {path*, offset, limit}"), "{}", file.description);
-        assert!(file.annotations.read_only_hint);
+        assert!(
+            !file.annotations.read_only_hint && file.annotations.destructive_hint && !file.annotations.idempotent_hint
+        );
     }
 
     #[test]

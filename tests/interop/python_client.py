@@ -250,6 +250,20 @@ async def check_errors(session: ClientSession) -> None:
         check("unknown operation -> isError result", False, f"raised {type(e).__name__}: {e}")
 
 
+async def check_writes(session: ClientSession, root: Path) -> None:
+    res = await call(session, {"operation": "create_file", "path": "made/by/sdk.txt", "content": "one\ntwo\n"})
+    sc = structured(res)
+    check("create_file: created with a diff", not is_error(res) and sc.get("action") == "created"
+          and "+++ b/made/by/sdk.txt" in result_text(res) and (root / "made/by/sdk.txt").read_text() == "one\ntwo\n",
+          short(res))
+    res = await call(session, {"operation": "replace_string", "path": "made/by/sdk.txt", "old_string": "two",
+                               "new_string": "2", "expected_hash": sc.get("new_hash")})
+    check("replace_string with expected_hash", not is_error(res) and (root / "made/by/sdk.txt").read_text() == "one\n2\n",
+          short(res))
+    res = await call(session, {"operation": "undo", "steps": 2})
+    check("undo of both: file and new directories gone", not is_error(res) and not (root / "made").exists(), short(res))
+
+
 async def run(binary: str, root: Path, errlog) -> None:
     params = StdioServerParameters(command=binary, args=["serve", "--root", str(root)])
     async with stdio_client(params, errlog=errlog) as (read, write):
@@ -260,7 +274,8 @@ async def run(binary: str, root: Path, errlog) -> None:
             check("initialize", info is not None and bool(version), f"{init}")
             print(f"     server {getattr(info, 'name', '?')} {getattr(info, 'version', '?')}, protocol {version}")
             steps = [check_tools(session), check_read_file(session, root), check_list_dir(session),
-                     check_file_search(session), check_grep(session), check_errors(session)]
+                     check_file_search(session), check_grep(session), check_errors(session),
+                     check_writes(session, root)]
             for step in steps:
                 try:
                     await step

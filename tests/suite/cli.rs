@@ -8,6 +8,7 @@ fn run(args: &[&str], ws: &Workspace) -> (bool, String, String) {
     let out = Command::new(BIN)
         .args(args)
         .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env("XDG_STATE_HOME", &ws.state_home)
         .env_remove("TOOLBELT_ROOT")
         .output()
         .unwrap();
@@ -73,6 +74,7 @@ fn serves_stdin_that_is_not_a_pipe_and_answers_before_exiting_at_eof() {
     let out = Command::new(BIN)
         .args(["serve", "--root", ws.root.to_str().unwrap()])
         .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env("XDG_STATE_HOME", &ws.state_home)
         .stdin(std::fs::File::open(&requests).unwrap())
         .output()
         .unwrap();

@@ -23,6 +23,8 @@ pub struct Workspace {
     pub outside: PathBuf,
     /// An empty config home so no user config leaks into tests.
     pub config_home: PathBuf,
+    /// The state home (undo data, temp-file journal) of servers started here.
+    pub state_home: PathBuf,
 }
 
 impl Workspace {
@@ -36,6 +38,7 @@ impl Workspace {
         std::fs::write(outside.join("secret.txt"), "NEEDLE_OUTSIDE top secret\n").unwrap();
         let config_home = base.join("config");
         std::fs::create_dir_all(&config_home).unwrap();
+        let state_home = base.join("state");
         use std::os::unix::fs::symlink;
         symlink("src/lib.rs", root.join("link_inside")).unwrap();
         symlink(outside.join("secret.txt"), root.join("link_outside")).unwrap();
@@ -44,7 +47,7 @@ impl Workspace {
         symlink("..", root.join("src/loop")).unwrap();
         let big: String = (1..=BIG_LINES).map(|n| format!("line {n} of the big file\n")).collect();
         std::fs::write(root.join("data/big.txt"), big).unwrap();
-        Self { _tmp: tmp, root, outside, config_home }
+        Self { _tmp: tmp, root, outside, config_home, state_home }
     }
 }
 
@@ -90,7 +93,12 @@ impl Client {
     /// Starts the binary with exactly these arguments.
     pub async fn spawn(args: &[String], config_home: &Path, cwd: Option<&Path>) -> Self {
         let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-            cmd.args(args).env("XDG_CONFIG_HOME", config_home).env_remove("TOOLBELT_ROOT").env_remove("RUST_LOG");
+            cmd.args(args)
+                .env("XDG_CONFIG_HOME", config_home)
+                .env("XDG_STATE_HOME", config_home.with_file_name("state"))
+                .env_remove("TOOLBELT_ROOT")
+                .env_remove("TOOLBELT_STATE_DIR")
+                .env_remove("RUST_LOG");
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }

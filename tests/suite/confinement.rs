@@ -95,7 +95,7 @@ async fn tens_of_thousands_of_files_under_a_small_fd_limit() {
     let transport = rmcp::transport::TokioChildProcess::new(rmcp::transport::ConfigureCommandExt::configure(
         tokio::process::Command::new("sh"),
         |cmd| {
-            cmd.args(&args).env("XDG_CONFIG_HOME", &ws.config_home);
+            cmd.args(&args).env("XDG_CONFIG_HOME", &ws.config_home).env("XDG_STATE_HOME", &ws.state_home);
         },
     ))
     .unwrap();

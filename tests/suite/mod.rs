@@ -8,3 +8,4 @@ mod protocol;
 mod read_file;
 mod roots;
 mod search;
+mod write;

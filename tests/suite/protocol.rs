@@ -26,7 +26,7 @@ fn assert_flat(schema: &Value, at: &str) {
 }
 
 #[tokio::test]
-async fn lists_one_flat_read_only_file_tool_deterministically() {
+async fn lists_one_flat_file_tool_deterministically() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
     let info = client.service.peer_info().unwrap();
@@ -39,12 +39,8 @@ async fn lists_one_flat_read_only_file_tool_deterministically() {
     assert_flat(&tool["outputSchema"], "");
     assert_eq!(tool["inputSchema"]["type"], "object");
     assert_eq!(tool["inputSchema"]["required"], json!(["operation"]));
-    assert_eq!(
-        tool["inputSchema"]["properties"]["operation"]["enum"],
-        json!(["read_file", "list_dir", "file_search", "grep_search"])
-    );
-    assert_eq!(tool["annotations"]["readOnlyHint"], true);
-    assert_eq!(tool["annotations"]["destructiveHint"], false);
+    let operations = tool["inputSchema"]["properties"]["operation"]["enum"].as_array().unwrap();
+    assert_eq!(operations[..4], [json!("read_file"), json!("list_dir"), json!("file_search"), json!("grep_search")]);
     // The published schema is exactly what is served.
     let published: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/file_operations.json")).unwrap(),
@@ -106,13 +102,16 @@ async fn granular_layout_lists_each_operation_with_exact_annotations() {
     let client = Client::start(&ws, &["--tool-layout", "granular"]).await;
     let tools = client.service.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["read_file", "list_dir", "file_search", "grep_search"]);
+    assert_eq!(names[..4], ["read_file", "list_dir", "file_search", "grep_search"]);
     for tool in &tools {
         let value = serde_json::to_value(tool).unwrap();
         assert_flat(&value["inputSchema"], "");
+        assert!(value["inputSchema"]["properties"].get("operation").is_none());
+    }
+    for tool in &tools[..4] {
+        let value = serde_json::to_value(tool).unwrap();
         assert_eq!(value["annotations"]["readOnlyHint"], true, "{}", tool.name);
         assert_eq!(value["annotations"]["idempotentHint"], true, "{}", tool.name);
-        assert!(value["inputSchema"]["properties"].get("operation").is_none());
     }
     let read = serde_json::to_value(&tools[0]).unwrap();
     assert_eq!(read["inputSchema"]["required"], json!(["path"]));

@@ -39,7 +39,11 @@ async fn start(
     ws: &Workspace,
 ) -> rmcp::service::RunningService<RoleClient, RootsClient> {
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-        cmd.args(args).current_dir(cwd).env("XDG_CONFIG_HOME", &ws.config_home).env_remove("TOOLBELT_ROOT");
+        cmd.args(args)
+            .current_dir(cwd)
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .env_remove("TOOLBELT_ROOT");
     }))
     .unwrap();
     handler.serve(transport).await.unwrap()

@@ -1,10 +1,19 @@
 //! `file_operations`: browse, search and read files inside the roots.
 
+mod changes;
+mod create_directory;
+mod create_file;
+mod edit;
 mod file_search;
 mod glob;
 mod grep_search;
+mod insert_lines;
 mod list_dir;
+mod matching;
+mod multi_replace;
 mod read_file;
+mod replace_string;
+mod undo;
 
 use crate::tools::{OperationDef, ToolDef};
 
@@ -12,12 +21,19 @@ use crate::tools::{OperationDef, ToolDef};
 pub const TOOL: ToolDef = ToolDef {
     name: "file_operations",
     title: "File operations",
-    summary: "Read, list and search files inside the workspace roots. Paths are relative to the first root; absolute paths must lie inside a root. Hidden and git-ignored files are skipped unless asked for, symlinks are never followed out of the roots, and every result fits the output budget (a cut is always said, with how to see the rest).",
+    summary: "Read, search and change files inside the workspace roots. Paths are relative to the first root; absolute paths must lie inside a root. Hidden and git-ignored files are skipped unless asked for, symlinks are never followed out of the roots (and never written through), every write is atomic and undoable, and every result fits the output budget (a cut is always said, with how to see the rest).",
     operations: &[
         OperationDef::of::<read_file::ReadFile>(),
         OperationDef::of::<list_dir::ListDir>(),
         OperationDef::of::<file_search::FileSearch>(),
         OperationDef::of::<grep_search::GrepSearch>(),
+        OperationDef::of::<create_file::CreateFile>(),
+        OperationDef::of::<replace_string::ReplaceString>(),
+        OperationDef::of::<multi_replace::MultiReplace>(),
+        OperationDef::of::<insert_lines::InsertLines>(),
+        OperationDef::of::<create_directory::CreateDirectory>(),
+        OperationDef::of::<undo::Undo>(),
+        OperationDef::of::<changes::Changes>(),
     ],
 };
 

@@ -1,0 +1,344 @@
+//! Writing inside the roots without following symlinks, even under a race. A write target
+//! holds its parent directory open through `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+//! from its root, so a directory swapped for a symlink after the check makes the call fail
+//! instead of escaping; files land by temp file + fsync + rename, so a crash leaves the old
+//! file or the new one, never a mix.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
+
+use crate::error::ToolError;
+use crate::sandbox::paths::normalize;
+use crate::sandbox::{Roots, fs};
+
+/// Suffix of our temp files; leftovers of a killed server are swept by [`TempJournal`].
+pub const TEMP_SUFFIX: &str = ".toolbelt-tmp";
+
+/// A path to write inside the roots: its deepest existing ancestor held open, the parent
+/// directories still to create, and the final name.
+#[derive(Debug)]
+pub struct Target {
+    dir: OwnedFd,
+    missing: Vec<OsString>,
+    name: OsString,
+    real: PathBuf,
+    shown: String,
+}
+
+/// A regular file's current content, read through the target's directory handle.
+#[derive(Debug, Clone)]
+pub struct Existing {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// Permission bits.
+    pub mode: u32,
+}
+
+/// Whether a write may replace an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Fail if something exists at the target (atomically: `RENAME_NOREPLACE`).
+    Never,
+    /// Replace it.
+    Allowed,
+}
+
+impl Target {
+    /// Resolves `input` for writing: inside a root, through no symlink that leads out, and
+    /// not itself a symlink (writes never follow one).
+    pub fn resolve(roots: &Roots, input: &str) -> Result<Self, ToolError> {
+        let lexical = normalize(&roots.first().join(input));
+        if !roots.contains(&lexical) {
+            return Err(roots.outside(input));
+        }
+        let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
+            return Err(ToolError::BadTarget { path: input.into(), problem: "is a root directory itself".into() });
+        };
+        if roots.list().iter().any(|root| root == &lexical) {
+            return Err(ToolError::BadTarget { path: input.into(), problem: "is a root directory itself".into() });
+        }
+        // The deepest existing ancestor, resolved; what is below it will be created.
+        let mut missing = Vec::new();
+        let mut ancestor = parent.to_path_buf();
+        let ancestor_real = loop {
+            match fs::canonicalize(&ancestor) {
+                Ok(real) => break real,
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    let Some(component) = ancestor.file_name().map(OsStr::to_os_string) else {
+                        return Err(ToolError::io("resolve", input, err));
+                    };
+                    missing.push(component);
+                    if !ancestor.pop() {
+                        return Err(ToolError::io("resolve", input, err));
+                    }
+                }
+                Err(err) => return Err(ToolError::io("resolve", input, err)),
+            }
+        };
+        missing.reverse();
+        let Some(root) = roots.list().iter().find(|root| ancestor_real.starts_with(root)) else {
+            return Err(ToolError::SymlinkEscape { path: input.into(), target: ancestor_real, roots: roots.joined() });
+        };
+        if !fs::is_dir(&ancestor_real) {
+            return Err(ToolError::NotADirectory { path: roots.show(&ancestor_real) });
+        }
+        let relative = ancestor_real.strip_prefix(root).unwrap_or(Path::new(""));
+        let dir = open_beneath(root, relative).map_err(|err| ToolError::io("open the directory of", input, err))?;
+        let mut real = ancestor_real.clone();
+        real.extend(&missing);
+        real.push(name);
+        let target = Self { dir, missing, name: name.to_os_string(), shown: roots.show(&real), real };
+        if target.missing.is_empty()
+            && let Ok(stat) = rustix::fs::statat(&target.dir, &target.name, AtFlags::SYMLINK_NOFOLLOW)
+            && FileType::from_raw_mode(stat.st_mode) == FileType::Symlink
+        {
+            let link = rustix::fs::readlinkat(&target.dir, &target.name, Vec::new())
+                .map(|l| l.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            return Err(ToolError::SymlinkTarget { path: target.shown, link });
+        }
+        Ok(target)
+    }
+
+    /// How to show the path to the model.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The absolute path the write lands at.
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
+    /// The current regular file at the target, if any, read whole up to `limit` bytes.
+    pub fn read_existing(&self, limit: u64) -> Result<Option<Existing>, ToolError> {
+        if !self.missing.is_empty() {
+            return Ok(None);
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = match rustix::fs::openat(&self.dir, &self.name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(err) => return Err(ToolError::io("read", &self.shown, err.into())),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| ToolError::io("read", &self.shown, e.into()))?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Directory => return Err(ToolError::IsADirectory { path: self.shown.clone() }),
+            _ => {
+                return Err(ToolError::BadTarget { path: self.shown.clone(), problem: "is not a regular file".into() });
+            }
+        }
+        let size = stat.st_size as u64;
+        if size > limit {
+            return Err(ToolError::TooLarge {
+                path: self.shown.clone(),
+                size: crate::tools::file::human_size(size),
+                limit: crate::tools::file::human_size(limit),
+                what: "edits (set `max_edit_bytes` in the config file to raise it)",
+            });
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::fs::File::from(fd)
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| ToolError::io("read", &self.shown, e))?;
+        Ok(Some(Existing { bytes, mode: stat.st_mode & 0o7777 }))
+    }
+
+    /// Whether a directory exists at the target.
+    pub fn is_dir(&self) -> bool {
+        self.missing.is_empty()
+            && rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory)
+    }
+
+    /// Creates the missing parent directories; returns those created, outermost first.
+    pub fn create_parents(&mut self) -> Result<Vec<PathBuf>, ToolError> {
+        let mut created = Vec::new();
+        let mut path = self.real.clone();
+        path.pop();
+        let mut parents: Vec<PathBuf> = Vec::new();
+        for _ in &self.missing {
+            parents.push(path.clone());
+            path.pop();
+        }
+        parents.reverse();
+        for (component, full) in std::mem::take(&mut self.missing).into_iter().zip(parents) {
+            match rustix::fs::mkdirat(&self.dir, &component, Mode::from_raw_mode(0o777)) {
+                Ok(()) => created.push(full),
+                Err(rustix::io::Errno::EXIST) => {}
+                Err(err) => return Err(ToolError::io("create the directory", &self.shown, err.into())),
+            }
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            self.dir = rustix::fs::openat(&self.dir, &component, flags, Mode::empty())
+                .map_err(|err| ToolError::io("open the new directory of", &self.shown, err.into()))?;
+        }
+        Ok(created)
+    }
+
+    /// Creates the target as a directory (and its parents). `Ok(false)` if it already was one.
+    pub fn create_dir(&mut self) -> Result<(bool, Vec<PathBuf>), ToolError> {
+        let mut created = self.create_parents()?;
+        match rustix::fs::mkdirat(&self.dir, &self.name, Mode::from_raw_mode(0o777)) {
+            Ok(()) => {
+                created.push(self.real.clone());
+                Ok((true, created))
+            }
+            Err(rustix::io::Errno::EXIST) if self.is_dir() => Ok((false, created)),
+            Err(rustix::io::Errno::EXIST) => Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "a file" }),
+            Err(err) => Err(ToolError::io("create the directory", &self.shown, err.into())),
+        }
+    }
+
+    /// Writes `bytes` atomically: a temp file beside the target, fsync, rename over it, fsync
+    /// of the directory. `mode` sets the permission bits exactly (else the umask applies).
+    /// Returns the parent directories it had to create.
+    pub fn write_atomic(
+        &mut self,
+        bytes: &[u8],
+        mode: Option<u32>,
+        replace: Replace,
+        journal: &TempJournal,
+    ) -> Result<Vec<PathBuf>, ToolError> {
+        let created = self.create_parents()?;
+        let temp = temp_name(&self.name);
+        let marker = journal.note(&self.real.with_file_name(&temp));
+        let outcome = self.write_temp_and_rename(&temp, bytes, mode, replace);
+        if outcome.is_err() {
+            let _ = rustix::fs::unlinkat(&self.dir, &temp, AtFlags::empty());
+        }
+        journal.clear(marker);
+        outcome.map(|()| created)
+    }
+
+    /// Whether some parent directories do not exist yet.
+    pub fn has_missing_parents(&self) -> bool {
+        !self.missing.is_empty()
+    }
+
+    fn write_temp_and_rename(
+        &self,
+        temp: &OsStr,
+        bytes: &[u8],
+        mode: Option<u32>,
+        replace: Replace,
+    ) -> Result<(), ToolError> {
+        let io_err = |action, err: rustix::io::Errno| ToolError::io(action, &self.shown, err.into());
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.dir, temp, flags, Mode::from_raw_mode(mode.unwrap_or(0o666)))
+            .map_err(|e| io_err("create a temp file for", e))?;
+        if let Some(mode) = mode {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(|e| io_err("set the permissions of", e))?;
+        }
+        let mut file = std::fs::File::from(fd);
+        file.write_all(bytes).map_err(|e| ToolError::io("write", &self.shown, e))?;
+        rustix::fs::fsync(&file).map_err(|e| io_err("flush", e))?;
+        let rename_flags = match replace {
+            Replace::Never => RenameFlags::NOREPLACE,
+            Replace::Allowed => RenameFlags::empty(),
+        };
+        match rustix::fs::renameat_with(&self.dir, temp, &self.dir, &self.name, rename_flags) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::EXIST) => {
+                return Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "something" });
+            }
+            Err(e) => return Err(io_err("replace", e)),
+        }
+        rustix::fs::fsync(&self.dir).map_err(|e| io_err("flush the directory of", e))
+    }
+
+    /// Removes the file at the target (used by undo of a creation).
+    pub fn remove_file(&self) -> Result<(), ToolError> {
+        rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::empty())
+            .map_err(|e| ToolError::io("remove", &self.shown, e.into()))
+    }
+
+    /// Removes the directory at the target if it is empty; `Ok(false)` if it is not.
+    pub fn remove_empty_dir(&self) -> Result<bool, ToolError> {
+        match rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST | rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(ToolError::io("remove the directory", &self.shown, e.into())),
+        }
+    }
+}
+
+/// Opens `relative` (no symlinks, canonical) beneath `root` as a directory handle.
+fn open_beneath(root: &Path, relative: &Path) -> io::Result<OwnedFd> {
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let root_fd = rustix::fs::open(root, dir_flags, Mode::empty())?;
+    if relative.as_os_str().is_empty() {
+        return Ok(root_fd);
+    }
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    Ok(rustix::fs::openat2(&root_fd, relative, dir_flags, Mode::empty(), resolve)?)
+}
+
+/// `.name.<pid>.<n>.toolbelt-tmp`, short enough for any file system.
+fn temp_name(name: &OsStr) -> OsString {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let bytes = name.as_bytes();
+    let stem = String::from_utf8_lossy(&bytes[..bytes.len().min(100)]).into_owned();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    OsString::from(format!(".{stem}.{}.{n}{TEMP_SUFFIX}", std::process::id()))
+}
+
+/// Markers (one small file per temp file in flight, under the state dir) so the next server
+/// start can remove temp files a killed server left behind.
+#[derive(Debug)]
+pub struct TempJournal {
+    dir: PathBuf,
+}
+
+/// A marker to clear once its temp file is gone.
+pub struct Marker(Option<PathBuf>);
+
+impl TempJournal {
+    /// A journal in `state_dir/tmp` (created on first use).
+    pub fn new(state_dir: &Path) -> Self {
+        Self { dir: state_dir.join("tmp") }
+    }
+
+    /// Records a temp file about to be created. Best effort: a journal that cannot be written
+    /// only loses the clean-up after a crash, never the write itself.
+    pub fn note(&self, temp: &Path) -> Marker {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let marker = self.dir.join(format!("{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+        let written = fs::write_private(&self.dir, &marker, temp.as_os_str().as_bytes());
+        Marker(written.ok().map(|()| marker))
+    }
+
+    /// Forgets a temp file (renamed into place or removed).
+    pub fn clear(&self, marker: Marker) {
+        if let Some(path) = marker.0 {
+            let _ = fs::remove_file(&path);
+        }
+    }
+
+    /// Removes temp files recorded by servers that are no longer running. Returns how many.
+    pub fn sweep(&self) -> usize {
+        let mut removed = 0;
+        for (marker, contents) in fs::read_small_files(&self.dir) {
+            let pid = marker.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').next()).unwrap_or("");
+            let alive = pid
+                .parse::<u32>()
+                .is_ok_and(|p| p == std::process::id() || fs::is_dir(&PathBuf::from(format!("/proc/{p}"))));
+            if alive {
+                continue;
+            }
+            let temp = PathBuf::from(OsStr::from_bytes(&contents));
+            if temp.as_os_str().as_bytes().ends_with(TEMP_SUFFIX.as_bytes()) && fs::remove_file(&temp).is_ok() {
+                removed += 1;
+            }
+            let _ = fs::remove_file(&marker);
+        }
+        removed
+    }
+}

@@ -1,0 +1,130 @@
+//! `changes`: what this session changed, each file's first state against its current one.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::paths::normalize;
+use crate::sandbox::write::Target;
+use crate::session::Change;
+use crate::tools::file::edit::diff;
+use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
+
+/// The `changes` operation.
+pub struct Changes;
+
+/// Arguments of `changes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// Only this file (default: every file the session changed).
+    pub path: Option<String>,
+}
+
+/// Structured result of `changes`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// Files changed, in the order first changed.
+    pub changed_files: Vec<FileChange>,
+    /// Old changes dropped from the undo history to keep it within its size cap.
+    pub dropped: u64,
+}
+
+/// One file's net change.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileChange {
+    /// The path, relative to the first root.
+    pub path: String,
+    /// `created`, `modified`, `removed` or `directory`.
+    pub action: String,
+    /// Lines added since the session first touched it.
+    pub lines_added: u64,
+    /// Lines removed since.
+    pub lines_removed: u64,
+    /// Changes recorded for it.
+    pub changes: u64,
+}
+
+impl Operation for Changes {
+    const NAME: &'static str = "changes";
+    const DESCRIPTION: &'static str = "List the files this session created or modified, with one combined diff (each file's first state against its current one).";
+    const KIND: EffectKind = EffectKind::Read;
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::History
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let context = call.context;
+        blocking(move || report(args.path.as_deref(), &context)).await
+    }
+}
+
+fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolError> {
+    let (all, dropped) = context.session.changes();
+    let wanted = only.map(|p| normalize(&context.roots.first().join(p)));
+    let mut order: Vec<&std::path::Path> = Vec::new();
+    for change in &all {
+        if wanted.as_ref().is_none_or(|w| *w == change.path) && !order.contains(&change.path.as_path()) {
+            order.push(&change.path);
+        }
+    }
+    let mut files = Vec::new();
+    let mut patches = String::new();
+    for path in order {
+        let history: Vec<&Change> = all.iter().filter(|c| c.path == path).collect();
+        let Some(first) = history.first() else { continue };
+        let entry = if first.after_sha256.is_none() && first.before.is_none() {
+            FileChange {
+                path: first.shown.clone(),
+                action: "directory".into(),
+                lines_added: 0,
+                lines_removed: 0,
+                changes: 1,
+            }
+        } else {
+            let before = first.before.as_ref().map(|b| context.session.read_before(b)).transpose()?;
+            let now = Target::resolve(&context.roots, &path.to_string_lossy())
+                .ok()
+                .and_then(|t| t.read_existing(u64::MAX).ok().flatten())
+                .map(|e| e.bytes);
+            let action = match (&before, &now) {
+                (None, Some(_)) => "created",
+                (_, None) => "removed",
+                _ => "modified",
+            };
+            let old = before.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+            let new = now.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            let (patch, added, removed) = diff(&first.shown, old.as_deref(), &new);
+            patches.push_str(&patch);
+            FileChange {
+                path: first.shown.clone(),
+                action: action.into(),
+                lines_added: added,
+                lines_removed: removed,
+                changes: history.len() as u64,
+            }
+        };
+        files.push(entry);
+    }
+    let mut text = match files.len() {
+        0 => "[no file changes in this session]".to_string(),
+        n => {
+            let list: Vec<String> = files
+                .iter()
+                .map(|f| format!("`{}` {} (+{} -{})", f.path, f.action, f.lines_added, f.lines_removed))
+                .collect();
+            format!("[{n} file(s) changed: {}]", list.join(", "))
+        }
+    };
+    if dropped > 0 {
+        text.push_str(&format!(
+            "\n[{dropped} older change(s) were dropped from the undo history to stay within its size cap]"
+        ));
+    }
+    text.push('\n');
+    text.push_str(&patches);
+    Ok(Reply::new(text, Output { changed_files: files, dropped }))
+}

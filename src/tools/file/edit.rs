@@ -1,0 +1,224 @@
+//! What every write operation shares: text decoding that keeps a BOM and CRLF line endings,
+//! the `expected_hash` check, unified diffs, and `commit` (undo blob, atomic write, history).
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::error::ToolError;
+use crate::sandbox::write::{Existing, Replace, Target};
+use crate::session::Change;
+use crate::tools::{Context, Reply};
+
+/// Structured result of every write operation.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct WriteOutput {
+    /// The path written, relative to the first root.
+    pub path: String,
+    /// `created`, `overwritten`, `modified`, `unchanged`, `reverted` or `removed`.
+    pub action: String,
+    /// Lines added by the change.
+    pub lines_added: u64,
+    /// Lines removed by the change.
+    pub lines_removed: u64,
+    /// sha256 of the file after the change; pass it as `expected_hash` to the next edit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_hash: Option<String>,
+    /// Whether this was a preview: nothing was written.
+    pub dry_run: bool,
+    /// Replacements made (`replace_string` with `replace_all`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replacements: Option<u64>,
+}
+
+/// A text file decoded for editing: UTF-8 body with CRLF folded to LF when the file uses
+/// CRLF throughout, and whether it had a BOM; `encode` restores both.
+#[derive(Debug)]
+pub struct Text {
+    /// The editable body.
+    pub body: String,
+    bom: bool,
+    crlf: bool,
+}
+
+impl Text {
+    /// Decodes a file's bytes; refuses invalid UTF-8 (an edit would corrupt it).
+    pub fn decode(bytes: &[u8], shown: &str) -> Result<Self, ToolError> {
+        let text = std::str::from_utf8(bytes).map_err(|err| {
+            ToolError::EditFailed(format!(
+                "`{shown}` is not valid UTF-8 (at byte {}); text edits could corrupt it. Replace it whole with `create_file` (`overwrite: true`) if that is intended",
+                err.valid_up_to()
+            ))
+        })?;
+        let (bom, text) = match text.strip_prefix('\u{feff}') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let crlf_count = text.matches("\r\n").count();
+        let crlf = crlf_count > 0 && crlf_count == text.matches('\n').count();
+        let body = if crlf { text.replace("\r\n", "\n") } else { text.to_string() };
+        Ok(Self { body, bom, crlf })
+    }
+
+    /// Brings a string from the model to the body's line endings.
+    pub fn normalize<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        if self.crlf && s.contains('\r') { Cow::Owned(s.replace("\r\n", "\n")) } else { Cow::Borrowed(s) }
+    }
+
+    /// The file's bytes for a new body, with the original BOM and line endings.
+    pub fn encode(&self, body: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(body.len() + 3);
+        if self.bom {
+            out.extend_from_slice("\u{feff}".as_bytes());
+        }
+        if self.crlf {
+            out.extend_from_slice(body.replace('\n', "\r\n").as_bytes());
+        } else {
+            out.extend_from_slice(body.as_bytes());
+        }
+        out
+    }
+}
+
+/// sha256 of bytes, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Fails if the caller's `expected_hash` is not the file's current sha256.
+pub fn check_expected(expected: Option<&str>, current: &[u8], shown: &str) -> Result<(), ToolError> {
+    let Some(expected) = expected else { return Ok(()) };
+    let expected = expected.trim().trim_start_matches("sha256:").to_ascii_lowercase();
+    let actual = sha256_hex(current);
+    if expected == actual { Ok(()) } else { Err(ToolError::StaleHash { path: shown.into(), expected, actual }) }
+}
+
+/// A unified diff (`---`/`+++`/`@@`, 3 lines of context) and the lines added and removed.
+pub fn diff(shown: &str, old: Option<&str>, new: &str) -> (String, u64, u64) {
+    let before = old.unwrap_or("");
+    let text_diff = similar::TextDiff::from_lines(before, new);
+    let (mut added, mut removed) = (0, 0);
+    for change in text_diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    let old_header = if old.is_some() { format!("a/{shown}") } else { "/dev/null".to_string() };
+    let text = text_diff.unified_diff().context_radius(3).header(&old_header, &format!("b/{shown}")).to_string();
+    (text, added, removed)
+}
+
+/// A change ready to land.
+pub struct Landing<'a> {
+    /// The operation making it.
+    pub operation: &'static str,
+    /// Where.
+    pub target: Target,
+    /// What is there now (`None`: nothing).
+    pub before: Option<Existing>,
+    /// The new bytes.
+    pub bytes: Vec<u8>,
+    /// May it replace an existing file (checked atomically)?
+    pub replace: Replace,
+    /// Only preview.
+    pub dry_run: bool,
+    /// Action word for the result (`created`, `modified`, …).
+    pub action: &'static str,
+    /// `replace_string`'s count.
+    pub replacements: Option<u64>,
+    /// The call's context.
+    pub context: &'a Context,
+}
+
+/// Previews or performs a change: keeps the old content for undo, writes atomically, records
+/// it in the session's history, and answers with the diff.
+pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
+    let Landing { operation, mut target, before, bytes, replace, dry_run, action, replacements, context } = landing;
+    let shown = target.shown().to_string();
+    let old_text = before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned());
+    let new_text = String::from_utf8_lossy(&bytes);
+    let (diff_text, lines_added, lines_removed) = diff(&shown, old_text.as_deref(), &new_text);
+    let unchanged = before.as_ref().is_some_and(|b| b.bytes == bytes);
+    let action = if unchanged { "unchanged" } else { action };
+    let new_hash = sha256_hex(&bytes);
+    let mut data = WriteOutput {
+        path: shown.clone(),
+        action: action.into(),
+        lines_added,
+        lines_removed,
+        new_hash: Some(new_hash.clone()),
+        dry_run,
+        replacements,
+    };
+    if dry_run {
+        let text = format!(
+            "[dry run: `{shown}` would be {action} (+{lines_added} -{lines_removed}); nothing was written]\n{diff_text}"
+        );
+        return Ok(Reply::new(text, data));
+    }
+    if unchanged {
+        data.lines_added = 0;
+        data.lines_removed = 0;
+        return Ok(Reply::new(
+            format!("[`{shown}` unchanged: the new content equals the old; sha256 {new_hash}]"),
+            data,
+        ));
+    }
+    let session = &context.session;
+    let kept = before.as_ref().map(|b| session.keep_before(&b.bytes, b.mode)).transpose()?;
+    let mode = before.as_ref().map(|b| b.mode);
+    let created_dirs: Vec<PathBuf> = target.write_atomic(&bytes, mode, replace, &session.journal)?;
+    session.record(Change {
+        seq: 0,
+        operation,
+        path: target.real().to_path_buf(),
+        shown: shown.clone(),
+        before: kept,
+        after_sha256: Some(new_hash.clone()),
+        created_dirs,
+    });
+    let text = format!("[`{shown}` {action} (+{lines_added} -{lines_removed}); sha256 {new_hash}]\n{diff_text}");
+    Ok(Reply::new(text, data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_round_trips_bom_and_crlf() {
+        let bytes = "\u{feff}a\r\nb\r\n".as_bytes();
+        let text = Text::decode(bytes, "f").unwrap();
+        assert_eq!(text.body, "a\nb\n");
+        assert_eq!(text.normalize("x\r\ny"), "x\ny");
+        assert_eq!(text.encode(&text.body), bytes);
+        assert_eq!(text.encode("a\nc\n"), "\u{feff}a\r\nc\r\n".as_bytes());
+        // Mixed endings are kept byte for byte.
+        let mixed = Text::decode(b"a\r\nb\n", "f").unwrap();
+        assert_eq!(mixed.encode(&mixed.body), b"a\r\nb\n");
+        assert!(Text::decode(b"caf\xe9", "f").unwrap_err().to_string().contains("not valid UTF-8 (at byte 3)"));
+    }
+
+    #[test]
+    fn expected_hash_accepts_prefix_and_case() {
+        let hash = sha256_hex(b"x");
+        check_expected(Some(&format!("sha256:{}", hash.to_uppercase())), b"x", "f").unwrap();
+        let err = check_expected(Some("abc"), b"x", "f").unwrap_err().to_string();
+        assert!(err.contains(&format!("now {hash}")), "{err}");
+    }
+
+    #[test]
+    fn diff_has_headers_and_counts() {
+        let (text, added, removed) = diff("f.txt", Some("a\nb\n"), "a\nc\n");
+        assert!(text.starts_with("--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"), "{text}");
+        assert_eq!((added, removed), (1, 1));
+        let (created, added, _) = diff("n.txt", None, "x\n");
+        assert!(created.starts_with("--- /dev/null\n+++ b/n.txt\n"), "{created}");
+        assert_eq!(added, 1);
+    }
+}

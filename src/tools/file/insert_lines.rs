@@ -1,0 +1,107 @@
+//! `insert_lines`: text inserted after a given line, keeping the file's line endings.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::sandbox::write::Replace;
+use crate::tools::file::edit::{self, Landing, Text, WriteOutput};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+
+/// The `insert_lines` operation.
+pub struct InsertLines;
+
+/// Arguments of `insert_lines`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The file to edit.
+    pub path: String,
+    /// Insert after this line (1-based); 0 inserts at the top, the last line number appends.
+    pub line: u64,
+    /// The lines to insert.
+    pub text: String,
+    /// The sha256 `read_file` returned; the edit fails if the file changed since.
+    pub expected_hash: Option<String>,
+    /// Only show the diff the call would make; write nothing (default false).
+    pub dry_run: Option<bool>,
+}
+
+impl Operation for InsertLines {
+    const NAME: &'static str = "insert_lines";
+    const DESCRIPTION: &'static str =
+        "Insert `text` after line `line` of a file (0 = at the top; the last line number appends). Returns the diff.";
+    const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
+    type Args = Args;
+    type Output = WriteOutput;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Write(vec![args.path.clone()])
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
+        let (target, context) = call.single_target()?;
+        blocking(move || {
+            let before = target
+                .read_existing(context.config.max_edit_bytes)?
+                .ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
+            edit::check_expected(args.expected_hash.as_deref(), &before.bytes, target.shown())?;
+            let text = Text::decode(&before.bytes, target.shown())?;
+            let body = insert(&text.body, args.line, &text.normalize(&args.text), target.shown())?;
+            let bytes = text.encode(&body);
+            edit::commit(Landing {
+                operation: Self::NAME,
+                target,
+                before: Some(before),
+                bytes,
+                replace: Replace::Allowed,
+                dry_run: args.dry_run.unwrap_or(false),
+                action: "modified",
+                replacements: None,
+                context: &context,
+            })
+        })
+        .await
+    }
+}
+
+/// `body` with `insertion` placed after line `line`, each ending in a newline as needed.
+fn insert(body: &str, line: u64, insertion: &str, shown: &str) -> Result<String, ToolError> {
+    let lines: Vec<&str> = body.split_inclusive('\n').collect();
+    let total = lines.len() as u64;
+    if line > total {
+        return Err(ToolError::BadValue {
+            field: "line",
+            value: line.to_string(),
+            expected: format!("`{shown}` has {total} lines: use 0 to {total}"),
+        });
+    }
+    let offset: usize = lines.iter().take(line as usize).map(|l| l.len()).sum();
+    let mut out = String::with_capacity(body.len() + insertion.len() + 2);
+    out.push_str(&body[..offset]);
+    if offset > 0 && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(insertion);
+    let rest = &body[offset..];
+    if !insertion.ends_with('\n') && (!rest.is_empty() || body.ends_with('\n')) {
+        out.push('\n');
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::insert;
+
+    #[test]
+    fn inserts_at_top_middle_and_end() {
+        assert_eq!(insert("a\nb\n", 0, "x", "f").unwrap(), "x\na\nb\n");
+        assert_eq!(insert("a\nb\n", 1, "x\n", "f").unwrap(), "a\nx\nb\n");
+        assert_eq!(insert("a\nb\n", 2, "x", "f").unwrap(), "a\nb\nx\n");
+        assert_eq!(insert("a\nb", 2, "x", "f").unwrap(), "a\nb\nx", "no final newline stays so");
+        assert_eq!(insert("", 0, "x", "f").unwrap(), "x");
+        assert!(insert("a\n", 2, "x", "f").unwrap_err().to_string().contains("has 1 lines: use 0 to 1"));
+    }
+}

@@ -1,0 +1,94 @@
+//! `multi_replace`: several replacements in one file, applied in order, all or none.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::sandbox::write::Replace;
+use crate::tools::file::edit::{self, Landing, Text, WriteOutput};
+use crate::tools::file::matching;
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+
+/// The `multi_replace` operation.
+pub struct MultiReplace;
+
+/// One replacement of a `multi_replace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    /// The exact text to replace; must occur once in the text as the earlier edits left it, unless `replace_all`.
+    pub old_string: String,
+    /// The replacement text.
+    pub new_string: String,
+    /// Replace every occurrence (default false).
+    pub replace_all: Option<bool>,
+}
+
+/// Arguments of `multi_replace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The file to edit.
+    pub path: String,
+    /// The replacements, applied in order; if one fails, nothing is written.
+    pub edits: Vec<Edit>,
+    /// The sha256 `read_file` returned; the edit fails if the file changed since.
+    pub expected_hash: Option<String>,
+    /// Only show the diff the call would make; write nothing (default false).
+    pub dry_run: Option<bool>,
+}
+
+impl Operation for MultiReplace {
+    const NAME: &'static str = "multi_replace";
+    const DESCRIPTION: &'static str = "Apply several `replace_string` edits to one file in order, each on the result of the previous; if any fails, nothing is written and the error names it. Returns one diff.";
+    const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
+    type Args = Args;
+    type Output = WriteOutput;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Write(vec![args.path.clone()])
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
+        let (target, context) = call.single_target()?;
+        blocking(move || {
+            if args.edits.is_empty() {
+                return Err(ToolError::EditFailed(
+                    "`edits` is empty; give at least one {old_string, new_string}".into(),
+                ));
+            }
+            let before = target
+                .read_existing(context.config.max_edit_bytes)?
+                .ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
+            edit::check_expected(args.expected_hash.as_deref(), &before.bytes, target.shown())?;
+            let text = Text::decode(&before.bytes, target.shown())?;
+            let mut body = text.body.clone();
+            let mut total = 0;
+            for (index, one) in args.edits.iter().enumerate() {
+                let (old, new) = (text.normalize(&one.old_string), text.normalize(&one.new_string));
+                let (next, count) =
+                    matching::replace(&body, &old, &new, one.replace_all.unwrap_or(false)).map_err(|why| {
+                        ToolError::EditFailed(format!(
+                            "`{}`: edit {index} (0-based) failed, nothing was written: {why}",
+                            target.shown()
+                        ))
+                    })?;
+                body = next;
+                total += count;
+            }
+            let bytes = text.encode(&body);
+            edit::commit(Landing {
+                operation: Self::NAME,
+                target,
+                before: Some(before),
+                bytes,
+                replace: Replace::Allowed,
+                dry_run: args.dry_run.unwrap_or(false),
+                action: "modified",
+                replacements: Some(total),
+                context: &context,
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,422 @@
+//! The write side of `file_operations`: create, replace, multi-replace, insert, mkdir, undo,
+//! changes; atomicity, preservation, confinement, stale hashes, concurrency.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::json;
+
+use super::common::{Client, Workspace, op};
+
+fn read(ws: &Workspace, path: &str) -> Vec<u8> {
+    std::fs::read(ws.root.join(path)).unwrap()
+}
+
+fn temp_files(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in walk(dir) {
+        if entry.ends_with(".toolbelt-tmp") {
+            found.push(entry);
+        }
+    }
+    found
+}
+
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn create_file_new_overwrite_parents_and_dry_run() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let reply = client.ok(op("create_file", json!({"path": "new/deep/hello.txt", "content": "hi\nthere\n"}))).await;
+    assert_eq!(read(&ws, "new/deep/hello.txt"), b"hi\nthere\n");
+    assert!(
+        reply.text.contains("--- /dev/null\n+++ b/new/deep/hello.txt\n@@ -0,0 +1,2 @@\n+hi\n+there\n"),
+        "{}",
+        reply.text
+    );
+    let s = &reply.structured;
+    assert_eq!(
+        (s["action"].as_str(), s["lines_added"].as_u64(), s["dry_run"].as_bool()),
+        (Some("created"), Some(2), Some(false))
+    );
+    let exists = client.err(op("create_file", json!({"path": "new/deep/hello.txt", "content": "x"}))).await;
+    assert!(exists.contains("`new/deep/hello.txt` already exists") && exists.contains("overwrite: true"), "{exists}");
+    assert_eq!(read(&ws, "new/deep/hello.txt"), b"hi\nthere\n", "refused means untouched");
+    let preview = client
+        .ok(op(
+            "create_file",
+            json!({"path": "new/deep/hello.txt", "content": "hi\n", "overwrite": true, "dry_run": true}),
+        ))
+        .await;
+    assert!(preview.text.starts_with("[dry run: `new/deep/hello.txt` would be overwritten (+0 -1); nothing was written]\n--- a/new/deep/hello.txt"), "{}", preview.text);
+    assert_eq!(read(&ws, "new/deep/hello.txt"), b"hi\nthere\n");
+    let over =
+        client.ok(op("create_file", json!({"path": "new/deep/hello.txt", "content": "hi\n", "overwrite": true}))).await;
+    assert_eq!(
+        (over.structured["action"].as_str(), over.structured["lines_removed"].as_u64()),
+        (Some("overwritten"), Some(1))
+    );
+    assert_eq!(read(&ws, "new/deep/hello.txt"), b"hi\n");
+    let no_parents =
+        client.err(op("create_file", json!({"path": "nope/x.txt", "content": "x", "create_parents": false}))).await;
+    assert!(no_parents.contains("parent directory that does not exist"), "{no_parents}");
+    assert!(!ws.root.join("nope").exists());
+    let dir = client.err(op("create_file", json!({"path": "src", "content": "x", "overwrite": true}))).await;
+    assert!(dir.contains("`src` is a directory"), "{dir}");
+    assert!(temp_files(&ws.root).is_empty());
+    client.close().await;
+}
+
+#[tokio::test]
+async fn writes_are_confined_and_never_follow_symlinks() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.root.join(".git/hooks")).unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let cases = [
+        (op("create_file", json!({"path": "../outside/new.txt", "content": "x"})), "outside the allowed roots"),
+        (
+            op("create_file", json!({"path": ws.outside.join("abs.txt").to_str().unwrap(), "content": "x"})),
+            "outside the allowed roots",
+        ),
+        (op("create_file", json!({"path": "link_outside_dir/new.txt", "content": "x"})), "outside the allowed roots"),
+        (op("create_file", json!({"path": "link_outside", "content": "x", "overwrite": true})), "is a symlink"),
+        (
+            op("create_file", json!({"path": "link_inside", "content": "x", "overwrite": true})),
+            "writes never follow symlinks",
+        ),
+        (op("replace_string", json!({"path": "link_outside", "old_string": "top", "new_string": "x"})), "is a symlink"),
+        (op("create_file", json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"})), "is protected"),
+        (op("create_file", json!({"path": ".git/config", "content": "x"})), "is protected"),
+        (op("create_directory", json!({"path": "../escape"})), "outside the allowed roots"),
+    ];
+    for (call, expected) in cases {
+        let text = client.err(call.clone()).await;
+        assert!(text.contains(expected), "{call}: {text}");
+    }
+    assert_eq!(std::fs::read_to_string(ws.outside.join("secret.txt")).unwrap(), "NEEDLE_OUTSIDE top secret\n");
+    assert!(!ws.outside.join("new.txt").exists() && !ws.outside.join("abs.txt").exists());
+    assert!(!ws.root.join(".git/hooks/pre-commit").exists());
+    assert!(std::fs::symlink_metadata(ws.root.join("link_inside")).unwrap().file_type().is_symlink());
+    assert_eq!(
+        read(&ws, "src/lib.rs"),
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/workspace/src/lib.rs")).unwrap()
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn replace_string_matches_exactly_and_explains_misses() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let reply = client
+        .ok(op(
+            "replace_string",
+            json!({"path": "src/main.rs", "old_string": "greet(\"world\")", "new_string": "greet(\"there\")"}),
+        ))
+        .await;
+    assert!(
+        reply.text.contains("-    let greeting = greet(\"world\");\n+    let greeting = greet(\"there\");"),
+        "{}",
+        reply.text
+    );
+    let new_hash = reply.structured["new_hash"].as_str().unwrap().to_string();
+    let on_disk = read(&ws, "src/main.rs");
+    assert_eq!(new_hash, super::read_file::sha256_hex(&on_disk));
+    let twice = client
+        .err(op("replace_string", json!({"path": "src/main.rs", "old_string": "greet", "new_string": "hail"})))
+        .await;
+    assert!(twice.contains("occurs 4 times (at lines 2, 3, 6)") && twice.contains("replace_all"), "{twice}");
+    let missing = client
+        .err(op(
+            "replace_string",
+            json!({"path": "src/main.rs", "old_string": "fn greet(name: &String)", "new_string": "x"}),
+        ))
+        .await;
+    assert!(
+        missing.contains("was not found")
+            && missing.contains("closest, lines 6-6")
+            && missing.contains("     6\tfn greet(name: &str) -> String {"),
+        "{missing}"
+    );
+    let spaced = client
+        .err(op("replace_string", json!({"path": "src/main.rs", "old_string": "fn  main()  {", "new_string": "x"})))
+        .await;
+    assert!(spaced.contains("different whitespace or indentation"), "{spaced}");
+    let all = client
+        .ok(op(
+            "replace_string",
+            json!({"path": "src/main.rs", "old_string": "greet(", "new_string": "hail(", "replace_all": true}),
+        ))
+        .await;
+    assert_eq!(all.structured["replacements"], 2);
+    let stale = client.err(op("replace_string", json!({"path": "src/main.rs", "old_string": "hail(", "new_string": "x(", "replace_all": true, "expected_hash": new_hash}))).await;
+    let current = super::read_file::sha256_hex(&read(&ws, "src/main.rs"));
+    assert!(stale.contains("changed since it was read") && stale.contains(&format!("now {current}")), "{stale}");
+    client.ok(op("replace_string", json!({"path": "src/main.rs", "old_string": "hail(\"there\")", "new_string": "hail(\"you\")", "expected_hash": current}))).await;
+    let same =
+        client.err(op("replace_string", json!({"path": "src/main.rs", "old_string": "x", "new_string": "x"}))).await;
+    assert!(same.contains("are the same"), "{same}");
+    let nofile =
+        client.err(op("replace_string", json!({"path": "src/none.rs", "old_string": "x", "new_string": "y"}))).await;
+    assert!(nofile.contains("`src/none.rs` does not exist"), "{nofile}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn edits_keep_line_endings_bom_permissions_and_final_newline() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("win.txt"), "\u{feff}one\r\ntwo\r\nthree\r\n").unwrap();
+    std::fs::set_permissions(ws.root.join("win.txt"), std::fs::Permissions::from_mode(0o751)).unwrap();
+    std::fs::write(ws.root.join("tail.txt"), "a\nb").unwrap();
+    let client = Client::start(&ws, &[]).await;
+    client
+        .ok(op("replace_string", json!({"path": "win.txt", "old_string": "two\nthree", "new_string": "2\n3\n3.5"})))
+        .await;
+    assert_eq!(read(&ws, "win.txt"), "\u{feff}one\r\n2\r\n3\r\n3.5\r\n".as_bytes());
+    assert_eq!(std::fs::metadata(ws.root.join("win.txt")).unwrap().permissions().mode() & 0o7777, 0o751);
+    client.ok(op("insert_lines", json!({"path": "win.txt", "line": 0, "text": "zero"}))).await;
+    assert_eq!(read(&ws, "win.txt"), "\u{feff}zero\r\none\r\n2\r\n3\r\n3.5\r\n".as_bytes());
+    client.ok(op("replace_string", json!({"path": "tail.txt", "old_string": "b", "new_string": "c"}))).await;
+    assert_eq!(read(&ws, "tail.txt"), b"a\nc");
+    let latin = client
+        .err(op("replace_string", json!({"path": "data/latin1.txt", "old_string": "lait", "new_string": "milk"})))
+        .await;
+    assert!(latin.contains("not valid UTF-8 (at byte 3)"), "{latin}");
+    assert_eq!(read(&ws, "data/latin1.txt"), b"caf\xe9 au lait\nna\xefve\n");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn multi_replace_and_insert_lines() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let original = read(&ws, "src/lib.rs");
+    let failed = client
+        .err(op(
+            "multi_replace",
+            json!({"path": "src/lib.rs", "edits": [
+                {"old_string": "pub depth: usize", "new_string": "pub depth: u32"},
+                {"old_string": "NotThere", "new_string": "x"}
+            ]}),
+        ))
+        .await;
+    assert!(failed.contains("edit 1 (0-based) failed, nothing was written"), "{failed}");
+    assert_eq!(read(&ws, "src/lib.rs"), original);
+    let reply = client
+        .ok(op(
+            "multi_replace",
+            json!({"path": "src/lib.rs", "edits": [
+                {"old_string": "pub depth: usize", "new_string": "pub depth: u32"},
+                {"old_string": "depth: u32", "new_string": "depth: u64"},
+                {"old_string": "ParseError", "new_string": "Error", "replace_all": true}
+            ]}),
+        ))
+        .await;
+    assert_eq!(reply.structured["replacements"], 1 + 1 + 3);
+    let text = String::from_utf8(read(&ws, "src/lib.rs")).unwrap();
+    assert!(text.contains("pub depth: u64") && !text.contains("ParseError"), "{text}");
+    assert!(
+        client.err(op("multi_replace", json!({"path": "src/lib.rs", "edits": []}))).await.contains("`edits` is empty")
+    );
+    client.ok(op("insert_lines", json!({"path": "src/main.rs", "line": 4, "text": "\n// between\n"}))).await;
+    let main = String::from_utf8(read(&ws, "src/main.rs")).unwrap();
+    assert!(main.contains("}\n\n// between\n\nfn greet"), "{main}");
+    let end = client.ok(op("insert_lines", json!({"path": "src/main.rs", "line": 10, "text": "// end"}))).await;
+    assert!(String::from_utf8(read(&ws, "src/main.rs")).unwrap().ends_with("}\n// end\n"), "{}", end.text);
+    let past = client.err(op("insert_lines", json!({"path": "src/main.rs", "line": 99, "text": "x"}))).await;
+    assert!(past.contains("`line` = 99 is out of range: `src/main.rs` has 11 lines: use 0 to 11"), "{past}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn create_directory_undo_and_changes() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let made = client.ok(op("create_directory", json!({"path": "a/b/c"}))).await;
+    assert_eq!(made.structured["action"], "created");
+    assert!(ws.root.join("a/b/c").is_dir());
+    assert_eq!(client.ok(op("create_directory", json!({"path": "a/b"}))).await.structured["action"], "exists");
+    assert!(client.err(op("create_directory", json!({"path": "README.md"}))).await.contains("already exists"));
+    client.ok(op("create_file", json!({"path": "a/b/c/new.txt", "content": "one\n"}))).await;
+    client
+        .ok(op(
+            "replace_string",
+            json!({"path": "README.md", "old_string": "# Fixture workspace", "new_string": "# Changed"}),
+        ))
+        .await;
+    client
+        .ok(op(
+            "replace_string",
+            json!({"path": "README.md", "old_string": "# Changed", "new_string": "# Changed twice"}),
+        ))
+        .await;
+    let changes = client.ok(op("changes", json!({}))).await;
+    let files = changes.structured["changed_files"].as_array().unwrap();
+    let summary: Vec<(String, String, u64)> = files
+        .iter()
+        .map(|f| {
+            (f["path"].as_str().unwrap().into(), f["action"].as_str().unwrap().into(), f["changes"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("a/b/c".into(), "directory".into(), 1),
+            ("a/b/c/new.txt".into(), "created".into(), 1),
+            ("README.md".into(), "modified".into(), 2)
+        ]
+    );
+    assert!(
+        changes.text.contains("-# Fixture workspace\n+# Changed twice\n"),
+        "one combined diff per file: {}",
+        changes.text
+    );
+    let only = client.ok(op("changes", json!({"path": "README.md"}))).await;
+    assert_eq!(only.structured["changed_files"].as_array().unwrap().len(), 1);
+    // Undo two README edits, byte for byte.
+    let undone = client.ok(op("undo", json!({"steps": 2}))).await;
+    assert_eq!(undone.structured["undone"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        read(&ws, "README.md"),
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/workspace/README.md")).unwrap()
+    );
+    // Undo the creation: the file goes, and so do the directories that only it needed.
+    client.ok(op("undo", json!({}))).await;
+    assert!(!ws.root.join("a/b/c/new.txt").exists());
+    client.ok(op("undo", json!({}))).await;
+    assert!(!ws.root.join("a").exists(), "directories created by the session are removed when empty");
+    let nothing = client.err(op("undo", json!({}))).await;
+    assert!(nothing.contains("nothing to undo"), "{nothing}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn undo_refuses_after_outside_changes_unless_forced() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    client.ok(op("replace_string", json!({"path": "src/main.rs", "old_string": "world", "new_string": "moon"}))).await;
+    client.ok(op("create_file", json!({"path": "notes.md", "content": "mine\n"}))).await;
+    std::fs::write(ws.root.join("src/main.rs"), "edited by a human\n").unwrap();
+    let refused = client.err(op("undo", json!({"steps": 2}))).await;
+    assert!(
+        refused.contains("`src/main.rs` was changed by someone else") && refused.contains("nothing was reverted"),
+        "{refused}"
+    );
+    assert!(ws.root.join("notes.md").exists(), "refusal reverts nothing");
+    client.ok(op("undo", json!({"steps": 2, "force": true}))).await;
+    assert!(!ws.root.join("notes.md").exists());
+    assert_eq!(
+        read(&ws, "src/main.rs"),
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/workspace/src/main.rs")).unwrap()
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn concurrent_edits_of_one_file_all_land() {
+    let ws = Workspace::new();
+    let body: String = (0..20).map(|i| format!("token{i}\n")).collect();
+    std::fs::write(ws.root.join("many.txt"), &body).unwrap();
+    let client = std::sync::Arc::new(Client::start(&ws, &[]).await);
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            client.ok(op("replace_string", json!({"path": "many.txt", "old_string": format!("token{i}\n"), "new_string": format!("done{i}\n")}))).await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let expected: String = (0..20).map(|i| format!("done{i}\n")).collect();
+    assert_eq!(String::from_utf8(read(&ws, "many.txt")).unwrap(), expected, "no edit may be lost");
+}
+
+// Multi-threaded: the test polls the directory synchronously while the request is in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_write_leaves_old_or_new_and_the_next_start_sweeps_temp_files() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("big.bin"), b"old\n").unwrap();
+    // 12 MiB: under rmcp's 16 MiB message limit and the 10 MiB edit cap is raised for it.
+    let config = ws.config_home.join("big.toml");
+    std::fs::write(&config, "max_edit_bytes = 16777216\n").unwrap();
+    let size = 12 * 1024 * 1024;
+    let content = "x".repeat(size);
+    let client = Client::start(&ws, &["--config", config.to_str().unwrap()]).await;
+    let pid = client.pid.unwrap();
+    let peer = client.service.peer().clone();
+    let call = tokio::spawn(async move {
+        let params = rmcp::model::CallToolRequestParams::new("file_operations").with_arguments(
+            op("create_file", json!({"path": "big.bin", "content": content, "overwrite": true}))
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let _ = peer.call_tool(params).await;
+    });
+    let in_root = |ws: &Workspace| {
+        std::fs::read_dir(&ws.root)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".toolbelt-tmp"))
+    };
+    let mut seen_temp = false;
+    for _ in 0..200_000 {
+        if in_root(&ws) {
+            seen_temp = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    assert!(seen_temp, "the write's temp file never appeared");
+    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    let _ = call.await;
+    let bytes = read(&ws, "big.bin");
+    assert!(bytes == b"old\n" || bytes.len() == size, "partial file of {} bytes", bytes.len());
+    assert!(!temp_files(&ws.root).is_empty(), "the kill landed mid-write");
+    // The next server removes what the killed one left.
+    let next = Client::start(&ws, &[]).await;
+    let mut swept = false;
+    for _ in 0..200 {
+        if temp_files(&ws.root).is_empty() {
+            swept = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(swept, "temp files left: {:?}", temp_files(&ws.root));
+    next.close().await;
+}
+
+#[tokio::test]
+async fn annotations_follow_what_operations_do() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let tool = serde_json::to_value(&client.service.list_all_tools().await.unwrap()[0]).unwrap();
+    assert_eq!(
+        (tool["annotations"]["readOnlyHint"].as_bool(), tool["annotations"]["destructiveHint"].as_bool()),
+        (Some(false), Some(true))
+    );
+    client.close().await;
+    let granular = Client::start(&ws, &["--tool-layout", "granular"]).await;
+    for tool in granular.service.list_all_tools().await.unwrap() {
+        let value = serde_json::to_value(&tool).unwrap();
+        let read_only =
+            matches!(tool.name.as_ref(), "read_file" | "list_dir" | "file_search" | "grep_search" | "changes");
+        assert_eq!(value["annotations"]["readOnlyHint"], read_only, "{}", tool.name);
+        let idempotent = read_only || tool.name == "create_directory";
+        assert_eq!(value["annotations"]["idempotentHint"], idempotent, "{}", tool.name);
+    }
+    granular.close().await;
+}
