@@ -135,6 +135,37 @@ pub struct Landing<'a> {
     pub context: &'a Context,
 }
 
+/// The shared road of text edits: the file must exist; `expected_hash` is checked; the body
+/// (BOM and CRLF folded away) goes through `transform`, which returns the new body and an
+/// optional replacement count; the result is encoded back and committed.
+pub fn edit_text(
+    operation: &'static str,
+    target: Target,
+    context: &Context,
+    expected_hash: Option<&str>,
+    dry_run: Option<bool>,
+    transform: impl FnOnce(&Text, &str) -> Result<(String, Option<u64>), ToolError>,
+) -> Result<Reply<WriteOutput>, ToolError> {
+    let before = target
+        .read_existing(context.config.max_edit_bytes)?
+        .ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
+    check_expected(expected_hash, &before.bytes, target.shown())?;
+    let text = Text::decode(&before.bytes, target.shown())?;
+    let (body, replacements) = transform(&text, target.shown())?;
+    let bytes = text.encode(&body);
+    commit(Landing {
+        operation,
+        target,
+        before: Some(before),
+        bytes,
+        replace: Replace::Allowed,
+        dry_run: dry_run.unwrap_or(false),
+        action: "modified",
+        replacements,
+        context,
+    })
+}
+
 /// Previews or performs a change: keeps the old content for undo, writes atomically, records
 /// it in the session's history, and answers with the diff.
 pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {

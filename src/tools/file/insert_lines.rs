@@ -4,8 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::sandbox::write::Replace;
-use crate::tools::file::edit::{self, Landing, Text, WriteOutput};
+use crate::tools::file::edit::{self, WriteOutput};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `insert_lines` operation.
@@ -42,23 +41,8 @@ impl Operation for InsertLines {
     async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
         let (target, context) = call.single_target()?;
         blocking(move || {
-            let before = target
-                .read_existing(context.config.max_edit_bytes)?
-                .ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
-            edit::check_expected(args.expected_hash.as_deref(), &before.bytes, target.shown())?;
-            let text = Text::decode(&before.bytes, target.shown())?;
-            let body = insert(&text.body, args.line, &text.normalize(&args.text), target.shown())?;
-            let bytes = text.encode(&body);
-            edit::commit(Landing {
-                operation: Self::NAME,
-                target,
-                before: Some(before),
-                bytes,
-                replace: Replace::Allowed,
-                dry_run: args.dry_run.unwrap_or(false),
-                action: "modified",
-                replacements: None,
-                context: &context,
+            edit::edit_text(Self::NAME, target, &context, args.expected_hash.as_deref(), args.dry_run, |text, shown| {
+                Ok((insert(&text.body, args.line, &text.normalize(&args.text), shown)?, None))
             })
         })
         .await

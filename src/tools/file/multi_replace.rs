@@ -4,8 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::sandbox::write::Replace;
-use crate::tools::file::edit::{self, Landing, Text, WriteOutput};
+use crate::tools::file::edit::{self, WriteOutput};
 use crate::tools::file::matching;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
@@ -57,36 +56,21 @@ impl Operation for MultiReplace {
                     "`edits` is empty; give at least one {old_string, new_string}".into(),
                 ));
             }
-            let before = target
-                .read_existing(context.config.max_edit_bytes)?
-                .ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
-            edit::check_expected(args.expected_hash.as_deref(), &before.bytes, target.shown())?;
-            let text = Text::decode(&before.bytes, target.shown())?;
-            let mut body = text.body.clone();
-            let mut total = 0;
-            for (index, one) in args.edits.iter().enumerate() {
-                let (old, new) = (text.normalize(&one.old_string), text.normalize(&one.new_string));
-                let (next, count) =
-                    matching::replace(&body, &old, &new, one.replace_all.unwrap_or(false)).map_err(|why| {
-                        ToolError::EditFailed(format!(
-                            "`{}`: edit {index} (0-based) failed, nothing was written: {why}",
-                            target.shown()
-                        ))
-                    })?;
-                body = next;
-                total += count;
-            }
-            let bytes = text.encode(&body);
-            edit::commit(Landing {
-                operation: Self::NAME,
-                target,
-                before: Some(before),
-                bytes,
-                replace: Replace::Allowed,
-                dry_run: args.dry_run.unwrap_or(false),
-                action: "modified",
-                replacements: Some(total),
-                context: &context,
+            edit::edit_text(Self::NAME, target, &context, args.expected_hash.as_deref(), args.dry_run, |text, shown| {
+                let mut body = text.body.clone();
+                let mut total = 0;
+                for (index, one) in args.edits.iter().enumerate() {
+                    let (old, new) = (text.normalize(&one.old_string), text.normalize(&one.new_string));
+                    let (next, count) = matching::replace(&body, &old, &new, one.replace_all.unwrap_or(false))
+                        .map_err(|why| {
+                            ToolError::EditFailed(format!(
+                                "`{shown}`: edit {index} (0-based) failed, nothing was written: {why}"
+                            ))
+                        })?;
+                    body = next;
+                    total += count;
+                }
+                Ok((body, Some(total)))
             })
         })
         .await

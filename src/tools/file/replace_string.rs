@@ -4,8 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::sandbox::write::Replace;
-use crate::tools::file::edit::{self, Landing, Text, WriteOutput};
+use crate::tools::file::edit::{self, WriteOutput};
 use crate::tools::file::matching;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
@@ -44,25 +43,11 @@ impl Operation for ReplaceString {
     async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
         let (target, context) = call.single_target()?;
         blocking(move || {
-            let before = target
-                .read_existing(context.config.max_edit_bytes)?
-                .ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
-            edit::check_expected(args.expected_hash.as_deref(), &before.bytes, target.shown())?;
-            let text = Text::decode(&before.bytes, target.shown())?;
-            let (old, new) = (text.normalize(&args.old_string), text.normalize(&args.new_string));
-            let (body, count) = matching::replace(&text.body, &old, &new, args.replace_all.unwrap_or(false))
-                .map_err(|why| ToolError::EditFailed(format!("`{}`: {why}", target.shown())))?;
-            let bytes = text.encode(&body);
-            edit::commit(Landing {
-                operation: Self::NAME,
-                target,
-                before: Some(before),
-                bytes,
-                replace: Replace::Allowed,
-                dry_run: args.dry_run.unwrap_or(false),
-                action: "modified",
-                replacements: Some(count),
-                context: &context,
+            edit::edit_text(Self::NAME, target, &context, args.expected_hash.as_deref(), args.dry_run, |text, shown| {
+                let (old, new) = (text.normalize(&args.old_string), text.normalize(&args.new_string));
+                let (body, count) = matching::replace(&text.body, &old, &new, args.replace_all.unwrap_or(false))
+                    .map_err(|why| ToolError::EditFailed(format!("`{shown}`: {why}")))?;
+                Ok((body, Some(count)))
             })
         })
         .await
