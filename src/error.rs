@@ -59,7 +59,7 @@ pub enum ToolError {
         roots: String,
     },
     /// A write target that cannot be one.
-    #[error("cannot write `{path}`: it {problem}")]
+    #[error("`{path}` {problem}")]
     BadTarget {
         /// The path as given.
         path: String,

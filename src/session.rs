@@ -30,31 +30,88 @@ pub struct Session {
 #[derive(Debug, Default)]
 struct History {
     changes: VecDeque<Change>,
-    next_seq: u64,
+    next_blob: u64,
+    call: u64,
     blob_bytes: u64,
     dropped: u64,
 }
 
-/// One recorded file change.
+/// One recorded change of one path.
 #[derive(Debug, Clone)]
 pub struct Change {
-    /// Order of the change in the session.
-    pub seq: u64,
+    /// The call that made it: one `undo` step reverts every change of one call.
+    pub call: u64,
     /// The operation that made it.
     pub operation: &'static str,
-    /// The absolute path changed.
+    /// The absolute path changed (for a rename, the new path).
     pub path: PathBuf,
     /// How the model saw the path.
     pub shown: String,
-    /// The content before (`None`: the path did not exist as a file).
-    pub before: Option<Before>,
-    /// sha256 of the content after (`None`: a directory was created, not a file).
-    pub after_sha256: Option<String>,
-    /// Directories the change created, outermost first (removed by undo when empty).
-    pub created_dirs: Vec<PathBuf>,
+    /// What happened.
+    pub kind: ChangeKind,
 }
 
-/// Content a change replaced.
+/// What a change did, with what undo needs to revert it.
+#[derive(Debug, Clone)]
+pub enum ChangeKind {
+    /// File content written; `before: None` means the file was created.
+    Wrote {
+        /// The content replaced.
+        before: Option<Before>,
+        /// sha256 of what was written.
+        after_sha256: String,
+        /// Parent directories created for it, outermost first.
+        created_dirs: Vec<PathBuf>,
+    },
+    /// Directories created, outermost first.
+    MadeDirs(Vec<PathBuf>),
+    /// A file removed; its content.
+    Removed(Before),
+    /// A directory tree removed.
+    RemovedTree {
+        /// Its directories, outermost first (the removed directory itself included).
+        dirs: Vec<PathBuf>,
+        /// Its files and their content.
+        files: Vec<(PathBuf, Before)>,
+        /// Its symlinks and their targets.
+        links: Vec<(PathBuf, PathBuf)>,
+    },
+    /// Renamed from `from` to the change's `path`.
+    Renamed {
+        /// The old path.
+        from: PathBuf,
+        /// How the model saw the old path.
+        from_shown: String,
+        /// The file at the destination that the rename replaced.
+        replaced: Option<Before>,
+        /// Parent directories created for the destination, outermost first.
+        created_dirs: Vec<PathBuf>,
+    },
+}
+
+impl ChangeKind {
+    /// Bytes of undo blobs it holds.
+    fn blob_bytes(&self) -> u64 {
+        match self {
+            Self::Wrote { before, .. } | Self::Renamed { replaced: before, .. } => before.as_ref().map_or(0, |b| b.len),
+            Self::Removed(before) => before.len,
+            Self::RemovedTree { files, .. } => files.iter().map(|(_, b)| b.len).sum(),
+            Self::MadeDirs(_) => 0,
+        }
+    }
+
+    /// Its blobs, to delete when the change is dropped or undone.
+    fn blobs(&self) -> Vec<&Before> {
+        match self {
+            Self::Wrote { before, .. } | Self::Renamed { replaced: before, .. } => before.iter().collect(),
+            Self::Removed(before) => vec![before],
+            Self::RemovedTree { files, .. } => files.iter().map(|(_, b)| b).collect(),
+            Self::MadeDirs(_) => Vec::new(),
+        }
+    }
+}
+
+/// Content a change replaced or removed, kept as a blob.
 #[derive(Debug, Clone)]
 pub struct Before {
     blob: PathBuf,
@@ -83,12 +140,17 @@ impl Session {
         self.history.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Starts a writing call: the changes it records form one undo step.
+    pub fn begin_call(&self) {
+        self.history().call += 1;
+    }
+
     /// Keeps `content` (the state before a change) as a blob for undo.
     pub fn keep_before(&self, content: &[u8], mode: u32) -> Result<Before, ToolError> {
         let seq = {
             let mut history = self.history();
-            history.next_seq += 1;
-            history.next_seq
+            history.next_blob += 1;
+            history.next_blob
         };
         let blob = self.undo_dir.join(format!("{seq}.before"));
         fs::write_private(&self.undo_dir, &blob, content).map_err(|err| {
@@ -97,39 +159,61 @@ impl Session {
         Ok(Before { blob, len: content.len() as u64, mode })
     }
 
-    /// Records a change made; drops the oldest ones past the size cap.
-    pub fn record(&self, mut change: Change) {
+    /// Records a change made by the current call; drops the oldest calls' changes past the
+    /// size cap.
+    pub fn record(&self, operation: &'static str, path: PathBuf, shown: String, kind: ChangeKind) {
         let mut history = self.history();
-        history.next_seq += 1;
-        change.seq = history.next_seq;
-        history.blob_bytes += change.before.as_ref().map_or(0, |b| b.len);
-        history.changes.push_back(change);
-        while history.blob_bytes > self.cap && history.changes.len() > 1 {
+        let call = history.call;
+        history.blob_bytes += kind.blob_bytes();
+        history.changes.push_back(Change { call, operation, path, shown, kind });
+        while history.blob_bytes > self.cap && history.changes.front().is_some_and(|c| c.call != call) {
             if let Some(old) = history.changes.pop_front() {
-                history.blob_bytes -= old.before.as_ref().map_or(0, |b| b.len);
+                history.blob_bytes -= old.kind.blob_bytes();
                 history.dropped += 1;
-                if let Some(before) = old.before {
+                for before in old.kind.blobs() {
                     let _ = fs::remove_file(&before.blob);
                 }
             }
         }
     }
 
-    /// Takes the last `steps` changes off the history, newest first.
+    /// Takes the changes of the last `steps` calls off the history, newest first.
     pub fn take_last(&self, steps: usize) -> Vec<Change> {
         let mut history = self.history();
-        let keep = history.changes.len().saturating_sub(steps);
+        let mut calls = 0;
+        let mut keep = history.changes.len();
+        let mut last_call = None;
+        while keep > 0 {
+            let call = history.changes[keep - 1].call;
+            if last_call != Some(call) {
+                if calls == steps {
+                    break;
+                }
+                calls += 1;
+                last_call = Some(call);
+            }
+            keep -= 1;
+        }
         let taken: Vec<Change> = history.changes.drain(keep..).rev().collect();
-        history.blob_bytes -= taken.iter().map(|c| c.before.as_ref().map_or(0, |b| b.len)).sum::<u64>();
+        history.blob_bytes -= taken.iter().map(|c| c.kind.blob_bytes()).sum::<u64>();
         taken
     }
 
-    /// Puts changes back (an undo that failed part-way), oldest first.
+    /// Puts changes back (an undo that was refused), oldest first.
     pub fn restore(&self, changes: Vec<Change>) {
         let mut history = self.history();
         for change in changes {
-            history.blob_bytes += change.before.as_ref().map_or(0, |b| b.len);
+            history.blob_bytes += change.kind.blob_bytes();
             history.changes.push_back(change);
+        }
+    }
+
+    /// Forgets the blobs of changes that were undone.
+    pub fn discard(&self, changes: &[Change]) {
+        for change in changes {
+            for before in change.kind.blobs() {
+                let _ = fs::remove_file(&before.blob);
+            }
         }
     }
 
@@ -143,11 +227,6 @@ impl Session {
     pub fn read_before(&self, before: &Before) -> Result<Vec<u8>, ToolError> {
         fs::read_state_file(&before.blob)
             .map_err(|err| ToolError::Internal(format!("undo data `{}` is gone: {err}", before.blob.display())))
-    }
-
-    /// Forgets a blob once its change was undone.
-    pub fn discard(&self, before: &Before) {
-        let _ = fs::remove_file(&before.blob);
     }
 }
 

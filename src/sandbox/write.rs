@@ -2,11 +2,13 @@
 //! holds its parent directory open through `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
 //! from its root, so a directory swapped for a symlink after the check makes the call fail
 //! instead of escaping; files land by temp file + fsync + rename, so a crash leaves the old
-//! file or the new one, never a mix.
+//! file or the new one, never a mix. Like `fs.rs`, it may call `std::fs`, but only through a
+//! held directory handle (`/proc/self/fd/N/name`), never by re-walking a path.
+#![allow(clippy::disallowed_methods)]
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,10 +60,16 @@ impl Target {
             return Err(roots.outside(input));
         }
         let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
-            return Err(ToolError::BadTarget { path: input.into(), problem: "is a root directory itself".into() });
+            return Err(ToolError::BadTarget {
+                path: input.into(),
+                problem: "is a root directory itself; give a path inside it".into(),
+            });
         };
         if roots.list().iter().any(|root| root == &lexical) {
-            return Err(ToolError::BadTarget { path: input.into(), problem: "is a root directory itself".into() });
+            return Err(ToolError::BadTarget {
+                path: input.into(),
+                problem: "is a root directory itself; give a path inside it".into(),
+            });
         }
         // The deepest existing ancestor, resolved; what is below it will be created.
         let mut missing = Vec::new();
@@ -267,6 +275,143 @@ impl Target {
             Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST | rustix::io::Errno::NOENT) => Ok(false),
             Err(e) => Err(ToolError::io("remove the directory", &self.shown, e.into())),
         }
+    }
+}
+
+/// What is at a target, not following a symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symlink.
+    Link,
+    /// Something else (socket, device, fifo).
+    Other,
+}
+
+/// A directory tree read before it is removed.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Its directories (absolute), outermost first, itself included.
+    pub dirs: Vec<PathBuf>,
+    /// Its regular files with content and permission bits.
+    pub files: Vec<(PathBuf, Vec<u8>, u32)>,
+    /// Its symlinks with their targets.
+    pub links: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Tree {
+    /// Bytes of file content.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|(_, b, _)| b.len() as u64).sum()
+    }
+}
+
+impl Target {
+    /// What exists at the target, if anything.
+    pub fn kind(&self) -> Option<Kind> {
+        if !self.missing.is_empty() {
+            return None;
+        }
+        let stat = rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        Some(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Dir,
+            FileType::Symlink => Kind::Link,
+            _ => Kind::Other,
+        })
+    }
+
+    /// The target reached through the held directory handle, not by walking the path again.
+    fn handle_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd())).join(&self.name)
+    }
+
+    /// Reads the directory tree at the target (never following symlinks), stopping once its
+    /// files exceed `limit` bytes.
+    pub fn read_tree(&self, limit: u64) -> Result<Tree, ToolError> {
+        let mut tree = Tree::default();
+        let io_err = |e| ToolError::io("read", &self.shown, e);
+        let mut pending = vec![(self.handle_path(), self.real.clone())];
+        while let Some((dir, real)) = pending.pop() {
+            tree.dirs.push(real.clone());
+            let mut entries: Vec<_> =
+                std::fs::read_dir(&dir).map_err(io_err)?.collect::<Result<_, _>>().map_err(io_err)?;
+            entries.sort_by_key(|e| e.file_name());
+            for entry in entries {
+                let (path, real_child) = (entry.path(), real.join(entry.file_name()));
+                let file_type = entry.file_type().map_err(io_err)?;
+                if file_type.is_dir() {
+                    pending.push((path, real_child));
+                } else if file_type.is_symlink() {
+                    tree.links.push((real_child, std::fs::read_link(&path).map_err(io_err)?));
+                } else if file_type.is_file() {
+                    let meta = std::fs::symlink_metadata(&path).map_err(io_err)?;
+                    if tree.bytes() + meta.len() > limit {
+                        return Err(ToolError::TooLarge {
+                            path: self.shown.clone(),
+                            size: format!("over {}", crate::tools::file::human_size(limit)),
+                            limit: crate::tools::file::human_size(limit),
+                            what: "what one session keeps for undo (delete smaller parts, or raise `max_undo_bytes`)",
+                        });
+                    }
+                    let file =
+                        rustix::fs::open(&path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+                            .map_err(|e| io_err(e.into()))?;
+                    let mut bytes = Vec::with_capacity(meta.len() as usize);
+                    std::fs::File::from(file).read_to_end(&mut bytes).map_err(io_err)?;
+                    tree.files.push((
+                        real_child,
+                        bytes,
+                        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
+                    ));
+                } else {
+                    return Err(ToolError::BadTarget {
+                        path: self.shown.clone(),
+                        problem: format!(
+                            "holds `{}`, which is not a file, directory or symlink",
+                            entry.file_name().to_string_lossy()
+                        ),
+                    });
+                }
+            }
+        }
+        tree.dirs.sort();
+        Ok(tree)
+    }
+
+    /// Removes the directory tree at the target (symlinks inside are removed, not followed).
+    pub fn remove_tree(&self) -> Result<(), ToolError> {
+        std::fs::remove_dir_all(self.handle_path()).map_err(|e| ToolError::io("remove", &self.shown, e))
+    }
+
+    /// Creates a symlink at the target (undo of a removed tree).
+    pub fn symlink(&mut self, link: &Path) -> Result<(), ToolError> {
+        self.create_parents()?;
+        rustix::fs::symlinkat(link, &self.dir, &self.name)
+            .map_err(|e| ToolError::io("create the symlink", &self.shown, e.into()))
+    }
+
+    /// Renames the target to `destination` (a file or a whole directory); returns the parent
+    /// directories it created for the destination.
+    pub fn rename_to(&self, destination: &mut Target, replace: Replace) -> Result<Vec<PathBuf>, ToolError> {
+        let created = destination.create_parents()?;
+        let flags = match replace {
+            Replace::Never => RenameFlags::NOREPLACE,
+            Replace::Allowed => RenameFlags::empty(),
+        };
+        match rustix::fs::renameat_with(&self.dir, &self.name, &destination.dir, &destination.name, flags) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY) => {
+                return Err(ToolError::AlreadyExists { path: destination.shown.clone(), what: "something" });
+            }
+            Err(e) => return Err(ToolError::io("rename", &self.shown, e.into())),
+        }
+        let _ = rustix::fs::fsync(&destination.dir);
+        let _ = rustix::fs::fsync(&self.dir);
+        Ok(created)
     }
 }
 

@@ -162,7 +162,11 @@ fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> Boxe
         let args = parse::<O>(args)?;
         let session = context.session.clone();
         let _serial = match O::KIND {
-            EffectKind::Write { .. } => Some(session.writes.lock().await),
+            EffectKind::Write { .. } => {
+                let guard = session.writes.lock().await;
+                session.begin_call();
+                Some(guard)
+            }
             EffectKind::Read => None,
         };
         let approved = Gate::check(&O::effect(&args), &context)?;

@@ -162,7 +162,7 @@ fn title_case(name: &str) -> String {
 mod tests {
     use super::*;
 
-    const ALL_OPERATIONS: [&str; 11] = [
+    const ALL_OPERATIONS: [&str; 13] = [
         "read_file",
         "list_dir",
         "file_search",
@@ -171,6 +171,8 @@ mod tests {
         "replace_string",
         "multi_replace",
         "insert_lines",
+        "rename_file",
+        "delete_file",
         "create_directory",
         "undo",
         "changes",

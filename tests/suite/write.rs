@@ -272,7 +272,7 @@ async fn create_directory_undo_and_changes() {
     assert_eq!(
         summary,
         [
-            ("a/b/c".into(), "directory".into(), 1),
+            ("a/b/c".into(), "directory created".into(), 1),
             ("a/b/c/new.txt".into(), "created".into(), 1),
             ("README.md".into(), "modified".into(), 2)
         ]
@@ -419,4 +419,87 @@ async fn annotations_follow_what_operations_do() {
         assert_eq!(value["annotations"]["idempotentHint"], idempotent, "{}", tool.name);
     }
     granular.close().await;
+}
+
+#[tokio::test]
+async fn delete_file_and_directories_then_undo_byte_for_byte() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.root.join("tree/sub")).unwrap();
+    std::fs::write(ws.root.join("tree/sub/a.bin"), b"\x00\x01\xffbinary\x00").unwrap();
+    std::fs::set_permissions(ws.root.join("tree/sub/a.bin"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(ws.root.join("tree/b.txt"), "bee\n").unwrap();
+    std::fs::create_dir_all(ws.root.join("tree/empty")).unwrap();
+    std::os::unix::fs::symlink("b.txt", ws.root.join("tree/link")).unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let blob = read(&ws, "data/blob.bin");
+    let gone = client.ok(op("delete_file", json!({"path": "data/blob.bin"}))).await;
+    assert!(gone.text.starts_with("[deleted file `data/blob.bin` (1.1 KiB"), "{}", gone.text);
+    assert!(!ws.root.join("data/blob.bin").exists());
+    let refused = client.err(op("delete_file", json!({"path": "tree"}))).await;
+    assert!(refused.contains("`tree` is a directory holding 5 entries; set `recursive: true`"), "{refused}");
+    let preview = client.ok(op("delete_file", json!({"path": "tree", "recursive": true, "dry_run": true}))).await;
+    assert!(preview.text.starts_with("[dry run: would delete directory `tree` (2 files"), "{}", preview.text);
+    assert!(ws.root.join("tree").exists());
+    let tree = client.ok(op("delete_file", json!({"path": "tree", "recursive": true}))).await;
+    assert_eq!(
+        (tree.structured["kind"].as_str(), tree.structured["files_removed"].as_u64()),
+        (Some("directory"), Some(2))
+    );
+    assert!(!ws.root.join("tree").exists());
+    client.ok(op("delete_file", json!({"path": "src/nested/deep/notes.txt"}))).await;
+    client.ok(op("delete_file", json!({"path": "src/nested/deep"}))).await;
+    assert!(client.err(op("delete_file", json!({"path": "nothing-here"}))).await.contains("does not exist"));
+    let changes = client.ok(op("changes", json!({}))).await;
+    assert!(
+        changes.text.contains("`tree` directory deleted (2 files)") && changes.text.contains("`data/blob.bin` deleted"),
+        "{}",
+        changes.text
+    );
+    client.ok(op("undo", json!({"steps": 4}))).await;
+    assert_eq!(read(&ws, "data/blob.bin"), blob);
+    assert_eq!(read(&ws, "tree/sub/a.bin"), b"\x00\x01\xffbinary\x00");
+    assert_eq!(std::fs::metadata(ws.root.join("tree/sub/a.bin")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(read(&ws, "tree/b.txt"), b"bee\n");
+    assert!(ws.root.join("tree/empty").is_dir());
+    assert_eq!(std::fs::read_link(ws.root.join("tree/link")).unwrap(), std::path::PathBuf::from("b.txt"));
+    assert_eq!(read(&ws, "src/nested/deep/notes.txt"), b"deep file\nNEEDLE_DEEP one\nNEEDLE_DEEP two\n");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn rename_files_and_directories_then_undo() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let lib = read(&ws, "src/lib.rs");
+    let main = read(&ws, "src/main.rs");
+    let moved = client.ok(op("rename_file", json!({"path": "src/lib.rs", "destination": "src/core/parser.rs"}))).await;
+    assert_eq!(
+        (moved.structured["path"].as_str(), moved.structured["from"].as_str()),
+        (Some("src/core/parser.rs"), Some("src/lib.rs"))
+    );
+    assert_eq!(read(&ws, "src/core/parser.rs"), lib);
+    let clash =
+        client.err(op("rename_file", json!({"path": "src/main.rs", "destination": "src/core/parser.rs"}))).await;
+    assert!(clash.contains("`src/core/parser.rs` already exists"), "{clash}");
+    let over = client
+        .ok(op("rename_file", json!({"path": "src/main.rs", "destination": "src/core/parser.rs", "overwrite": true})))
+        .await;
+    assert_eq!(over.structured["replaced"], true);
+    assert_eq!(read(&ws, "src/core/parser.rs"), main);
+    client.ok(op("rename_file", json!({"path": "src/core", "destination": "lib/core"}))).await;
+    assert!(ws.root.join("lib/core/parser.rs").exists() && !ws.root.join("src/core").exists());
+    let into_itself = client.err(op("rename_file", json!({"path": "lib", "destination": "lib/inner/lib"}))).await;
+    assert!(into_itself.contains("inside `lib`"), "{into_itself}");
+    let outside =
+        client.err(op("rename_file", json!({"path": "README.md", "destination": "../outside/stolen.md"}))).await;
+    assert!(outside.contains("outside the allowed roots"), "{outside}");
+    let dry = client
+        .ok(op("rename_file", json!({"path": "README.md", "destination": "docs/README.md", "dry_run": true})))
+        .await;
+    assert!(dry.text.starts_with("[dry run: would rename") && ws.root.join("README.md").exists());
+    client.ok(op("undo", json!({"steps": 3}))).await;
+    assert_eq!(read(&ws, "src/lib.rs"), lib);
+    assert_eq!(read(&ws, "src/main.rs"), main);
+    assert!(!ws.root.join("src/core").exists() && !ws.root.join("lib").exists(), "created parents go with the undo");
+    client.close().await;
 }

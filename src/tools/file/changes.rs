@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::sandbox::paths::normalize;
 use crate::sandbox::write::Target;
-use crate::session::Change;
+use crate::session::{Change, ChangeKind};
 use crate::tools::file::edit::diff;
 use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
 
@@ -35,7 +35,7 @@ pub struct Output {
 pub struct FileChange {
     /// The path, relative to the first root.
     pub path: String,
-    /// `created`, `modified`, `removed` or `directory`.
+    /// `created`, `modified`, `deleted`, `renamed from …`, `directory created` or `directory deleted (N files)`.
     pub action: String,
     /// Lines added since the session first touched it.
     pub lines_added: u64,
@@ -75,36 +75,44 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
     let mut patches = String::new();
     for path in order {
         let history: Vec<&Change> = all.iter().filter(|c| c.path == path).collect();
-        let Some(first) = history.first() else { continue };
-        let entry = if first.after_sha256.is_none() && first.before.is_none() {
-            FileChange {
-                path: first.shown.clone(),
-                action: "directory".into(),
-                lines_added: 0,
-                lines_removed: 0,
-                changes: 1,
-            }
-        } else {
-            let before = first.before.as_ref().map(|b| context.session.read_before(b)).transpose()?;
-            let now = Target::resolve(&context.roots, &path.to_string_lossy())
-                .ok()
-                .and_then(|t| t.read_existing(u64::MAX).ok().flatten())
-                .map(|e| e.bytes);
-            let action = match (&before, &now) {
-                (None, Some(_)) => "created",
-                (_, None) => "removed",
-                _ => "modified",
-            };
-            let old = before.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
-            let new = now.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-            let (patch, added, removed) = diff(&first.shown, old.as_deref(), &new);
-            patches.push_str(&patch);
-            FileChange {
-                path: first.shown.clone(),
-                action: action.into(),
-                lines_added: added,
-                lines_removed: removed,
-                changes: history.len() as u64,
+        let (Some(first), Some(last)) = (history.first(), history.last()) else { continue };
+        let count = history.len() as u64;
+        let mut entry = FileChange {
+            path: first.shown.clone(),
+            action: String::new(),
+            lines_added: 0,
+            lines_removed: 0,
+            changes: count,
+        };
+        entry.action = match &last.kind {
+            ChangeKind::MadeDirs(_) => "directory created".into(),
+            ChangeKind::RemovedTree { files, .. } => format!("directory deleted ({} files)", files.len()),
+            ChangeKind::Renamed { from_shown, .. } => format!("renamed from `{from_shown}`"),
+            ChangeKind::Wrote { .. } | ChangeKind::Removed(_) => {
+                let before = match &first.kind {
+                    ChangeKind::Wrote { before, .. } => {
+                        before.as_ref().map(|b| context.session.read_before(b)).transpose()?
+                    }
+                    ChangeKind::Removed(before) => Some(context.session.read_before(before)?),
+                    _ => None,
+                };
+                let now = Target::resolve(&context.roots, &path.to_string_lossy())
+                    .ok()
+                    .and_then(|t| t.read_existing(u64::MAX).ok().flatten())
+                    .map(|e| e.bytes);
+                let action = match (&before, &now) {
+                    (None, Some(_)) => "created",
+                    (Some(_), None) => "deleted",
+                    (None, None) => "created and deleted",
+                    (Some(_), Some(_)) => "modified",
+                };
+                let old = before.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+                let new = now.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                let (patch, added, removed) = diff(&first.shown, old.as_deref(), &new);
+                patches.push_str(&patch);
+                entry.lines_added = added;
+                entry.lines_removed = removed;
+                action.into()
             }
         };
         files.push(entry);
@@ -116,7 +124,7 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
                 .iter()
                 .map(|f| format!("`{}` {} (+{} -{})", f.path, f.action, f.lines_added, f.lines_removed))
                 .collect();
-            format!("[{n} file(s) changed: {}]", list.join(", "))
+            format!("[{n} path(s) changed: {}]", list.join(", "))
         }
     };
     if dropped > 0 {

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
-use crate::session::Change;
+use crate::session::ChangeKind;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `create_directory` operation.
@@ -45,15 +45,8 @@ impl Operation for CreateDirectory {
             let (made, created_dirs) = target.create_dir()?;
             let shown = target.shown().to_string();
             if !created_dirs.is_empty() {
-                context.session.record(Change {
-                    seq: 0,
-                    operation: Self::NAME,
-                    path: target.real().to_path_buf(),
-                    shown: shown.clone(),
-                    before: None,
-                    after_sha256: None,
-                    created_dirs,
-                });
+                let kind = ChangeKind::MadeDirs(created_dirs);
+                context.session.record(Self::NAME, target.real().to_path_buf(), shown.clone(), kind);
             }
             let (action, text) = if made {
                 ("created", format!("[directory `{shown}` created]"))

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::ToolError;
 use crate::sandbox::write::{Existing, Replace, Target};
-use crate::session::Change;
+use crate::session::ChangeKind;
 use crate::tools::{Context, Reply};
 
 /// Structured result of every write operation.
@@ -204,15 +204,8 @@ pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
     let kept = before.as_ref().map(|b| session.keep_before(&b.bytes, b.mode)).transpose()?;
     let mode = before.as_ref().map(|b| b.mode);
     let created_dirs: Vec<PathBuf> = target.write_atomic(&bytes, mode, replace, &session.journal)?;
-    session.record(Change {
-        seq: 0,
-        operation,
-        path: target.real().to_path_buf(),
-        shown: shown.clone(),
-        before: kept,
-        after_sha256: Some(new_hash.clone()),
-        created_dirs,
-    });
+    let kind = ChangeKind::Wrote { before: kept, after_sha256: new_hash.clone(), created_dirs };
+    session.record(operation, target.real().to_path_buf(), shown.clone(), kind);
     let text = format!("[`{shown}` {action} (+{lines_added} -{lines_removed}); sha256 {new_hash}]\n{diff_text}");
     Ok(Reply::new(text, data))
 }

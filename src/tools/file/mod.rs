@@ -3,6 +3,7 @@
 mod changes;
 mod create_directory;
 mod create_file;
+mod delete_file;
 mod edit;
 mod file_search;
 mod glob;
@@ -12,6 +13,7 @@ mod list_dir;
 mod matching;
 mod multi_replace;
 mod read_file;
+mod rename_file;
 mod replace_string;
 mod undo;
 
@@ -31,6 +33,8 @@ pub const TOOL: ToolDef = ToolDef {
         OperationDef::of::<replace_string::ReplaceString>(),
         OperationDef::of::<multi_replace::MultiReplace>(),
         OperationDef::of::<insert_lines::InsertLines>(),
+        OperationDef::of::<rename_file::RenameFile>(),
+        OperationDef::of::<delete_file::DeleteFile>(),
         OperationDef::of::<create_directory::CreateDirectory>(),
         OperationDef::of::<undo::Undo>(),
         OperationDef::of::<changes::Changes>(),

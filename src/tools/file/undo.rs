@@ -1,5 +1,5 @@
-//! `undo`: reverts this session's last file changes, byte for byte, refusing (unless
-//! `force`) when a file was changed by someone else since.
+//! `undo`: reverts this session's last writing calls, byte for byte, refusing (unless
+//! `force`) when a path was changed by someone else since.
 
 use std::collections::HashSet;
 
@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::policy::Gate;
-use crate::sandbox::write::{Replace, Target};
-use crate::session::Change;
-use crate::tools::file::edit::{diff, sha256_hex};
+use crate::sandbox::write::{Kind, Replace, Target};
+use crate::session::{Before, Change, ChangeKind};
+use crate::tools::file::edit::sha256_hex;
 use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `undo` operation.
@@ -20,10 +20,10 @@ pub struct Undo;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// How many of the last changes to revert (default 1).
+    /// How many of the last writing calls to revert (default 1).
     #[schemars(range(min = 1))]
     pub steps: Option<usize>,
-    /// Revert even files changed by someone else since (default false).
+    /// Revert even paths changed by someone else since (default false).
     pub force: Option<bool>,
 }
 
@@ -43,13 +43,13 @@ pub struct Undone {
     pub path: String,
     /// The operation that had made the change.
     pub operation: String,
-    /// `restored` (old content back) or `removed` (it had been created).
+    /// `restored`, `removed` (it had been created) or `renamed back`.
     pub action: String,
 }
 
 impl Operation for Undo {
     const NAME: &'static str = "undo";
-    const DESCRIPTION: &'static str = "Revert this session's last `steps` file changes (default 1), byte for byte. Refuses if a file was changed by someone else since, unless `force: true`.";
+    const DESCRIPTION: &'static str = "Revert this session's last `steps` writing calls (default 1) byte for byte: edits, creations, renames and deletions. Refuses, reverting nothing, if a path was changed by someone else since, unless `force: true`.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;
@@ -68,11 +68,7 @@ impl Operation for Undo {
             }
             match revert_all(&changes, args.force.unwrap_or(false), &context) {
                 Ok(reply) => {
-                    for change in &changes {
-                        if let Some(before) = &change.before {
-                            context.session.discard(before);
-                        }
-                    }
+                    context.session.discard(&changes);
                     Ok(reply)
                 }
                 Err(err) => {
@@ -85,59 +81,123 @@ impl Operation for Undo {
     }
 }
 
-/// Checks every file first (so a refusal changes nothing), then reverts newest first.
+fn target(context: &Context, path: &std::path::Path) -> Result<Target, ToolError> {
+    Target::resolve(&context.roots, &path.to_string_lossy())
+}
+
+/// Checks every change against the disk first (so a refusal changes nothing), then reverts
+/// newest first. A change whose path lies at or under a path a newer change of the same batch
+/// touches is not checked: reverting that newer change decides its state.
 fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Reply<Output>, ToolError> {
-    let mut seen = HashSet::new();
-    let mut targets = Vec::with_capacity(changes.len());
+    let mut touched: HashSet<&std::path::Path> = HashSet::new();
     for change in changes {
-        let target = Target::resolve(&context.roots, &change.path.to_string_lossy())?;
-        Gate::check_protected(change.path.as_path(), &change.shown, context)?;
-        if seen.insert(change.path.clone())
-            && let Some(expected) = &change.after_sha256
-            && !force
-        {
-            let now = target.read_existing(u64::MAX)?.map(|e| sha256_hex(&e.bytes));
-            if now.as_deref() != Some(expected.as_str()) {
-                let state = now.map_or("is gone".to_string(), |h| format!("now has sha256 {h}"));
-                return Err(ToolError::EditFailed(format!(
-                    "`{}` was changed by someone else since `{}` wrote it ({state}); undo refused and nothing was reverted. Pass `force: true` to revert it anyway",
-                    change.shown, change.operation
-                )));
-            }
+        Gate::check_protected(&change.path, &change.shown, context)?;
+        let decided = change.path.ancestors().any(|a| touched.contains(a));
+        if !decided && !force {
+            check_unchanged(change, context)?;
         }
-        targets.push(target);
+        touched.insert(&change.path);
+        if let ChangeKind::Renamed { from, .. } = &change.kind {
+            touched.insert(from);
+        }
     }
-    let mut text = String::new();
     let mut undone = Vec::new();
-    for (change, mut target) in changes.iter().zip(targets) {
-        let action = match &change.before {
-            Some(before) => {
-                let current = target.read_existing(u64::MAX)?;
-                let current_text = current.as_ref().map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
-                let bytes = context.session.read_before(before)?;
-                target.write_atomic(&bytes, Some(before.mode), Replace::Allowed, &context.session.journal)?;
-                let (patch, _, _) = diff(&change.shown, current_text.as_deref(), &String::from_utf8_lossy(&bytes));
-                text.push_str(&patch);
-                "restored"
-            }
-            // A file the change created goes; a created directory goes with `created_dirs`.
-            None if change.after_sha256.is_some() => {
-                if target.read_existing(u64::MAX)?.is_some() {
-                    target.remove_file()?;
-                }
-                "removed"
-            }
-            None => "removed",
-        };
-        for dir in change.created_dirs.iter().rev() {
-            if let Ok(dir_target) = Target::resolve(&context.roots, &dir.to_string_lossy()) {
-                dir_target.remove_empty_dir()?;
-            }
-        }
+    for change in changes {
+        let action = revert(change, context)?;
         undone.push(Undone { path: change.shown.clone(), operation: change.operation.into(), action: action.into() });
     }
     let remaining = context.session.changes().0.len() as u64;
     let list: Vec<String> = undone.iter().map(|u| format!("`{}` {} (was {})", u.path, u.action, u.operation)).collect();
-    let text = format!("[undid {} change(s): {}; {remaining} more undoable]\n{text}", undone.len(), list.join(", "));
+    let text = format!("[undid {} change(s): {}; {remaining} more undoable]", undone.len(), list.join(", "));
     Ok(Reply::new(text, Output { undone, remaining }))
+}
+
+/// Refuses when the path is no longer as the change left it.
+fn check_unchanged(change: &Change, context: &Context) -> Result<(), ToolError> {
+    let now = target(context, &change.path)?;
+    let problem = match &change.kind {
+        ChangeKind::Wrote { after_sha256, .. } => match now.read_existing(u64::MAX) {
+            Ok(Some(existing)) if &sha256_hex(&existing.bytes) == after_sha256 => None,
+            Ok(Some(existing)) => Some(format!("now has sha256 {}", sha256_hex(&existing.bytes))),
+            Ok(None) => Some("is gone".into()),
+            Err(err) => Some(err.to_string()),
+        },
+        ChangeKind::Removed(_) | ChangeKind::RemovedTree { .. } => now.kind().map(|_| "exists again".into()),
+        ChangeKind::Renamed { from, .. } => match (now.kind(), target(context, from)?.kind()) {
+            (Some(_), None) => None,
+            (None, _) => Some("is gone".into()),
+            (Some(_), Some(_)) => Some("has something at its old path again".into()),
+        },
+        ChangeKind::MadeDirs(_) => None,
+    };
+    match problem {
+        None => Ok(()),
+        Some(state) => Err(ToolError::EditFailed(format!(
+            "`{}` was changed by someone else since `{}` ({state}); undo refused and nothing was reverted. Pass `force: true` to revert it anyway",
+            change.shown, change.operation
+        ))),
+    }
+}
+
+fn revert(change: &Change, context: &Context) -> Result<&'static str, ToolError> {
+    let session = &context.session;
+    let write_back = |path: &std::path::Path, before: &Before| -> Result<(), ToolError> {
+        let bytes = session.read_before(before)?;
+        target(context, path)?.write_atomic(&bytes, Some(before.mode), Replace::Allowed, &session.journal).map(|_| ())
+    };
+    let action = match &change.kind {
+        ChangeKind::Wrote { before: Some(before), created_dirs, .. } => {
+            write_back(&change.path, before)?;
+            remove_dirs(created_dirs, context)?;
+            "restored"
+        }
+        ChangeKind::Wrote { before: None, created_dirs, .. } => {
+            let now = target(context, &change.path)?;
+            if now.kind() == Some(Kind::File) {
+                now.remove_file()?;
+            }
+            remove_dirs(created_dirs, context)?;
+            "removed"
+        }
+        ChangeKind::MadeDirs(dirs) => {
+            remove_dirs(dirs, context)?;
+            "removed"
+        }
+        ChangeKind::Removed(before) => {
+            write_back(&change.path, before)?;
+            "restored"
+        }
+        ChangeKind::RemovedTree { dirs, files, links } => {
+            for dir in dirs {
+                target(context, dir)?.create_dir()?;
+            }
+            for (path, before) in files {
+                write_back(path, before)?;
+            }
+            for (path, link) in links {
+                target(context, path)?.symlink(link)?;
+            }
+            "restored"
+        }
+        ChangeKind::Renamed { from, replaced, created_dirs, .. } => {
+            let mut old = target(context, from)?;
+            target(context, &change.path)?.rename_to(&mut old, Replace::Never)?;
+            if let Some(before) = replaced {
+                write_back(&change.path, before)?;
+            }
+            remove_dirs(created_dirs, context)?;
+            "renamed back"
+        }
+    };
+    Ok(action)
+}
+
+/// Removes directories a change created, innermost first, where they are empty.
+fn remove_dirs(dirs: &[std::path::PathBuf], context: &Context) -> Result<(), ToolError> {
+    for dir in dirs.iter().rev() {
+        if let Ok(dir_target) = target(context, dir) {
+            dir_target.remove_empty_dir()?;
+        }
+    }
+    Ok(())
 }

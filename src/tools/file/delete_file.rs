@@ -1,0 +1,126 @@
+//! `delete_file`: removes a file, or a directory tree with `recursive`, keeping every byte for
+//! `undo`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::write::Kind;
+use crate::session::ChangeKind;
+use crate::tools::file::edit::diff;
+use crate::tools::file::human_size;
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+
+/// The `delete_file` operation.
+pub struct DeleteFile;
+
+/// Arguments of `delete_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The file or directory to delete.
+    pub path: String,
+    /// Delete a non-empty directory and everything in it (default false).
+    pub recursive: Option<bool>,
+    /// Only say what would be deleted; delete nothing (default false).
+    pub dry_run: Option<bool>,
+}
+
+/// Structured result of `delete_file`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The path deleted, relative to the first root.
+    pub path: String,
+    /// `file` or `directory`.
+    pub kind: String,
+    /// Files removed (1 for a file).
+    pub files_removed: u64,
+    /// Bytes of content removed (kept for `undo`).
+    pub bytes_removed: u64,
+    /// Whether this was a preview: nothing was deleted.
+    pub dry_run: bool,
+}
+
+impl Operation for DeleteFile {
+    const NAME: &'static str = "delete_file";
+    const DESCRIPTION: &'static str = "Delete a file, or a directory (a non-empty one needs `recursive: true`). Everything deleted is kept so `undo` can bring it back byte for byte.";
+    const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Write(vec![args.path.clone()])
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let (target, context) = call.single_target()?;
+        blocking(move || {
+            let shown = target.shown().to_string();
+            let dry_run = args.dry_run.unwrap_or(false);
+            let session = &context.session;
+            let cap = context.config.max_undo_bytes;
+            let mut data =
+                Output { path: shown.clone(), kind: String::new(), files_removed: 0, bytes_removed: 0, dry_run };
+            let text = match target.kind() {
+                None => return Err(ToolError::NotFound { path: shown }),
+                Some(Kind::File) => {
+                    let before =
+                        target.read_existing(cap)?.ok_or_else(|| ToolError::NotFound { path: shown.clone() })?;
+                    (data.kind, data.files_removed, data.bytes_removed) = ("file".into(), 1, before.bytes.len() as u64);
+                    let (patch, _, removed) = diff(&shown, Some(&String::from_utf8_lossy(&before.bytes)), "");
+                    if !dry_run {
+                        let kept = session.keep_before(&before.bytes, before.mode)?;
+                        target.remove_file()?;
+                        session.record(
+                            Self::NAME,
+                            target.real().to_path_buf(),
+                            shown.clone(),
+                            ChangeKind::Removed(kept),
+                        );
+                    }
+                    format!("file `{shown}` ({}, {removed} lines)\n{patch}", human_size(data.bytes_removed))
+                }
+                Some(Kind::Dir) => {
+                    let tree = target.read_tree(cap)?;
+                    let entries = tree.files.len() + tree.links.len() + tree.dirs.len() - 1;
+                    if entries > 0 && !args.recursive.unwrap_or(false) {
+                        return Err(ToolError::BadTarget {
+                            path: shown,
+                            problem: format!(
+                                "is a directory holding {entries} entries; set `recursive: true` to delete it all"
+                            ),
+                        });
+                    }
+                    (data.kind, data.files_removed, data.bytes_removed) =
+                        ("directory".into(), tree.files.len() as u64, tree.bytes());
+                    if !dry_run {
+                        let mut files = Vec::with_capacity(tree.files.len());
+                        for (path, bytes, mode) in &tree.files {
+                            files.push((path.clone(), session.keep_before(bytes, *mode)?));
+                        }
+                        target.remove_tree()?;
+                        let kind =
+                            ChangeKind::RemovedTree { dirs: tree.dirs.clone(), files, links: tree.links.clone() };
+                        session.record(Self::NAME, target.real().to_path_buf(), shown.clone(), kind);
+                    }
+                    let links =
+                        if tree.links.is_empty() { String::new() } else { format!(", {} symlinks", tree.links.len()) };
+                    format!(
+                        "directory `{shown}` ({} files, {}, {} directories{links})",
+                        tree.files.len(),
+                        human_size(tree.bytes()),
+                        tree.dirs.len()
+                    )
+                }
+                Some(_) => {
+                    return Err(ToolError::BadTarget { path: shown, problem: "is not a file or directory".into() });
+                }
+            };
+            let head = if dry_run { "[dry run: would delete " } else { "[deleted " };
+            let tail = if dry_run { "; nothing was deleted" } else { "; `undo` brings it back" };
+            let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            Ok(Reply::new(format!("{head}{first}{tail}]\n{rest}"), data))
+        })
+        .await
+    }
+}
