@@ -162,7 +162,7 @@ fn title_case(name: &str) -> String {
 mod tests {
     use super::*;
 
-    const ALL_OPERATIONS: [&str; 13] = [
+    const ALL_OPERATIONS: [&str; 14] = [
         "read_file",
         "list_dir",
         "file_search",
@@ -171,6 +171,7 @@ mod tests {
         "replace_string",
         "multi_replace",
         "insert_lines",
+        "apply_patch",
         "rename_file",
         "delete_file",
         "create_directory",

@@ -503,3 +503,90 @@ async fn rename_files_and_directories_then_undo() {
     assert!(!ws.root.join("src/core").exists() && !ws.root.join("lib").exists(), "created parents go with the undo");
     client.close().await;
 }
+
+#[tokio::test]
+async fn apply_patch_unified_multi_file_with_drift_adds_deletes_and_undo() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let main_before = read(&ws, "src/main.rs");
+    let crlf_before = read(&ws, "data/crlf.txt");
+    // The main.rs hunk claims line 1 but sits at line 6 (drift); crlf.txt keeps CRLF.
+    let patch = "diff --git a/src/main.rs b/src/main.rs\n--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,3 +1,3 @@\n fn greet(name: &str) -> String {\n-    format!(\"Hello, {name}!\")\n+    format!(\"Hi, {name}!\")\n }\ndiff --git a/data/crlf.txt b/data/crlf.txt\n--- a/data/crlf.txt\n+++ b/data/crlf.txt\n@@ -2,2 +2,2 @@\n second line\n-third line\n+3rd line\ndiff --git a/notes/new.md b/notes/new.md\nnew file mode 100644\n--- /dev/null\n+++ b/notes/new.md\n@@ -0,0 +1,2 @@\n+# New\n+text\ndiff --git a/data/latin1.txt b/data/latin1.txt\ndeleted file mode 100644\n--- a/data/latin1.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x\n-y\n";
+    let preview = client.ok(op("apply_patch", json!({"patch": patch, "dry_run": true}))).await;
+    assert!(
+        preview.text.starts_with("[dry run: the patch applies to 4 file(s); nothing was written]"),
+        "{}",
+        preview.text
+    );
+    assert_eq!(read(&ws, "src/main.rs"), main_before);
+    let reply = client.ok(op("apply_patch", json!({"patch": patch}))).await;
+    let actions: Vec<(String, String)> = reply.structured["patched_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().into(), f["action"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("src/main.rs".into(), "modified".into()),
+            ("data/crlf.txt".into(), "modified".into()),
+            ("notes/new.md".into(), "created".into()),
+            ("data/latin1.txt".into(), "deleted".into())
+        ]
+    );
+    assert!(String::from_utf8(read(&ws, "src/main.rs")).unwrap().contains("format!(\"Hi, {name}!\")"));
+    assert_eq!(read(&ws, "data/crlf.txt"), b"first line\r\nsecond line\r\n3rd line\r\n");
+    assert_eq!(read(&ws, "notes/new.md"), b"# New\ntext\n");
+    assert!(!ws.root.join("data/latin1.txt").exists());
+    // One undo step reverts the whole patch.
+    client.ok(op("undo", json!({}))).await;
+    assert_eq!(read(&ws, "src/main.rs"), main_before);
+    assert_eq!(read(&ws, "data/crlf.txt"), crlf_before);
+    assert!(!ws.root.join("notes").exists());
+    assert_eq!(read(&ws, "data/latin1.txt"), b"caf\xe9 au lait\nna\xefve\n");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn apply_patch_is_all_or_nothing_and_explains_the_failing_hunk() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let main_before = read(&ws, "src/main.rs");
+    let patch = "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,1 +1,1 @@\n-fn main() {\n+fn main() -> () {\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -3,2 +3,2 @@\n pub struct Parser {\n-    pub depth: u8,\n+    pub depth: u16,\n";
+    let err = client.err(op("apply_patch", json!({"patch": patch}))).await;
+    assert!(err.contains("`src/lib.rs`: hunk 1: its context and removed lines do not match the file"), "{err}");
+    assert!(err.contains("nearest, lines 3-4") && err.contains("     4\t    pub depth: usize,"), "{err}");
+    assert!(err.contains("no file was changed"), "{err}");
+    assert_eq!(read(&ws, "src/main.rs"), main_before, "the first file must be unchanged");
+    let outside = client
+        .err(op("apply_patch", json!({"patch": "--- /dev/null\n+++ b/../outside/x.txt\n@@ -0,0 +1 @@\n+x\n"})))
+        .await;
+    assert!(outside.contains("outside the allowed roots"), "{outside}");
+    let garbage = client.err(op("apply_patch", json!({"patch": "please change main.rs"}))).await;
+    assert!(garbage.contains("invalid patch: the patch holds no file changes"), "{garbage}");
+    let exists =
+        client.err(op("apply_patch", json!({"patch": "--- /dev/null\n+++ b/README.md\n@@ -0,0 +1 @@\n+x\n"}))).await;
+    assert!(exists.contains("`README.md` already exists"), "{exists}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn apply_patch_envelope_add_update_move_delete() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let patch = "*** Begin Patch\n*** Add File: docs/guide.md\n+# Guide\n+step one\n*** Update File: src/lib.rs\n*** Move to: src/parser.rs\n@@ pub fn parse(input: &str) -> Result<Parser, ParseError> {\n     if input.is_empty() {\n-        return Err(ParseError::UnexpectedEnd);\n+        return Err(ParseError::BadToken(' '));\n     }\n*** Delete File: src/nested/deep/notes.txt\n*** End Patch\n";
+    let reply = client.ok(op("apply_patch", json!({"patch": patch}))).await;
+    assert_eq!(reply.structured["patched_files"].as_array().unwrap().len(), 4, "add, moved (write + delete), delete");
+    assert_eq!(read(&ws, "docs/guide.md"), b"# Guide\nstep one\n");
+    assert!(!ws.root.join("src/lib.rs").exists());
+    assert!(String::from_utf8(read(&ws, "src/parser.rs")).unwrap().contains("BadToken(' ')"));
+    assert!(!ws.root.join("src/nested/deep/notes.txt").exists());
+    client.ok(op("undo", json!({}))).await;
+    assert!(
+        ws.root.join("src/lib.rs").exists()
+            && !ws.root.join("src/parser.rs").exists()
+            && !ws.root.join("docs").exists()
+    );
+    client.close().await;
+}

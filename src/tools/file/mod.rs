@@ -1,5 +1,6 @@
 //! `file_operations`: browse, search and read files inside the roots.
 
+mod apply_patch;
 mod changes;
 mod create_directory;
 mod create_file;
@@ -12,6 +13,7 @@ mod insert_lines;
 mod list_dir;
 mod matching;
 mod multi_replace;
+mod patch;
 mod read_file;
 mod rename_file;
 mod replace_string;
@@ -33,6 +35,7 @@ pub const TOOL: ToolDef = ToolDef {
         OperationDef::of::<replace_string::ReplaceString>(),
         OperationDef::of::<multi_replace::MultiReplace>(),
         OperationDef::of::<insert_lines::InsertLines>(),
+        OperationDef::of::<apply_patch::ApplyPatch>(),
         OperationDef::of::<rename_file::RenameFile>(),
         OperationDef::of::<delete_file::DeleteFile>(),
         OperationDef::of::<create_directory::CreateDirectory>(),

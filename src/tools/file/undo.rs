@@ -139,7 +139,8 @@ fn check_unchanged(change: &Change, context: &Context) -> Result<(), ToolError> 
     }
 }
 
-fn revert(change: &Change, context: &Context) -> Result<&'static str, ToolError> {
+/// Reverts one change (also used by `apply_patch` to roll back a half-applied patch).
+pub(super) fn revert(change: &Change, context: &Context) -> Result<&'static str, ToolError> {
     let session = &context.session;
     let write_back = |path: &std::path::Path, before: &Before| -> Result<(), ToolError> {
         let bytes = session.read_before(before)?;

@@ -1,0 +1,235 @@
+//! `apply_patch`: a unified diff or a `*** Begin Patch` envelope over one or more files, all
+//! files or none.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::write::{Existing, Kind, Replace, Target};
+use crate::session::ChangeKind;
+use crate::tools::file::edit::{self, Landing, Text, diff};
+use crate::tools::file::patch::{self, FilePatch};
+use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
+
+/// The `apply_patch` operation.
+pub struct ApplyPatch;
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The patch: a unified diff (`diff --git`/`---`/`+++`/`@@`, several files, new files from `/dev/null`, deletions to `/dev/null`, renames) or a `*** Begin Patch` … `*** End Patch` envelope (`*** Add File:`, `*** Update File:` with optional `*** Move to:`, `*** Delete File:`).
+    pub patch: String,
+    /// Only show the diff the call would make; write nothing (default false).
+    pub dry_run: Option<bool>,
+}
+
+/// Structured result of `apply_patch`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// Each file the patch touched, in patch order.
+    pub patched_files: Vec<Patched>,
+    /// Whether this was a preview: nothing was written.
+    pub dry_run: bool,
+}
+
+/// One file of the patch.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Patched {
+    /// The path, relative to the first root (the new path when moved).
+    pub path: String,
+    /// `created`, `modified`, `deleted` or `moved`.
+    pub action: String,
+    /// Lines added.
+    pub lines_added: u64,
+    /// Lines removed.
+    pub lines_removed: u64,
+}
+
+/// Paths a patch touches, in the order the gate resolves them (a move adds its destination).
+fn paths(files: &[FilePatch]) -> Vec<String> {
+    let mut out = Vec::new();
+    for file in files {
+        out.push(file.path().to_string());
+        if let FilePatch::Update { move_to: Some(to), .. } = file {
+            out.push(to.clone());
+        }
+    }
+    out
+}
+
+impl Operation for ApplyPatch {
+    const NAME: &'static str = "apply_patch";
+    const DESCRIPTION: &'static str = "Apply a unified diff (git style, several files, new/deleted/renamed files) or a `*** Begin Patch` envelope. Context must match exactly but may sit at other line numbers; if any hunk fails, no file changes and the error names the file, hunk and nearest near-match.";
+    const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Write(patch::parse(&args.patch).map(|files| paths(&files)).unwrap_or_default())
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let files = patch::parse(&args.patch).map_err(|why| ToolError::EditFailed(format!("invalid patch: {why}")))?;
+        let context = call.context;
+        let targets = call.targets;
+        blocking(move || {
+            let plans = plan(&files, targets, &context)?;
+            let dry_run = args.dry_run.unwrap_or(false);
+            if dry_run {
+                let mut text =
+                    format!("[dry run: the patch applies to {} file(s); nothing was written]\n", plans.len());
+                let mut rows = Vec::new();
+                for plan in &plans {
+                    let (patch_text, row) = preview(plan);
+                    text.push_str(&patch_text);
+                    rows.push(row);
+                }
+                return Ok(Reply::new(text, Output { patched_files: rows, dry_run }));
+            }
+            land_all(plans, &context)
+        })
+        .await
+    }
+}
+
+/// One file's change, checked and computed, ready to land.
+enum Plan {
+    Write { target: Target, before: Option<Existing>, bytes: Vec<u8>, action: &'static str },
+    Delete { target: Target, before: Existing },
+}
+
+/// Computes every file's new content; any problem fails the whole patch before a write.
+fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<Vec<Plan>, ToolError> {
+    let limit = context.config.max_edit_bytes;
+    let mut targets = targets.into_iter();
+    let mut next =
+        || targets.next().ok_or_else(|| ToolError::Internal("the gate returned fewer targets than paths".into()));
+    let mut plans = Vec::new();
+    for file in files {
+        match file {
+            FilePatch::Add { content, .. } => {
+                let target = next()?;
+                if target.kind().is_some() {
+                    return Err(ToolError::AlreadyExists {
+                        path: target.shown().into(),
+                        what: "the patch adds it as a new file",
+                    });
+                }
+                plans.push(Plan::Write {
+                    target,
+                    before: None,
+                    bytes: content.clone().into_bytes(),
+                    action: "created",
+                });
+            }
+            FilePatch::Delete { .. } => {
+                let target = next()?;
+                let before =
+                    target.read_existing(limit)?.ok_or_else(|| ToolError::NotFound { path: target.shown().into() })?;
+                plans.push(Plan::Delete { target, before });
+            }
+            FilePatch::Update { hunks, move_to, .. } => {
+                let source = next()?;
+                let before =
+                    source.read_existing(limit)?.ok_or_else(|| ToolError::NotFound { path: source.shown().into() })?;
+                let text = Text::decode(&before.bytes, source.shown())?;
+                let body = patch::apply(&text.body, hunks).map_err(|why| {
+                    ToolError::EditFailed(format!("`{}`: {why}; no file was changed", source.shown()))
+                })?;
+                let bytes = text.encode(&body);
+                if move_to.is_some() {
+                    let destination = next()?;
+                    if destination.kind().is_some() {
+                        return Err(ToolError::AlreadyExists {
+                            path: destination.shown().into(),
+                            what: "the patch moves a file there",
+                        });
+                    }
+                    plans.push(Plan::Write { target: destination, before: None, bytes, action: "moved" });
+                    plans.push(Plan::Delete { target: source, before });
+                } else {
+                    plans.push(Plan::Write { target: source, before: Some(before), bytes, action: "modified" });
+                }
+            }
+        }
+    }
+    Ok(plans)
+}
+
+fn preview(plan: &Plan) -> (String, Patched) {
+    let (target, old, new, action) = match plan {
+        Plan::Write { target, before, bytes, action } => (
+            target,
+            before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned()),
+            String::from_utf8_lossy(bytes).into_owned(),
+            *action,
+        ),
+        Plan::Delete { target, before } => {
+            (target, Some(String::from_utf8_lossy(&before.bytes).into_owned()), String::new(), "deleted")
+        }
+    };
+    let (text, lines_added, lines_removed) = diff(target.shown(), old.as_deref(), &new);
+    (text, Patched { path: target.shown().into(), action: action.into(), lines_added, lines_removed })
+}
+
+/// Lands the plans in order; if one fails, reverts what this call already changed.
+fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolError> {
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    for plan in plans {
+        let (patch_text, row) = preview(&plan);
+        let landed = match plan {
+            Plan::Write { target, before, bytes, action } => {
+                let replace = if before.is_some() { Replace::Allowed } else { Replace::Never };
+                let landing = Landing {
+                    operation: ApplyPatch::NAME,
+                    target,
+                    before,
+                    bytes,
+                    replace,
+                    dry_run: false,
+                    action,
+                    replacements: None,
+                    context,
+                };
+                edit::commit(landing).map(|_| ())
+            }
+            Plan::Delete { target, before } => delete(&target, &before, context),
+        };
+        if let Err(err) = landed {
+            let applied = context.session.take_last(1);
+            for change in &applied {
+                let _ = super::undo::revert(change, context);
+            }
+            context.session.discard(&applied);
+            return Err(ToolError::EditFailed(format!(
+                "the patch failed at `{}` ({err}); the files it had already changed were restored",
+                row.path
+            )));
+        }
+        text.push_str(&patch_text);
+        rows.push(row);
+    }
+    let summary: Vec<String> =
+        rows.iter().map(|r| format!("`{}` {} (+{} -{})", r.path, r.action, r.lines_added, r.lines_removed)).collect();
+    Ok(Reply::new(
+        format!("[patch applied: {}]\n{text}", summary.join(", ")),
+        Output { patched_files: rows, dry_run: false },
+    ))
+}
+
+fn delete(target: &Target, before: &Existing, context: &Context) -> Result<(), ToolError> {
+    if target.kind() != Some(Kind::File) {
+        return Err(ToolError::NotFound { path: target.shown().into() });
+    }
+    let kept = context.session.keep_before(&before.bytes, before.mode)?;
+    target.remove_file()?;
+    context.session.record(
+        ApplyPatch::NAME,
+        target.real().to_path_buf(),
+        target.shown().into(),
+        ChangeKind::Removed(kept),
+    );
+    Ok(())
+}
