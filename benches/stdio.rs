@@ -28,6 +28,9 @@
     reason = "a benchmark binary: it prints its report and stops loudly on a broken setup"
 )]
 
+#[path = "stdio/writes.rs"]
+mod writes;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -420,6 +423,7 @@ fn main() {
     println!("# toolbelt-mcp stdio bench\n\nbinary: `{}`", o.bin.display());
     cold_start(&servers, o.runs);
     warm_calls(&servers, &ws.0, o.calls);
+    writes::write_calls(&servers, &ws.0, o.calls);
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);
     if !counts_ok {

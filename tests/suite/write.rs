@@ -590,3 +590,21 @@ async fn apply_patch_envelope_add_update_move_delete() {
     );
     client.close().await;
 }
+
+#[tokio::test]
+async fn edits_refuse_files_over_the_size_limit() {
+    let ws = Workspace::new();
+    let config = ws.config_home.join("small.toml");
+    std::fs::write(&config, "max_edit_bytes = 1000\n").unwrap();
+    let client = Client::start(&ws, &["--config", config.to_str().unwrap()]).await;
+    let before = read(&ws, "data/big.txt");
+    let text = client
+        .err(op("replace_string", json!({"path": "data/big.txt", "old_string": "line 1 ", "new_string": "x"})))
+        .await;
+    assert!(text.contains("`data/big.txt` is 1.3 MiB, over the 1000 B limit for edits"), "{text}");
+    let big = client.err(op("create_file", json!({"path": "new.txt", "content": "y".repeat(2000)}))).await;
+    assert!(big.contains("over the 1000 B limit for written files"), "{big}");
+    assert_eq!(read(&ws, "data/big.txt"), before);
+    assert!(!ws.root.join("new.txt").exists());
+    client.close().await;
+}
