@@ -31,6 +31,7 @@ pub struct Session {
 struct History {
     changes: VecDeque<Change>,
     next_blob: u64,
+    memory_bytes: u64,
     call: u64,
     blob_bytes: u64,
     dropped: u64,
@@ -111,15 +112,27 @@ impl ChangeKind {
     }
 }
 
-/// Content a change replaced or removed, kept as a blob.
+/// Content a change replaced or removed, kept for undo.
 #[derive(Debug, Clone)]
 pub struct Before {
-    blob: PathBuf,
+    blob: Blob,
     /// Its length.
     pub len: u64,
     /// Its permission bits.
     pub mode: u32,
 }
+
+/// Where kept content lives: small blobs in memory, the rest under the state dir.
+#[derive(Debug, Clone)]
+enum Blob {
+    Memory(std::sync::Arc<Vec<u8>>),
+    Disk(PathBuf),
+}
+
+/// Blobs up to this size stay in memory…
+const MEMORY_BLOB: usize = 64 * 1024;
+/// …while the session holds less than this in memory.
+const MEMORY_TOTAL: u64 = 8 * 1024 * 1024;
 
 impl Session {
     /// A new session storing undo blobs under `state_dir`, at most `cap` bytes.
@@ -145,18 +158,34 @@ impl Session {
         self.history().call += 1;
     }
 
-    /// Keeps `content` (the state before a change) as a blob for undo.
+    /// Keeps `content` (the state before a change) for undo: in memory when small, else as a
+    /// file under the state dir (written once, read back only if undone).
     pub fn keep_before(&self, content: &[u8], mode: u32) -> Result<Before, ToolError> {
+        let len = content.len() as u64;
         let seq = {
             let mut history = self.history();
             history.next_blob += 1;
+            if content.len() <= MEMORY_BLOB && history.memory_bytes + len <= MEMORY_TOTAL {
+                history.memory_bytes += len;
+                return Ok(Before { blob: Blob::Memory(std::sync::Arc::new(content.to_vec())), len, mode });
+            }
             history.next_blob
         };
-        let blob = self.undo_dir.join(format!("{seq}.before"));
-        fs::write_private(&self.undo_dir, &blob, content).map_err(|err| {
+        let path = self.undo_dir.join(format!("{seq}.before"));
+        fs::write_private(&self.undo_dir, &path, content).map_err(|err| {
             ToolError::Internal(format!("cannot keep undo data in `{}`: {err}", self.undo_dir.display()))
         })?;
-        Ok(Before { blob, len: content.len() as u64, mode })
+        Ok(Before { blob: Blob::Disk(path), len, mode })
+    }
+
+    /// Lets go of a blob (dropped from history or undone).
+    fn release(&self, history: &mut History, before: &Before) {
+        match &before.blob {
+            Blob::Memory(_) => history.memory_bytes = history.memory_bytes.saturating_sub(before.len),
+            Blob::Disk(path) => {
+                let _ = fs::remove_file(path);
+            }
+        }
     }
 
     /// Records a change made by the current call; drops the oldest calls' changes past the
@@ -171,7 +200,7 @@ impl Session {
                 history.blob_bytes -= old.kind.blob_bytes();
                 history.dropped += 1;
                 for before in old.kind.blobs() {
-                    let _ = fs::remove_file(&before.blob);
+                    self.release(&mut history, before);
                 }
             }
         }
@@ -210,9 +239,10 @@ impl Session {
 
     /// Forgets the blobs of changes that were undone.
     pub fn discard(&self, changes: &[Change]) {
+        let mut history = self.history();
         for change in changes {
             for before in change.kind.blobs() {
-                let _ = fs::remove_file(&before.blob);
+                self.release(&mut history, before);
             }
         }
     }
@@ -225,8 +255,11 @@ impl Session {
 
     /// Reads a blob back.
     pub fn read_before(&self, before: &Before) -> Result<Vec<u8>, ToolError> {
-        fs::read_state_file(&before.blob)
-            .map_err(|err| ToolError::Internal(format!("undo data `{}` is gone: {err}", before.blob.display())))
+        match &before.blob {
+            Blob::Memory(bytes) => Ok(bytes.as_ref().clone()),
+            Blob::Disk(path) => fs::read_state_file(path)
+                .map_err(|err| ToolError::Internal(format!("undo data `{}` is gone: {err}", path.display()))),
+        }
     }
 }
 

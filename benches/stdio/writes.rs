@@ -62,7 +62,8 @@ pub fn write_calls(servers: &[Server], ws: &Path, calls: usize) {
     println!("| atomic write 4 KB | in-process temp+write+fsync+rename (floor) | {fmed:.1} µs | {fp90:.1} µs | 1.0× |");
     for s in servers {
         let (forward, backward) = patch_pair(ws);
-        std::fs::write(ws.join("edit1k.txt"), "alpha ".repeat(170)).expect("write edit1k.txt");
+        let filler = "filler line for the 1 KB edit target, not matched\n".repeat(19);
+        std::fs::write(ws.join("edit1k.txt"), format!("{filler}token: alpha alpha\n")).expect("write edit1k.txt");
         let mut p = Peer::spawn(&s.argv);
         let tools = p.handshake();
         let mut n = 0usize;

@@ -109,3 +109,19 @@ pub fn read_state_file(path: &Path) -> io::Result<Vec<u8>> {
 pub fn remove_state_dir(path: &Path) {
     let _ = std::fs::remove_dir_all(path);
 }
+
+/// Appends to a small private file (mode 0600) in `dir`, creating `dir` (mode 0700) if needed.
+pub fn append_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mut file = OpenOptions::new().append(true).create(true).mode(0o600).open(path)?;
+    file.write_all(contents)
+}
+
+/// The names in a directory (state bookkeeping: the temp-file sweep); empty if unreadable.
+pub fn file_names(dir: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default()
+}

@@ -217,12 +217,13 @@ impl Target {
     ) -> Result<Vec<PathBuf>, ToolError> {
         let created = self.create_parents()?;
         let temp = temp_name(&self.name);
-        let marker = journal.note(&self.real.with_file_name(&temp));
+        if let Some(parent) = self.real.parent() {
+            journal.note_dir(parent);
+        }
         let outcome = self.write_temp_and_rename(&temp, bytes, mode, replace);
         if outcome.is_err() {
             let _ = rustix::fs::unlinkat(&self.dir, &temp, AtFlags::empty());
         }
-        journal.clear(marker);
         outcome.map(|()| created)
     }
 
@@ -435,54 +436,60 @@ fn temp_name(name: &OsStr) -> OsString {
     OsString::from(format!(".{stem}.{}.{n}{TEMP_SUFFIX}", std::process::id()))
 }
 
-/// Markers (one small file per temp file in flight, under the state dir) so the next server
-/// start can remove temp files a killed server left behind.
+/// Where a killed server may have left temp files: each process lists, in
+/// `<state>/tmp/<pid>`, every directory it has written a temp file in (once per directory),
+/// so the next start can remove that process's temp files without scanning the roots.
 #[derive(Debug)]
 pub struct TempJournal {
     dir: PathBuf,
+    known: std::sync::Mutex<std::collections::HashSet<PathBuf>>,
 }
-
-/// A marker to clear once its temp file is gone.
-pub struct Marker(Option<PathBuf>);
 
 impl TempJournal {
     /// A journal in `state_dir/tmp` (created on first use).
     pub fn new(state_dir: &Path) -> Self {
-        Self { dir: state_dir.join("tmp") }
+        Self { dir: state_dir.join("tmp"), known: std::sync::Mutex::new(std::collections::HashSet::new()) }
     }
 
-    /// Records a temp file about to be created. Best effort: a journal that cannot be written
-    /// only loses the clean-up after a crash, never the write itself.
-    pub fn note(&self, temp: &Path) -> Marker {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let marker = self.dir.join(format!("{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
-        let written = fs::write_private(&self.dir, &marker, temp.as_os_str().as_bytes());
-        Marker(written.ok().map(|()| marker))
-    }
-
-    /// Forgets a temp file (renamed into place or removed).
-    pub fn clear(&self, marker: Marker) {
-        if let Some(path) = marker.0 {
-            let _ = fs::remove_file(&path);
+    /// Records that this process writes temp files in `dir`. Best effort: a journal that cannot
+    /// be written only loses the clean-up after a crash, never the write itself.
+    pub fn note_dir(&self, dir: &Path) {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if known.contains(dir) {
+            return;
+        }
+        let mut line = dir.as_os_str().as_bytes().to_vec();
+        line.push(b'\n');
+        let list = self.dir.join(std::process::id().to_string());
+        if fs::append_private(&self.dir, &list, &line).is_ok() {
+            known.insert(dir.to_path_buf());
         }
     }
 
-    /// Removes temp files recorded by servers that are no longer running. Returns how many.
+    /// Removes the temp files of servers that are no longer running. Returns how many.
     pub fn sweep(&self) -> usize {
         let mut removed = 0;
-        for (marker, contents) in fs::read_small_files(&self.dir) {
-            let pid = marker.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').next()).unwrap_or("");
-            let alive = pid
-                .parse::<u32>()
-                .is_ok_and(|p| p == std::process::id() || fs::is_dir(&PathBuf::from(format!("/proc/{p}"))));
-            if alive {
+        for (list, contents) in fs::read_small_files(&self.dir) {
+            let Some(pid) = list.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == std::process::id() || fs::is_dir(&PathBuf::from(format!("/proc/{pid}"))) {
                 continue;
             }
-            let temp = PathBuf::from(OsStr::from_bytes(&contents));
-            if temp.as_os_str().as_bytes().ends_with(TEMP_SUFFIX.as_bytes()) && fs::remove_file(&temp).is_ok() {
-                removed += 1;
+            let ours = format!(".{pid}.");
+            for dir in contents.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                let dir = Path::new(OsStr::from_bytes(dir));
+                for name in fs::file_names(dir) {
+                    let name_str = name.to_string_lossy();
+                    if name_str.ends_with(TEMP_SUFFIX)
+                        && name_str.contains(&ours)
+                        && fs::remove_file(&dir.join(&name)).is_ok()
+                    {
+                        removed += 1;
+                    }
+                }
             }
-            let _ = fs::remove_file(&marker);
+            let _ = fs::remove_file(&list);
         }
         removed
     }

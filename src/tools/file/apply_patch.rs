@@ -158,19 +158,19 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
 }
 
 fn preview(plan: &Plan) -> (String, Patched) {
-    let (target, old, new, action) = match plan {
-        Plan::Write { target, before, bytes, action } => (
-            target,
-            before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned()),
-            String::from_utf8_lossy(bytes).into_owned(),
-            *action,
-        ),
-        Plan::Delete { target, before } => {
-            (target, Some(String::from_utf8_lossy(&before.bytes).into_owned()), String::new(), "deleted")
+    match plan {
+        Plan::Write { target, before, bytes, action } => {
+            describe(target.shown(), before.as_ref().map(|b| b.bytes.as_slice()), bytes, action)
         }
-    };
-    let (text, lines_added, lines_removed) = diff(target.shown(), old.as_deref(), &new);
-    (text, Patched { path: target.shown().into(), action: action.into(), lines_added, lines_removed })
+        Plan::Delete { target, before } => describe(target.shown(), Some(&before.bytes), b"", "deleted"),
+    }
+}
+
+/// The diff and the result row of one file's change.
+fn describe(shown: &str, old: Option<&[u8]>, new: &[u8], action: &str) -> (String, Patched) {
+    let old = old.map(|b| String::from_utf8_lossy(b).into_owned());
+    let (text, lines_added, lines_removed) = diff(shown, old.as_deref(), &String::from_utf8_lossy(new));
+    (text, Patched { path: shown.into(), action: action.into(), lines_added, lines_removed })
 }
 
 /// Lands the plans in order; if one fails, reverts what this call already changed.
@@ -178,10 +178,10 @@ fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolEr
     let mut text = String::new();
     let mut rows = Vec::new();
     for plan in plans {
-        let (patch_text, row) = preview(&plan);
         let landed = match plan {
             Plan::Write { target, before, bytes, action } => {
                 let replace = if before.is_some() { Replace::Allowed } else { Replace::Never };
+                let path = target.shown().to_string();
                 let landing = Landing {
                     operation: ApplyPatch::NAME,
                     target,
@@ -193,23 +193,42 @@ fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolEr
                     replacements: None,
                     context,
                 };
-                edit::commit(landing).map(|_| ())
+                edit::commit(landing)
+                    .map(|reply| {
+                        let data = reply.data;
+                        let row = Patched {
+                            path: data.path,
+                            action: action.into(),
+                            lines_added: data.lines_added,
+                            lines_removed: data.lines_removed,
+                        };
+                        (reply.text.split_once('\n').map(|(_, diff)| diff.to_string()).unwrap_or_default(), row)
+                    })
+                    .map_err(|err| (path, err))
             }
-            Plan::Delete { target, before } => delete(&target, &before, context),
+            Plan::Delete { target, before } => {
+                let (patch_text, row) = describe(target.shown(), Some(&before.bytes), b"", "deleted");
+                delete(&target, &before, context)
+                    .map(|()| (patch_text, row))
+                    .map_err(|err| (target.shown().to_string(), err))
+            }
         };
-        if let Err(err) = landed {
-            let applied = context.session.take_last(1);
-            for change in &applied {
-                let _ = super::undo::revert(change, context);
+        match landed {
+            Ok((patch_text, row)) => {
+                text.push_str(&patch_text);
+                rows.push(row);
             }
-            context.session.discard(&applied);
-            return Err(ToolError::EditFailed(format!(
-                "the patch failed at `{}` ({err}); the files it had already changed were restored",
-                row.path
-            )));
+            Err((path, err)) => {
+                let applied = context.session.take_last(1);
+                for change in &applied {
+                    let _ = super::undo::revert(change, context);
+                }
+                context.session.discard(&applied);
+                return Err(ToolError::EditFailed(format!(
+                    "the patch failed at `{path}` ({err}); the files it had already changed were restored"
+                )));
+            }
         }
-        text.push_str(&patch_text);
-        rows.push(row);
     }
     let summary: Vec<String> =
         rows.iter().map(|r| format!("`{}` {} (+{} -{})", r.path, r.action, r.lines_added, r.lines_removed)).collect();

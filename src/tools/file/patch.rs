@@ -272,10 +272,27 @@ pub fn apply(body: &str, hunks: &[Hunk]) -> Result<String, String> {
     Ok(out)
 }
 
-/// The match of `needle` at or after `from` nearest to `hint`.
+/// The match of `needle` at or after `from` nearest to `hint`, searching outward from the
+/// hint (a well-made patch matches at the hint, so this is usually one comparison).
 fn find(lines: &[String], needle: &[String], from: usize, hint: usize) -> Option<usize> {
     let last = lines.len().checked_sub(needle.len())?;
-    (from..=last).filter(|&i| lines[i..i + needle.len()] == *needle).min_by_key(|&i| i.abs_diff(hint))
+    if from > last {
+        return None;
+    }
+    let hint = hint.clamp(from, last);
+    let matches = |i: usize| lines[i..i + needle.len()] == *needle;
+    for distance in 0..=(last - from) {
+        if hint >= from + distance && matches(hint - distance) {
+            return Some(hint - distance);
+        }
+        if distance > 0 && hint + distance <= last && matches(hint + distance) {
+            return Some(hint + distance);
+        }
+        if hint < from + distance && hint + distance > last {
+            break;
+        }
+    }
+    None
 }
 
 fn describe_miss(lines: &[String], needle: &[String], number: usize, from: usize) -> String {
@@ -352,5 +369,12 @@ mod tests {
         let anchored =
             Hunk { anchor: Some("b".into()), old: vec!["d".into()], new: vec!["D".into()], ..Hunk::default() };
         assert_eq!(apply(body, &[anchored]).unwrap(), "a\nb\nc\nD\ne\n");
+        // Two equal candidates: the one nearest the header wins, on either side.
+        let twice = "x\ny\nx\ny\nx\n";
+        let near =
+            |start| Hunk { old_start: Some(start), old: vec!["x".into()], new: vec!["X".into()], ..Hunk::default() };
+        assert_eq!(apply(twice, &[near(3)]).unwrap(), "x\ny\nX\ny\nx\n");
+        assert_eq!(apply(twice, &[near(5)]).unwrap(), "x\ny\nx\ny\nX\n");
+        assert_eq!(apply(twice, &[near(2)]).unwrap(), "X\ny\nx\ny\nx\n", "ties go to the earlier line");
     }
 }
