@@ -95,8 +95,17 @@ impl Operation for ApplyPatch {
 
 /// One file's change, checked and computed, ready to land.
 enum Plan {
-    Write { target: Target, before: Option<Existing>, bytes: Vec<u8>, action: &'static str },
-    Delete { target: Target, before: Existing },
+    Write {
+        target: Target,
+        before: Option<Existing>,
+        bytes: Vec<u8>,
+        action: &'static str,
+        known_diff: Option<(String, u64, u64)>,
+    },
+    Delete {
+        target: Target,
+        before: Existing,
+    },
 }
 
 /// Computes every file's new content; any problem fails the whole patch before a write.
@@ -121,6 +130,7 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
                     before: None,
                     bytes: content.clone().into_bytes(),
                     action: "created",
+                    known_diff: None,
                 });
             }
             FilePatch::Delete { .. } => {
@@ -134,10 +144,10 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
                 let before =
                     source.read_existing(limit)?.ok_or_else(|| ToolError::NotFound { path: source.shown().into() })?;
                 let text = Text::decode(&before.bytes, source.shown())?;
-                let body = patch::apply(&text.body, hunks).map_err(|why| {
+                let applied = patch::apply(&text.body, hunks).map_err(|why| {
                     ToolError::EditFailed(format!("`{}`: {why}; no file was changed", source.shown()))
                 })?;
-                let bytes = text.encode(&body);
+                let bytes = text.encode(&applied.body);
                 if move_to.is_some() {
                     let destination = next()?;
                     if destination.kind().is_some() {
@@ -146,10 +156,23 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
                             what: "the patch moves a file there",
                         });
                     }
-                    plans.push(Plan::Write { target: destination, before: None, bytes, action: "moved" });
+                    plans.push(Plan::Write {
+                        target: destination,
+                        before: None,
+                        bytes,
+                        action: "moved",
+                        known_diff: None,
+                    });
                     plans.push(Plan::Delete { target: source, before });
                 } else {
-                    plans.push(Plan::Write { target: source, before: Some(before), bytes, action: "modified" });
+                    let known_diff = Some((applied.diff, applied.added, applied.removed));
+                    plans.push(Plan::Write {
+                        target: source,
+                        before: Some(before),
+                        bytes,
+                        action: "modified",
+                        known_diff,
+                    });
                 }
             }
         }
@@ -159,7 +182,13 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
 
 fn preview(plan: &Plan) -> (String, Patched) {
     match plan {
-        Plan::Write { target, before, bytes, action } => {
+        Plan::Write { target, known_diff: Some((hunks, added, removed)), action, .. } => {
+            let shown = target.shown();
+            let row =
+                Patched { path: shown.into(), action: (*action).into(), lines_added: *added, lines_removed: *removed };
+            (format!("--- a/{shown}\n+++ b/{shown}\n{hunks}"), row)
+        }
+        Plan::Write { target, before, bytes, action, known_diff: None } => {
             describe(target.shown(), before.as_ref().map(|b| b.bytes.as_slice()), bytes, action)
         }
         Plan::Delete { target, before } => describe(target.shown(), Some(&before.bytes), b"", "deleted"),
@@ -179,7 +208,7 @@ fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolEr
     let mut rows = Vec::new();
     for plan in plans {
         let landed = match plan {
-            Plan::Write { target, before, bytes, action } => {
+            Plan::Write { target, before, bytes, action, known_diff } => {
                 let replace = if before.is_some() { Replace::Allowed } else { Replace::Never };
                 let path = target.shown().to_string();
                 let landing = Landing {
@@ -191,6 +220,7 @@ fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolEr
                     dry_run: false,
                     action,
                     replacements: None,
+                    known_diff,
                     context,
                 };
                 edit::commit(landing)

@@ -73,6 +73,7 @@ impl Operation for CreateFile {
                 dry_run: args.dry_run.unwrap_or(false),
                 action,
                 replacements: None,
+                known_diff: None,
                 context: &context,
             })
         })

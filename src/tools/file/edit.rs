@@ -131,6 +131,8 @@ pub struct Landing<'a> {
     pub action: &'static str,
     /// `replace_string`'s count.
     pub replacements: Option<u64>,
+    /// The diff when the caller already knows it (`apply_patch`): `@@` blocks, lines added, removed.
+    pub known_diff: Option<(String, u64, u64)>,
     /// The call's context.
     pub context: &'a Context,
 }
@@ -162,6 +164,7 @@ pub fn edit_text(
         dry_run: dry_run.unwrap_or(false),
         action: "modified",
         replacements,
+        known_diff: None,
         context,
     })
 }
@@ -169,11 +172,16 @@ pub fn edit_text(
 /// Previews or performs a change: keeps the old content for undo, writes atomically, records
 /// it in the session's history, and answers with the diff.
 pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
-    let Landing { operation, mut target, before, bytes, replace, dry_run, action, replacements, context } = landing;
+    let Landing { operation, mut target, before, bytes, replace, dry_run, action, replacements, known_diff, context } =
+        landing;
     let shown = target.shown().to_string();
-    let old_text = before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned());
-    let new_text = String::from_utf8_lossy(&bytes);
-    let (diff_text, lines_added, lines_removed) = diff(&shown, old_text.as_deref(), &new_text);
+    let (diff_text, lines_added, lines_removed) = match known_diff {
+        Some((hunks, added, removed)) => (format!("--- a/{shown}\n+++ b/{shown}\n{hunks}"), added, removed),
+        None => {
+            let old_text = before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned());
+            diff(&shown, old_text.as_deref(), &String::from_utf8_lossy(&bytes))
+        }
+    };
     let unchanged = before.as_ref().is_some_and(|b| b.bytes == bytes);
     let action = if unchanged { "unchanged" } else { action };
     let new_hash = sha256_hex(&bytes);

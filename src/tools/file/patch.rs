@@ -232,10 +232,26 @@ fn parse_envelope(patch: &str) -> Result<Vec<FilePatch>, String> {
     Ok(files)
 }
 
+/// A patched body with the unified diff of exactly what changed.
+#[derive(Debug)]
+pub struct Applied {
+    /// The new body.
+    pub body: String,
+    /// `@@` hunks (without file headers) rendered from the hunks where they landed.
+    pub diff: String,
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+}
+
 /// Applies hunks to `body` (LF line endings). Each hunk's old lines must appear exactly, at or
 /// after the end of the previous hunk, nearest to where its header puts it. The error names
-/// the hunk (1-based) and the nearest near-match.
-pub fn apply(body: &str, hunks: &[Hunk]) -> Result<String, String> {
+/// the hunk (1-based) and the nearest near-match. The diff is rendered from the hunks (only
+/// their own lines are compared), so large files cost no whole-file diff.
+pub fn apply(body: &str, hunks: &[Hunk]) -> Result<Applied, String> {
+    let mut diff = String::new();
+    let (mut added, mut removed) = (0, 0);
     let had_final_newline = body.is_empty() || body.ends_with('\n');
     let mut lines: Vec<String> = body.lines().map(str::to_string).collect();
     let mut final_newline = had_final_newline;
@@ -261,6 +277,8 @@ pub fn apply(body: &str, hunks: &[Hunk]) -> Result<String, String> {
         if end == lines.len() && (hunk.new_no_newline || hunk.old_no_newline) {
             final_newline = !hunk.new_no_newline;
         }
+        let old_at = (at as isize - shift).max(0) as usize;
+        render_hunk(&mut diff, hunk, old_at, at, (&mut added, &mut removed));
         lines.splice(at..end, hunk.new.iter().cloned());
         floor = at + hunk.new.len();
         shift += hunk.new.len() as isize - hunk.old.len() as isize;
@@ -269,7 +287,30 @@ pub fn apply(body: &str, hunks: &[Hunk]) -> Result<String, String> {
     if final_newline && !lines.is_empty() {
         out.push('\n');
     }
-    Ok(out)
+    Ok(Applied { body: out, diff, added, removed })
+}
+
+/// One `@@ -a,b +c,d @@` block: the hunk's old and new lines diffed against each other.
+fn render_hunk(out: &mut String, hunk: &Hunk, old_at: usize, new_at: usize, counts: (&mut u64, &mut u64)) {
+    use similar::DiffTag;
+    let (old_len, new_len) = (hunk.old.len(), hunk.new.len());
+    let start = |at: usize, len: usize| if len == 0 { at } else { at + 1 };
+    out.push_str(&format!("@@ -{},{old_len} +{},{new_len} @@\n", start(old_at, old_len), start(new_at, new_len)));
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &hunk.old, &hunk.new) {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        if matches!(tag, DiffTag::Equal) {
+            old_range.for_each(|i| out.push_str(&format!(" {}\n", hunk.old[i])));
+            continue;
+        }
+        for i in old_range {
+            *counts.1 += 1;
+            out.push_str(&format!("-{}\n", hunk.old[i]));
+        }
+        for i in new_range {
+            *counts.0 += 1;
+            out.push_str(&format!("+{}\n", hunk.new[i]));
+        }
+    }
 }
 
 /// The match of `needle` at or after `from` nearest to `hint`, searching outward from the
@@ -359,22 +400,25 @@ mod tests {
         let body = "a\nb\nc\nd\ne\n";
         let hunk =
             Hunk { old_start: Some(1), old: vec!["c".into(), "d".into()], new: vec!["C".into()], ..Hunk::default() };
-        assert_eq!(apply(body, std::slice::from_ref(&hunk)).unwrap(), "a\nb\nC\ne\n", "header said line 1, found at 3");
+        let applied = apply(body, std::slice::from_ref(&hunk)).unwrap();
+        assert_eq!(applied.body, "a\nb\nC\ne\n", "header said line 1, found at 3");
+        assert_eq!(applied.diff, "@@ -3,2 +3,1 @@\n-c\n-d\n+C\n");
+        assert_eq!((applied.added, applied.removed), (1, 2));
         let bad = Hunk { old: vec!["c".into(), "x".into()], new: vec![], ..Hunk::default() };
         let err = apply(body, &[hunk, bad]).unwrap_err();
         assert!(err.starts_with("hunk 2: its context and removed lines do not match"), "{err}");
         let append =
             Hunk { old: vec!["e".into()], new: vec!["e".into(), "f".into()], new_no_newline: true, ..Hunk::default() };
-        assert_eq!(apply(body, &[append]).unwrap(), "a\nb\nc\nd\ne\nf");
+        assert_eq!(apply(body, &[append]).unwrap().body, "a\nb\nc\nd\ne\nf");
         let anchored =
             Hunk { anchor: Some("b".into()), old: vec!["d".into()], new: vec!["D".into()], ..Hunk::default() };
-        assert_eq!(apply(body, &[anchored]).unwrap(), "a\nb\nc\nD\ne\n");
+        assert_eq!(apply(body, &[anchored]).unwrap().body, "a\nb\nc\nD\ne\n");
         // Two equal candidates: the one nearest the header wins, on either side.
         let twice = "x\ny\nx\ny\nx\n";
         let near =
             |start| Hunk { old_start: Some(start), old: vec!["x".into()], new: vec!["X".into()], ..Hunk::default() };
-        assert_eq!(apply(twice, &[near(3)]).unwrap(), "x\ny\nX\ny\nx\n");
-        assert_eq!(apply(twice, &[near(5)]).unwrap(), "x\ny\nx\ny\nX\n");
-        assert_eq!(apply(twice, &[near(2)]).unwrap(), "X\ny\nx\ny\nx\n", "ties go to the earlier line");
+        assert_eq!(apply(twice, &[near(3)]).unwrap().body, "x\ny\nX\ny\nx\n");
+        assert_eq!(apply(twice, &[near(5)]).unwrap().body, "x\ny\nx\ny\nX\n");
+        assert_eq!(apply(twice, &[near(2)]).unwrap().body, "X\ny\nx\ny\nx\n", "ties go to the earlier line");
     }
 }
