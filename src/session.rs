@@ -130,9 +130,9 @@ enum Blob {
 }
 
 /// Blobs up to this size stay in memory…
-const MEMORY_BLOB: usize = 64 * 1024;
+const MEMORY_BLOB: usize = 256 * 1024;
 /// …while the session holds less than this in memory.
-const MEMORY_TOTAL: u64 = 8 * 1024 * 1024;
+const MEMORY_TOTAL: u64 = 16 * 1024 * 1024;
 
 impl Session {
     /// A new session storing undo blobs under `state_dir`, at most `cap` bytes.
