@@ -2,6 +2,7 @@
 //! directory walking, and kernel sandbox (Landlock) support.
 
 pub mod fs;
+pub mod journal;
 pub mod landlock;
 pub mod paths;
 pub mod walk;

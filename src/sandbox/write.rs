@@ -8,7 +8,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +18,10 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
 use crate::error::ToolError;
 use crate::sandbox::paths::normalize;
 use crate::sandbox::{Roots, fs};
+
+pub use crate::sandbox::journal::TempJournal;
+
+mod tree;
 
 /// Suffix of our temp files; leftovers of a killed server are swept by [`TempJournal`].
 pub const TEMP_SUFFIX: &str = ".toolbelt-tmp";
@@ -292,24 +296,6 @@ pub enum Kind {
     Other,
 }
 
-/// A directory tree read before it is removed.
-#[derive(Debug, Default)]
-pub struct Tree {
-    /// Its directories (absolute), outermost first, itself included.
-    pub dirs: Vec<PathBuf>,
-    /// Its regular files with content and permission bits.
-    pub files: Vec<(PathBuf, Vec<u8>, u32)>,
-    /// Its symlinks with their targets.
-    pub links: Vec<(PathBuf, PathBuf)>,
-}
-
-impl Tree {
-    /// Bytes of file content.
-    pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|(_, b, _)| b.len() as u64).sum()
-    }
-}
-
 impl Target {
     /// What exists at the target, if anything.
     pub fn kind(&self) -> Option<Kind> {
@@ -323,69 +309,6 @@ impl Target {
             FileType::Symlink => Kind::Link,
             _ => Kind::Other,
         })
-    }
-
-    /// The target reached through the held directory handle, not by walking the path again.
-    fn handle_path(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd())).join(&self.name)
-    }
-
-    /// Reads the directory tree at the target (never following symlinks), stopping once its
-    /// files exceed `limit` bytes.
-    pub fn read_tree(&self, limit: u64) -> Result<Tree, ToolError> {
-        let mut tree = Tree::default();
-        let io_err = |e| ToolError::io("read", &self.shown, e);
-        let mut pending = vec![(self.handle_path(), self.real.clone())];
-        while let Some((dir, real)) = pending.pop() {
-            tree.dirs.push(real.clone());
-            let mut entries: Vec<_> =
-                std::fs::read_dir(&dir).map_err(io_err)?.collect::<Result<_, _>>().map_err(io_err)?;
-            entries.sort_by_key(|e| e.file_name());
-            for entry in entries {
-                let (path, real_child) = (entry.path(), real.join(entry.file_name()));
-                let file_type = entry.file_type().map_err(io_err)?;
-                if file_type.is_dir() {
-                    pending.push((path, real_child));
-                } else if file_type.is_symlink() {
-                    tree.links.push((real_child, std::fs::read_link(&path).map_err(io_err)?));
-                } else if file_type.is_file() {
-                    let meta = std::fs::symlink_metadata(&path).map_err(io_err)?;
-                    if tree.bytes() + meta.len() > limit {
-                        return Err(ToolError::TooLarge {
-                            path: self.shown.clone(),
-                            size: format!("over {}", crate::tools::file::human_size(limit)),
-                            limit: crate::tools::file::human_size(limit),
-                            what: "what one session keeps for undo (delete smaller parts, or raise `max_undo_bytes`)",
-                        });
-                    }
-                    let file =
-                        rustix::fs::open(&path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-                            .map_err(|e| io_err(e.into()))?;
-                    let mut bytes = Vec::with_capacity(meta.len() as usize);
-                    std::fs::File::from(file).read_to_end(&mut bytes).map_err(io_err)?;
-                    tree.files.push((
-                        real_child,
-                        bytes,
-                        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
-                    ));
-                } else {
-                    return Err(ToolError::BadTarget {
-                        path: self.shown.clone(),
-                        problem: format!(
-                            "holds `{}`, which is not a file, directory or symlink",
-                            entry.file_name().to_string_lossy()
-                        ),
-                    });
-                }
-            }
-        }
-        tree.dirs.sort();
-        Ok(tree)
-    }
-
-    /// Removes the directory tree at the target (symlinks inside are removed, not followed).
-    pub fn remove_tree(&self) -> Result<(), ToolError> {
-        std::fs::remove_dir_all(self.handle_path()).map_err(|e| ToolError::io("remove", &self.shown, e))
     }
 
     /// Creates a symlink at the target (undo of a removed tree).
@@ -434,63 +357,4 @@ fn temp_name(name: &OsStr) -> OsString {
     let stem = String::from_utf8_lossy(&bytes[..bytes.len().min(100)]).into_owned();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     OsString::from(format!(".{stem}.{}.{n}{TEMP_SUFFIX}", std::process::id()))
-}
-
-/// Where a killed server may have left temp files: each process lists, in
-/// `<state>/tmp/<pid>`, every directory it has written a temp file in (once per directory),
-/// so the next start can remove that process's temp files without scanning the roots.
-#[derive(Debug)]
-pub struct TempJournal {
-    dir: PathBuf,
-    known: std::sync::Mutex<std::collections::HashSet<PathBuf>>,
-}
-
-impl TempJournal {
-    /// A journal in `state_dir/tmp` (created on first use).
-    pub fn new(state_dir: &Path) -> Self {
-        Self { dir: state_dir.join("tmp"), known: std::sync::Mutex::new(std::collections::HashSet::new()) }
-    }
-
-    /// Records that this process writes temp files in `dir`. Best effort: a journal that cannot
-    /// be written only loses the clean-up after a crash, never the write itself.
-    pub fn note_dir(&self, dir: &Path) {
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-        if known.contains(dir) {
-            return;
-        }
-        let mut line = dir.as_os_str().as_bytes().to_vec();
-        line.push(b'\n');
-        let list = self.dir.join(std::process::id().to_string());
-        if fs::append_private(&self.dir, &list, &line).is_ok() {
-            known.insert(dir.to_path_buf());
-        }
-    }
-
-    /// Removes the temp files of servers that are no longer running. Returns how many.
-    pub fn sweep(&self) -> usize {
-        let mut removed = 0;
-        for (list, contents) in fs::read_small_files(&self.dir) {
-            let Some(pid) = list.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            if pid == std::process::id() || fs::is_dir(&PathBuf::from(format!("/proc/{pid}"))) {
-                continue;
-            }
-            let ours = format!(".{pid}.");
-            for dir in contents.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let dir = Path::new(OsStr::from_bytes(dir));
-                for name in fs::file_names(dir) {
-                    let name_str = name.to_string_lossy();
-                    if name_str.ends_with(TEMP_SUFFIX)
-                        && name_str.contains(&ours)
-                        && fs::remove_file(&dir.join(&name)).is_ok()
-                    {
-                        removed += 1;
-                    }
-                }
-            }
-            let _ = fs::remove_file(&list);
-        }
-        removed
-    }
 }
