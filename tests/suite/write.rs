@@ -194,6 +194,10 @@ async fn edits_keep_line_endings_bom_permissions_and_final_newline() {
         .await;
     assert!(latin.contains("not valid UTF-8 (at byte 3)"), "{latin}");
     assert_eq!(read(&ws, "data/latin1.txt"), b"caf\xe9 au lait\nna\xefve\n");
+    let png = read(&ws, "data/pixel.png");
+    let binary = client.err(op("insert_lines", json!({"path": "data/pixel.png", "line": 0, "text": "x"}))).await;
+    assert!(binary.contains("not valid UTF-8"), "{binary}");
+    assert_eq!(read(&ws, "data/pixel.png"), png, "binary files are never half-edited");
     client.close().await;
 }
 
