@@ -43,21 +43,10 @@ fn reference(specs: &[ToolSpec]) -> String {
             spec.name, def.summary
         ));
         for op in def.operations {
-            let schema = (op.input_schema)();
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let fields: Vec<String> = schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| {
-                    p.keys()
-                        .map(|k| if required.contains(&k.as_str()) { format!("`{k}`*") } else { format!("`{k}`") })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let fields: Vec<String> = tools::fields(&(op.input_schema)())
+                .into_iter()
+                .map(|(k, required)| if required { format!("`{k}`*") } else { format!("`{k}`") })
+                .collect();
             out.push_str(&format!(
                 "| `{}` | {} | {} |\n",
                 op.name,

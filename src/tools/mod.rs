@@ -23,7 +23,7 @@ use crate::sandbox::{Resolved, Roots};
 use crate::session::Session;
 
 pub use output::{Image, Reply, ToolOutput};
-pub use spec::{ToolSpec, specs};
+pub use spec::{ToolSpec, fields, specs};
 
 /// Every tool, in the order they are listed.
 pub static TOOLS: &[ToolDef] = &[file::TOOL];

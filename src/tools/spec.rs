@@ -117,36 +117,29 @@ fn add_truncated(schema: &mut Map<String, Value>) {
     schema.insert("required".into(), json!(["operation", "truncated"]));
 }
 
-/// `path*, offset, limit`: the operation's fields, required ones starred.
-fn field_list(schema: &Map<String, Value>) -> String {
+/// An operation's fields in schema order, each with whether it is required.
+pub fn fields(schema: &Map<String, Value>) -> Vec<(String, bool)> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let Some(Value::Object(props)) = schema.get("properties") else {
-        return String::new();
-    };
-    props
-        .keys()
-        .map(|k| if required.contains(&k.as_str()) { format!("{k}*") } else { k.clone() })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let Some(Value::Object(props)) = schema.get("properties") else { return Vec::new() };
+    props.keys().map(|k| (k.clone(), required.contains(&k.as_str()))).collect()
+}
+
+/// `path*, offset, limit`: the operation's fields, required ones starred.
+fn field_list(schema: &Map<String, Value>) -> String {
+    fields(schema).into_iter().map(|(k, req)| if req { format!("{k}*") } else { k }).collect::<Vec<_>>().join(", ")
 }
 
 /// The accepted-fields clause of an argument error: "`path` (required), `offset`, `limit`".
 pub fn accepted_fields(schema: &Map<String, Value>) -> String {
-    let list = field_list(schema);
-    if list.is_empty() {
-        return "none".into();
-    }
-    list.split(", ")
-        .map(|f| match f.strip_suffix('*') {
-            Some(name) => format!("`{name}` (required)"),
-            None => format!("`{f}`"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let list: Vec<String> = fields(schema)
+        .into_iter()
+        .map(|(k, req)| if req { format!("`{k}` (required)") } else { format!("`{k}`") })
+        .collect();
+    if list.is_empty() { "none".into() } else { list.join(", ") }
 }
 
 fn title_case(name: &str) -> String {

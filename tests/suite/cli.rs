@@ -42,6 +42,8 @@ fn doctor_reports_config_roots_and_landlock() {
     assert!(stdout.contains(&format!("roots:\n  {root}\n")), "{stdout}");
     assert!(stdout.contains("output budget: 5000 bytes"), "{stdout}");
     assert!(stdout.contains("tool layout:   consolidated (file_operations)"), "{stdout}");
+    assert!(stdout.contains("max edit:      10485760 bytes per file"), "{stdout}");
+    assert!(stdout.contains("undo data:     at most 268435456 bytes per session"), "{stdout}");
     assert!(stdout.contains("landlock:      available"), "{stdout}");
 }
 
