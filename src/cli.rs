@@ -47,6 +47,10 @@ pub struct CommonArgs {
     /// Env: `TOOLBELT_OUTPUT_BUDGET`.
     #[arg(long, value_name = "BYTES")]
     pub output_budget: Option<usize>,
+    /// How commands are confined: `read-only`, `workspace-write` (default) or `full-access`.
+    /// Env: `TOOLBELT_SANDBOX`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// Flags of `toolbelt-mcp schemas`.
@@ -58,6 +62,42 @@ pub struct SchemasArgs {
     /// The repository directory holding `schemas/` and `README.md`.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
+}
+
+/// How commands are confined (Landlock), and whether file writes are offered at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Read and execute everywhere; write nowhere but a private temp dir (file writes are
+    /// not offered).
+    ReadOnly,
+    /// Also write inside the roots, the system temp dir and `writable_roots`.
+    #[default]
+    WorkspaceWrite,
+    /// No Landlock: commands run with the server's own rights.
+    FullAccess,
+}
+
+impl SandboxMode {
+    /// The name used on the command line and in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::FullAccess => "full-access",
+        }
+    }
+}
+
+/// Whether sandboxed commands may open TCP connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// TCP connect and bind are allowed.
+    #[default]
+    Allow,
+    /// TCP connect and bind are denied by Landlock (kernel ABI 4 or newer).
+    Deny,
 }
 
 /// How the operations are exposed as MCP tools.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::cli::{CommonArgs, ToolLayout};
+use crate::cli::{CommonArgs, Network, SandboxMode, ToolLayout};
 use crate::error::ConfigError;
 use crate::sandbox::fs;
 
@@ -21,6 +21,10 @@ const BUDGET_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
 pub const DEFAULT_MAX_IMAGE_BYTES: usize = 3840 * 1024;
 /// Largest file an edit reads and rewrites when the config does not say.
 pub const DEFAULT_MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
+/// Default cap on the output one terminal session keeps in memory.
+pub const DEFAULT_SESSION_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
+/// Default limit on terminal sessions running at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 16;
 /// Largest accepted image cap.
 const MAX_IMAGE_LIMIT: usize = 7 * 1024 * 1024;
 
@@ -46,6 +50,20 @@ pub struct Config {
     pub max_undo_bytes: u64,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
+    /// How commands are confined.
+    pub sandbox: SandboxMode,
+    /// Whether sandboxed commands may use TCP.
+    pub network: Network,
+    /// Directories commands may also write in `workspace-write` mode (canonical).
+    pub writable_roots: Vec<PathBuf>,
+    /// The shell that runs commands (`SHELL -c COMMAND`) and interactive sessions.
+    pub shell: String,
+    /// Environment variables passed to commands beyond the defaults (`NAME` or `PREFIX*`).
+    pub env_allow: Vec<String>,
+    /// Most terminal sessions running at once.
+    pub max_sessions: usize,
+    /// Most bytes of output one terminal session keeps in memory (oldest dropped first).
+    pub session_output_bytes: usize,
 }
 
 /// The keys a config file may hold; anything else is an error naming the key.
@@ -59,6 +77,13 @@ struct FileConfig {
     max_image_bytes: Option<usize>,
     max_edit_bytes: Option<u64>,
     max_undo_bytes: Option<u64>,
+    sandbox: Option<SandboxMode>,
+    network: Option<Network>,
+    writable_roots: Option<Vec<PathBuf>>,
+    shell: Option<String>,
+    env_allow: Option<Vec<String>>,
+    max_sessions: Option<usize>,
+    session_output_bytes: Option<usize>,
 }
 
 /// Reads an environment variable; injected so resolution is testable without touching the
@@ -125,6 +150,57 @@ impl Config {
             });
         }
 
+        let sandbox = match (args.sandbox, env("TOOLBELT_SANDBOX")) {
+            (Some(mode), _) => mode,
+            (None, Some(value)) => parse_sandbox(&value)?,
+            (None, None) => file.sandbox.unwrap_or_default(),
+        };
+        let network = match env("TOOLBELT_NETWORK") {
+            Some(value) => match value.to_str() {
+                Some("allow") => Network::Allow,
+                Some("deny") => Network::Deny,
+                _ => {
+                    return Err(ConfigError::BadEnv {
+                        name: "TOOLBELT_NETWORK",
+                        value: value.to_string_lossy().into_owned(),
+                        expected: "`allow` or `deny`",
+                    });
+                }
+            },
+            None => file.network.unwrap_or_default(),
+        };
+        let writable_roots =
+            canonical_dirs(file.writable_roots.iter().flatten().map(from_file).collect(), |path, problem| {
+                ConfigError::BadWritableRoot { path, problem }
+            })?;
+        let max_sessions = file.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
+        if !(1..=256).contains(&max_sessions) {
+            return Err(ConfigError::OutOfRange {
+                key: "max_sessions",
+                value: max_sessions.to_string(),
+                expected: "between 1 and 256",
+            });
+        }
+        let session_output_bytes = file.session_output_bytes.unwrap_or(DEFAULT_SESSION_OUTPUT_BYTES);
+        if !(64 * 1024..=1024 * 1024 * 1024).contains(&session_output_bytes) {
+            return Err(ConfigError::OutOfRange {
+                key: "session_output_bytes",
+                value: session_output_bytes.to_string(),
+                expected: "between 65536 and 1073741824 bytes",
+            });
+        }
+        let shell = match file.shell {
+            Some(shell) if !shell.trim().is_empty() => shell,
+            Some(_) => {
+                return Err(ConfigError::OutOfRange {
+                    key: "shell",
+                    value: "\"\"".into(),
+                    expected: "a program such as `bash` or `/bin/zsh`",
+                });
+            }
+            None => default_shell(env),
+        };
+
         Ok(Arc::new(Self {
             roots,
             roots_explicit,
@@ -135,6 +211,13 @@ impl Config {
             max_edit_bytes: file.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
             max_undo_bytes: file.max_undo_bytes.unwrap_or(crate::session::DEFAULT_UNDO_BYTES),
             config_file,
+            sandbox,
+            network,
+            writable_roots,
+            shell,
+            env_allow: file.env_allow.unwrap_or_default(),
+            max_sessions,
+            session_output_bytes,
         }))
     }
 }
@@ -160,17 +243,25 @@ fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(FileConfig, Optio
 }
 
 fn canonical_roots(given: Vec<PathBuf>) -> Result<Vec<PathBuf>, ConfigError> {
+    canonical_dirs(given, |path, problem| ConfigError::BadRoot { path, problem })
+}
+
+/// Canonical, existing, distinct directories, in the order given.
+fn canonical_dirs(
+    given: Vec<PathBuf>,
+    bad: impl Fn(PathBuf, String) -> ConfigError,
+) -> Result<Vec<PathBuf>, ConfigError> {
     let mut roots: Vec<PathBuf> = Vec::with_capacity(given.len());
     for path in given {
-        let canonical = fs::canonicalize(&path).map_err(|err| ConfigError::BadRoot {
-            path: path.clone(),
-            problem: match err.kind() {
+        let canonical = fs::canonicalize(&path).map_err(|err| {
+            let problem = match err.kind() {
                 std::io::ErrorKind::NotFound => "does not exist".into(),
                 _ => format!("cannot be resolved ({err})"),
-            },
+            };
+            bad(path.clone(), problem)
         })?;
         if !fs::is_dir(&canonical) {
-            return Err(ConfigError::BadRoot { path, problem: "is not a directory".into() });
+            return Err(bad(path, "is not a directory".into()));
         }
         if !roots.contains(&canonical) {
             roots.push(canonical);
@@ -189,6 +280,26 @@ fn parse_layout(value: &OsString) -> Result<ToolLayout, ConfigError> {
             expected: "`consolidated` or `granular`",
         }),
     }
+}
+
+fn parse_sandbox(value: &OsString) -> Result<SandboxMode, ConfigError> {
+    match value.to_str() {
+        Some("read-only") => Ok(SandboxMode::ReadOnly),
+        Some("workspace-write") => Ok(SandboxMode::WorkspaceWrite),
+        Some("full-access") => Ok(SandboxMode::FullAccess),
+        _ => Err(ConfigError::BadEnv {
+            name: "TOOLBELT_SANDBOX",
+            value: value.to_string_lossy().into_owned(),
+            expected: "`read-only`, `workspace-write` or `full-access`",
+        }),
+    }
+}
+
+/// `bash` if it is on `PATH`, else `/bin/sh`.
+fn default_shell(env: EnvLookup<'_>) -> String {
+    let path = env("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
+    let found = std::env::split_paths(&path).any(|dir| fs::is_file(&dir.join("bash")));
+    if found { "bash".into() } else { "/bin/sh".into() }
 }
 
 /// `$VAR` if set and absolute, else `$HOME/fallback`.

@@ -189,6 +189,51 @@ pub enum ToolError {
         source: std::io::Error,
     },
     /// A bug on our side; the model can only retry or report it.
+    /// A file change while the server runs in `read-only` sandbox mode.
+    #[error(
+        "the server runs with `--sandbox read-only`, so files cannot be changed; ask the user to restart it with `--sandbox workspace-write` to allow edits"
+    )]
+    ReadOnlySandbox,
+    /// A command that cannot be confined as the sandbox mode requires (so it did not run).
+    #[error("{0}")]
+    Sandbox(String),
+    /// A command or session that could not be started.
+    #[error(
+        "cannot start `{program}`: {source}; check the `shell` setting (or the `shell` field) names an installed program"
+    )]
+    Spawn {
+        /// The program.
+        program: String,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The limit on running sessions is reached.
+    #[error(
+        "{limit} sessions are already running, the limit; end one with `kill_session` (see `list_sessions`), or raise `max_sessions` in the config"
+    )]
+    TooManySessions {
+        /// The limit.
+        limit: usize,
+    },
+    /// A session id that is not (or no longer) known.
+    #[error(
+        "no session `{id}`; the sessions are: {known}. Ended sessions are forgotten after an hour or with `kill_session {{remove: true}}`"
+    )]
+    NoSession {
+        /// The id given.
+        id: String,
+        /// The ids there are.
+        known: String,
+    },
+    /// An operation that needs another kind of session.
+    #[error("session `{id}` {problem}")]
+    WrongSession {
+        /// The session.
+        id: String,
+        /// What it cannot do, and what to do instead.
+        problem: String,
+    },
     #[error("internal error: {0}; this is a bug in toolbelt-mcp, please report it")]
     Internal(String),
 }
@@ -229,6 +274,14 @@ pub enum ConfigError {
     #[error("root `{path}` {problem}; pass an existing directory with `--root DIR`")]
     BadRoot {
         /// The root as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A `writable_roots` entry that does not exist or is not a directory.
+    #[error("writable root `{path}` {problem}; list existing directories in `writable_roots`")]
+    BadWritableRoot {
+        /// The directory as given.
         path: PathBuf,
         /// What is wrong with it.
         problem: String,

@@ -9,6 +9,7 @@ mod sandbox;
 mod schema;
 mod server;
 mod session;
+mod terminal;
 mod tools;
 
 use std::io::{IsTerminal, Write};
@@ -20,6 +21,11 @@ use crate::cli::{Cli, Command, CommonArgs};
 use crate::config::Config;
 
 fn main() -> ExitCode {
+    // A sandboxed command's re-exec: confine this (still single-threaded) process, then exec.
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|first| first == sandbox::exec::SUBCOMMAND) {
+        return sandbox::exec::child_main(args.collect());
+    }
     let cli = Cli::parse();
     init_logging();
     let outcome = match &cli.command {

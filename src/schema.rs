@@ -55,7 +55,11 @@ fn generate<T: JsonSchema>(contract: Contract) -> Map<String, Value> {
     let mut value = settings.into_generator().into_root_schema_for::<T>().to_value();
     flatten(&mut value);
     match value {
-        Value::Object(map) => map,
+        Value::Object(mut map) => {
+            // An operation without fields still lists (empty) properties.
+            map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+            map
+        }
         _ => Map::new(),
     }
 }

@@ -1,4 +1,4 @@
-//! Per-connection state: an id, the temp-file journal, and the history of file changes that
+//! Per-connection state: an id, the temp-file journal, its terminal sessions, and the history of file changes that
 //! `undo` reverts and `changes` reports. Content before each change is kept as a blob under
 //! the state dir (`undo/<session>/<seq>`), oldest dropped first past the size cap.
 
@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use crate::error::ToolError;
 use crate::sandbox::fs;
 use crate::sandbox::write::TempJournal;
+use crate::terminal::Terminals;
 
 /// Default cap on the bytes of undo blobs one session keeps.
 pub const DEFAULT_UNDO_BYTES: u64 = 256 * 1024 * 1024;
@@ -21,6 +22,8 @@ pub struct Session {
     /// Held by every writing call, so a session's edits never interleave (two edits of one
     /// file would otherwise both read the old content and one would be lost).
     pub writes: tokio::sync::Mutex<()>,
+    /// Its background commands and PTY sessions.
+    pub terminals: Terminals,
     history: Mutex<History>,
     undo_dir: PathBuf,
     cap: u64,
@@ -135,8 +138,10 @@ const MEMORY_BLOB: usize = 256 * 1024;
 const MEMORY_TOTAL: u64 = 16 * 1024 * 1024;
 
 impl Session {
-    /// A new session storing undo blobs under `state_dir`, at most `cap` bytes.
-    pub fn new(state_dir: &std::path::Path, cap: u64) -> Self {
+    /// A new session for `config`: undo blobs under its state dir (at most `max_undo_bytes`),
+    /// and no terminal sessions yet.
+    pub fn new(config: &crate::config::Config) -> Self {
+        let (state_dir, cap) = (&config.state_dir, config.max_undo_bytes);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let undo_dir = state_dir.join("undo").join(&id);
@@ -146,6 +151,7 @@ impl Session {
             history: Mutex::new(History::default()),
             undo_dir,
             cap,
+            terminals: Terminals::new(config),
         }
     }
 

@@ -15,8 +15,8 @@ const README_END: &str = "<!-- tool-reference:end -->";
 
 /// Generated files: (path relative to the repo, contents).
 pub fn generate(readme: &str) -> Result<Vec<(String, String)>, String> {
-    let consolidated = tools::specs(ToolLayout::Consolidated).map_err(|e| e.to_string())?;
-    let granular = tools::specs(ToolLayout::Granular).map_err(|e| e.to_string())?;
+    let consolidated = tools::specs(ToolLayout::Consolidated, false).map_err(|e| e.to_string())?;
+    let granular = tools::specs(ToolLayout::Granular, false).map_err(|e| e.to_string())?;
     let mut files = Vec::new();
     for spec in &consolidated {
         files.push((format!("schemas/{}.json", spec.name), pretty(spec)?));

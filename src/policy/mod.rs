@@ -5,6 +5,7 @@
 
 use std::path::{Component, Path};
 
+use crate::cli::SandboxMode;
 use crate::error::ToolError;
 use crate::sandbox::Resolved;
 use crate::sandbox::write::Target;
@@ -19,6 +20,8 @@ pub struct Approved {
     pub subjects: Vec<Resolved>,
     /// Write targets of a `Write` effect.
     pub targets: Vec<Target>,
+    /// The working directory of an `Exec` effect, if it named one.
+    pub cwd: Option<Resolved>,
 }
 
 impl Gate {
@@ -28,7 +31,10 @@ impl Gate {
         match effect {
             Effect::Read(paths) => {
                 let subjects = paths.iter().map(|path| context.roots.resolve(path)).collect::<Result<_, _>>()?;
-                Ok(Approved { subjects, targets: Vec::new() })
+                Ok(Approved { subjects, targets: Vec::new(), cwd: None })
+            }
+            Effect::Write(_) | Effect::History if context.config.sandbox == SandboxMode::ReadOnly => {
+                Err(ToolError::ReadOnlySandbox)
             }
             Effect::Write(paths) => {
                 let mut targets = Vec::with_capacity(paths.len());
@@ -39,9 +45,22 @@ impl Gate {
                     }
                     targets.push(target);
                 }
-                Ok(Approved { subjects: Vec::new(), targets })
+                Ok(Approved { subjects: Vec::new(), targets, cwd: None })
             }
-            Effect::History => Ok(Approved { subjects: Vec::new(), targets: Vec::new() }),
+            Effect::History | Effect::Control => Ok(Approved { subjects: Vec::new(), targets: Vec::new(), cwd: None }),
+            Effect::Exec { cwd, .. } => {
+                let cwd = match cwd {
+                    Some(dir) => {
+                        let resolved = context.roots.resolve(dir)?;
+                        if !crate::sandbox::fs::is_dir(resolved.real()) {
+                            return Err(ToolError::NotADirectory { path: dir.clone() });
+                        }
+                        Some(resolved)
+                    }
+                    None => None,
+                };
+                Ok(Approved { subjects: Vec::new(), targets: Vec::new(), cwd })
+            }
         }
     }
 

@@ -22,6 +22,16 @@ pub fn is_file(path: &Path) -> bool {
     path.is_file()
 }
 
+/// Whether `path` exists (following symlinks).
+pub fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+/// Whether `path` itself (not following a final symlink) exists.
+pub fn exists_no_follow(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}
+
 /// Whether `path` is a directory (following symlinks).
 pub fn is_dir(path: &Path) -> bool {
     path.is_dir()
@@ -124,4 +134,15 @@ pub fn file_names(dir: &Path) -> Vec<std::ffi::OsString> {
     std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name()).collect())
         .unwrap_or_default()
+}
+
+/// Creates a private directory (mode 0700, parents too) for server state or scratch space.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Creates a new private file (mode 0600) for reading and writing: spilled command output.
+pub fn create_spill_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(path)
 }

@@ -1,20 +1,31 @@
-//! What Linux Landlock support this kernel offers; commands run under it (see `doctor`).
+//! Linux Landlock: what the kernel supports (`doctor`, and the check before every sandboxed
+//! command), and the ruleset a sandboxed command runs under (applied in `__sandbox-exec`).
 
-use landlock::{ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr};
+use std::path::PathBuf;
 
-/// The kernel's Landlock support, as far as this build can tell.
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+};
+
+/// The first ABI that can deny TCP connect and bind.
+pub const NET_ABI: u8 = 4;
+/// The first ABI that can scope signals and abstract Unix sockets to the sandbox.
+pub const SCOPE_ABI: u8 = 6;
+
+/// The kernel's Landlock support.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LandlockSupport {
-    /// Human-readable status, e.g. `available (ABI 7)` or `not enabled by the kernel`.
+    /// Human-readable status, e.g. `available: ABI 7` or `not enabled by the kernel`.
     pub status: String,
-    /// Whether a ruleset can be enforced.
-    pub enforceable: bool,
+    /// The ABI this build can use with this kernel; `None` when Landlock is unavailable.
+    pub abi: Option<u8>,
 }
 
 /// Probes Landlock by enforcing a permissive ruleset on a short-lived thread (Landlock
 /// restricts only the calling thread), so the calling process itself stays unrestricted.
 pub fn probe() -> LandlockSupport {
-    let outcome = std::thread::spawn(|| -> Result<String, String> {
+    let outcome = std::thread::spawn(|| -> Result<LandlockStatus, String> {
         let access = AccessFs::from_all(ABI::V1);
         let root = PathFd::new("/").map_err(|e| e.to_string())?;
         let status = Ruleset::default()
@@ -23,58 +34,127 @@ pub fn probe() -> LandlockSupport {
             .and_then(|r| r.add_rule(PathBeneath::new(root, access)))
             .and_then(|r| r.restrict_self())
             .map_err(|e| e.to_string())?;
-        Ok(format!("{:?}", status.landlock))
+        Ok(status.landlock)
     })
     .join();
     match outcome {
-        Ok(Ok(raw)) => describe(&raw),
-        Ok(Err(err)) => LandlockSupport { status: format!("unavailable ({err})"), enforceable: false },
-        Err(_) => LandlockSupport { status: "probe failed".into(), enforceable: false },
+        Ok(Ok(status)) => describe(status),
+        Ok(Err(err)) => LandlockSupport { status: format!("unavailable ({err})"), abi: None },
+        Err(_) => LandlockSupport { status: "probe failed".into(), abi: None },
     }
 }
 
-/// Turns the crate's status (`Available { effective_abi: V6, kernel_abi: Some(7) }`,
-/// `NotEnabled`, `NotImplemented`) into words.
-fn describe(raw: &str) -> LandlockSupport {
-    if raw.starts_with("NotEnabled") {
-        return LandlockSupport {
-            status: "not enabled by the kernel (boot with lsm=landlock)".into(),
-            enforceable: false,
-        };
+/// The probe, run once per process (the kernel does not change under us).
+pub fn support() -> &'static LandlockSupport {
+    static SUPPORT: std::sync::OnceLock<LandlockSupport> = std::sync::OnceLock::new();
+    SUPPORT.get_or_init(probe)
+}
+
+fn describe(status: LandlockStatus) -> LandlockSupport {
+    match status {
+        LandlockStatus::NotEnabled => {
+            LandlockSupport { status: "not enabled by the kernel (boot with lsm=landlock)".into(), abi: None }
+        }
+        LandlockStatus::NotImplemented => {
+            LandlockSupport { status: "not implemented by this kernel".into(), abi: None }
+        }
+        LandlockStatus::Available { effective_abi, kernel_abi } => {
+            let abi = effective_abi as u8;
+            let status = match kernel_abi {
+                Some(kernel) => format!("available: kernel ABI {kernel} (this build uses up to ABI {abi})"),
+                None => format!("available: ABI {abi}"),
+            };
+            LandlockSupport { status, abi: Some(abi) }
+        }
     }
-    if raw.starts_with("NotImplemented") {
-        return LandlockSupport { status: "not implemented by this kernel".into(), enforceable: false };
+}
+
+/// What a sandboxed command may do, as Landlock sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rules {
+    /// The ABI to build the ruleset for (the parent's probe); the child refuses if the
+    /// kernel cannot enforce all of it.
+    pub abi: u8,
+    /// Directories (and files) the command may write beneath.
+    pub writable: Vec<PathBuf>,
+    /// Deny TCP connect and bind.
+    pub deny_network: bool,
+}
+
+/// Device files every sandboxed command may read and write (never block devices).
+const DEVICES: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+
+/// Restricts the calling thread (and what it execs): read and execute everywhere, write only
+/// beneath `rules.writable` and the harmless devices, optionally no TCP, and no signals to or
+/// abstract sockets of processes outside the sandbox. Fails unless fully enforced.
+pub fn restrict(rules: &Rules) -> Result<(), String> {
+    let abi = ABI::from(i32::from(rules.abi));
+    let all = AccessFs::from_all(abi);
+    let read = AccessFs::from_read(abi);
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(all);
+    if rules.deny_network {
+        if rules.abi < NET_ABI {
+            return Err(format!("denying TCP needs Landlock ABI {NET_ABI}; this kernel offers ABI {}", rules.abi));
+        }
+        ruleset = ruleset.and_then(|r| r.handle_access(AccessNet::from_all(abi)));
     }
-    let number_after = |key: &str| {
-        raw.split(key).nth(1).map(|rest| {
-            rest.chars().skip_while(|c| !c.is_ascii_digit()).take_while(char::is_ascii_digit).collect::<String>()
-        })
-    };
-    let effective = number_after("effective_abi").unwrap_or_default();
-    let status = match number_after("kernel_abi: Some").filter(|n| !n.is_empty()) {
-        Some(kernel) => format!("available: kernel ABI {kernel} (this build uses up to ABI {effective})"),
-        None => format!("available: ABI {effective}"),
-    };
-    LandlockSupport { status, enforceable: true }
+    if rules.abi >= SCOPE_ABI {
+        let scopes = if rules.deny_network { Scope::Signal | Scope::AbstractUnixSocket } else { Scope::Signal.into() };
+        ruleset = ruleset.and_then(|r| r.scope(scopes));
+    }
+    let devices = DEVICES.iter().filter(|d| crate::sandbox::fs::exists(std::path::Path::new(d)));
+    let status = ruleset
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(devices, all)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&rules.writable, all)))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| e.to_string())?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced if status.no_new_privs => Ok(()),
+        other => Err(format!("the kernel enforced the ruleset only as `{other:?}`")),
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
     #[test]
     fn describes_each_status() {
-        assert_eq!(describe("Available { effective_abi: V6, kernel_abi: None }").status, "available: ABI 6");
-        let newer = describe("Available { effective_abi: V6, kernel_abi: Some(7) }");
-        assert_eq!(newer.status, "available: kernel ABI 7 (this build uses up to ABI 6)");
-        assert!(!describe("NotEnabled").enforceable);
-        assert!(!describe("NotImplemented").enforceable);
+        let current = describe(LandlockStatus::Available { effective_abi: ABI::V6, kernel_abi: None });
+        assert_eq!((current.status.as_str(), current.abi), ("available: ABI 6", Some(6)));
+        let newer = describe(LandlockStatus::Available { effective_abi: ABI::V6, kernel_abi: Some(12) });
+        assert_eq!(newer.status, "available: kernel ABI 12 (this build uses up to ABI 6)");
+        assert_eq!(describe(LandlockStatus::NotEnabled).abi, None);
+        assert_eq!(describe(LandlockStatus::NotImplemented).abi, None);
     }
 
     #[test]
     fn probe_sees_the_kernel_landlock() {
-        // These machines' kernels enforce Landlock; a failure here means the probe is wrong.
+        // These machines' kernels enforce Landlock ABI 7; a failure here means the probe is wrong.
         let support = probe();
-        assert!(support.enforceable, "{support:?}");
+        assert!(support.abi.is_some_and(|abi| abi >= NET_ABI), "{support:?}");
+    }
+
+    #[test]
+    fn restrict_confines_writes_on_a_thread() {
+        let abi = probe().abi.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("in");
+        std::fs::create_dir(&inside).unwrap();
+        let rules = Rules { abi, writable: vec![inside.clone()], deny_network: false };
+        let base = dir.path().to_path_buf();
+        let outcome = std::thread::spawn(move || {
+            restrict(&rules).unwrap();
+            let ok = std::fs::write(inside.join("a"), "x").is_ok();
+            let denied = std::fs::write(base.join("b"), "x").unwrap_err().kind();
+            (ok, denied)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(outcome, (true, std::io::ErrorKind::PermissionDenied));
     }
 }

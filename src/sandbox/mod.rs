@@ -1,9 +1,11 @@
 //! The sandbox: path confinement to the roots, the only module that touches the filesystem,
 //! directory walking, and kernel sandbox (Landlock) support.
 
+pub mod exec;
 pub mod fs;
 pub mod journal;
 pub mod landlock;
+pub mod mounts;
 pub mod paths;
 pub mod walk;
 pub mod write;

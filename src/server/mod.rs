@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -18,7 +19,8 @@ use crate::config::Config;
 use crate::error::ToolError;
 use crate::sandbox::Roots;
 use crate::session::Session;
-use crate::tools::{self, Context, ToolOutput, ToolSpec};
+use crate::terminal::foreground::Progress;
+use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
 const INSTRUCTIONS: &str = "toolbelt-mcp: file tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows. Results that were cut say so and say how to see the rest.";
@@ -36,14 +38,19 @@ impl Server {
     /// A server for one connection.
     pub fn new(config: Arc<Config>) -> Self {
         let roots = Arc::new(roots::SessionRoots::new(Roots::new(config.roots.clone())));
-        let session = Arc::new(Session::new(&config.state_dir, config.max_undo_bytes));
+        let session = Arc::new(Session::new(&config));
         Self { config, roots, session, tools: Arc::new(OnceLock::new()) }
+    }
+
+    /// The connection's state (the transport ends its terminal sessions on shutdown).
+    pub fn session(&self) -> Arc<Session> {
+        self.session.clone()
     }
 
     /// The registry's tools as rmcp tools, built on first use and kept.
     fn tools(&self) -> Result<&Vec<Tool>, McpError> {
         let built = self.tools.get_or_init(|| {
-            tools::specs(self.config.tool_layout)
+            tools::specs(self.config.tool_layout, self.config.sandbox == crate::cli::SandboxMode::ReadOnly)
                 .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
                 .map_err(|e| e.to_string())
         });
@@ -66,9 +73,27 @@ fn to_rmcp_tool(spec: ToolSpec) -> Tool {
 fn to_result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text)];
     content.extend(output.images.into_iter().map(|image| ContentBlock::image(image.base64, image.mime_type)));
-    let mut result = CallToolResult::success(content);
+    let mut result = if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = Some(serde_json::Value::Object(output.structured));
     result
+}
+
+/// The call's cancellation, and progress notifications when the client sent a progress token.
+fn signals(context: &RequestContext<RoleServer>) -> Signals {
+    let progress = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let send: Arc<Progress> = Arc::new(move |elapsed: f64, message: String| {
+            let (peer, param) =
+                (peer.clone(), ProgressNotificationParam::new(token.clone(), elapsed).with_message(message));
+            tokio::spawn(async move {
+                if let Err(err) = peer.notify_progress(param).await {
+                    tracing::debug!(%err, "progress notification not sent");
+                }
+            });
+        });
+        send
+    });
+    Signals { cancel: context.ct.clone(), progress }
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
@@ -123,7 +148,7 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let started = Instant::now();
         let mut args = request.arguments.unwrap_or_default();
@@ -139,7 +164,8 @@ impl ServerHandler for Server {
             Err(err) => return Ok(error_result(&err).into()),
         };
         let roots = self.roots.current().await;
-        let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone() });
+        let signals = signals(&context);
+        let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone(), signals });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();
         match outcome {

@@ -1,4 +1,5 @@
-//! Serving one connection over stdin/stdout.
+//! Serving one connection over stdin/stdout, until stdin closes or a signal (`SIGTERM`,
+//! `SIGINT`, `SIGHUP`) arrives; then every command the connection started is ended.
 //!
 //! When stdin and stdout are pipes (as every MCP host spawns servers), they are driven by the
 //! runtime's epoll loop directly; tokio's portable `stdin`/`stdout` would hand every read and
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use tokio::net::unix::pipe;
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::Config;
 use crate::server::Server;
@@ -18,20 +20,35 @@ use crate::server::Server;
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     // Temp files a killed server left behind are removed off the startup path.
     let journal = crate::sandbox::write::TempJournal::new(&config.state_dir);
+    let state_dir = config.state_dir.clone();
     tokio::task::spawn_blocking(move || {
         let removed = journal.sweep();
         if removed > 0 {
             tracing::info!(removed, "removed temp files left by a server that was killed mid-write");
         }
+        crate::terminal::sweep_spills(&state_dir);
     });
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(|e| format!("cannot watch for SIGHUP: {e}"))?;
     let server = Server::new(config);
+    let session = server.session();
     let service = match pipes() {
         Some(pipes) => server.serve(pipes).await,
         None => server.serve(rmcp::transport::stdio()).await,
-    }
-    .map_err(|err| format!("the MCP handshake failed: {err}"))?;
-    service.waiting().await.map_err(|err| format!("the server stopped with an error: {err}"))?;
-    Ok(())
+    };
+    let outcome = match service {
+        Ok(service) => tokio::select! {
+            stopped = service.waiting() => stopped.map(drop).map_err(|err| format!("the server stopped with an error: {err}")),
+            _ = terminate.recv() => Ok(()),
+            _ = interrupt.recv() => Ok(()),
+            _ = hangup.recv() => Ok(()),
+        },
+        Err(err) => Err(format!("the MCP handshake failed: {err}")),
+    };
+    // Stdin closed, a signal, or a failed handshake: no command may outlive the server.
+    session.terminals.shutdown().await;
+    outcome
 }
 
 /// Non-blocking handles on stdin and stdout, if both are pipes.

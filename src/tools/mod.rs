@@ -5,6 +5,7 @@
 pub mod file;
 mod output;
 mod spec;
+pub mod terminal;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,7 +27,7 @@ pub use output::{Image, Reply, ToolOutput};
 pub use spec::{ToolSpec, fields, specs};
 
 /// Every tool, in the order they are listed.
-pub static TOOLS: &[ToolDef] = &[file::TOOL];
+pub static TOOLS: &[ToolDef] = &[file::TOOL, terminal::TOOL];
 
 /// What an operation does to the world, with its subjects. The gate decides on this.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +38,16 @@ pub enum Effect {
     Write(Vec<String>),
     /// Changes files the session's own history names (undo): each is confined at run time.
     History,
+    /// Runs a command line under the sandbox (a new process, or input typed into a running
+    /// session), in `cwd` when given (confined to the roots).
+    Exec {
+        /// The command line or input.
+        command: String,
+        /// The working directory as the model gave it.
+        cwd: Option<String>,
+    },
+    /// Acts on a running session of this connection (sends it a signal).
+    Control,
 }
 
 /// The kind of an operation's effect, known without its arguments (for annotations).
@@ -51,6 +62,8 @@ pub enum EffectKind {
         /// Repeating the call changes nothing more.
         idempotent: bool,
     },
+    /// Runs commands or controls running ones: anything the sandbox allows.
+    Exec,
 }
 
 /// What a running operation gets: the gate-approved subjects and the call's context.
@@ -59,6 +72,8 @@ pub struct Call {
     pub subjects: Vec<Resolved>,
     /// A `Write` effect's paths, confined and held open for writing, in order.
     pub targets: Vec<Target>,
+    /// An `Exec` effect's working directory, confined (`None` when the call gave none).
+    pub cwd: Option<Resolved>,
     /// Configuration and session state for this call.
     pub context: Arc<Context>,
 }
@@ -86,8 +101,25 @@ pub struct Context {
     pub config: Arc<Config>,
     /// The session's roots at the time of the call.
     pub roots: Arc<Roots>,
-    /// The connection's state: its change history.
+    /// The connection's state: its change history and terminal sessions.
     pub session: Arc<Session>,
+    /// This call's cancellation and progress reporting.
+    pub signals: Signals,
+}
+
+/// How a running call hears that it was cancelled, and reports progress.
+#[derive(Clone, Default)]
+pub struct Signals {
+    /// Cancelled when the client cancels the request.
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Sends a progress notification (when the client asked for them).
+    pub progress: Option<Arc<crate::terminal::foreground::Progress>>,
+}
+
+impl std::fmt::Debug for Signals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signals").field("cancelled", &self.cancel.is_cancelled()).finish_non_exhaustive()
+    }
 }
 
 /// One operation of a tool. Implement it in `src/tools/<tool>/<operation>.rs`.
@@ -167,11 +199,11 @@ fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> Boxe
                 session.begin_call();
                 Some(guard)
             }
-            EffectKind::Read => None,
+            EffectKind::Read | EffectKind::Exec => None,
         };
         let approved = Gate::check(&O::effect(&args), &context)?;
         let budget = context.config.output_budget;
-        let call = Call { subjects: approved.subjects, targets: approved.targets, context };
+        let call = Call { subjects: approved.subjects, targets: approved.targets, cwd: approved.cwd, context };
         let reply = O::run(args, call).await?;
         reply.finish(O::NAME, budget)
     })

@@ -15,6 +15,8 @@ pub struct Reply<O> {
     pub images: Vec<Image>,
     /// Whether the operation already left something out (e.g. a line window cut short).
     pub truncated: bool,
+    /// A failure that still carries a full result (a command that exited non-zero).
+    pub is_error: bool,
 }
 
 /// An image as MCP image content.
@@ -35,12 +37,14 @@ pub struct ToolOutput {
     pub structured: Map<String, Value>,
     /// Image contents.
     pub images: Vec<Image>,
+    /// Whether the result reports a failure (`isError`) while carrying its data.
+    pub is_error: bool,
 }
 
 impl<O: Serialize> Reply<O> {
     /// A text reply with its structured data.
     pub fn new(text: String, data: O) -> Self {
-        Self { text, data, images: Vec::new(), truncated: false }
+        Self { text, data, images: Vec::new(), truncated: false, is_error: false }
     }
 
     /// Applies the output budget to the text and builds the structured object.
@@ -59,7 +63,7 @@ impl<O: Serialize> Reply<O> {
         structured.insert("operation".into(), Value::from(operation));
         structured.extend(fields);
         structured.insert("truncated".into(), Value::Bool(self.truncated || cut));
-        Ok(ToolOutput { text, structured, images: self.images })
+        Ok(ToolOutput { text, structured, images: self.images, is_error: self.is_error })
     }
 }
 

@@ -45,27 +45,40 @@ impl Annotations {
         let mut all =
             Self { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
         for kind in kinds {
-            if let EffectKind::Write { destructive, idempotent } = kind {
-                all.read_only_hint = false;
-                all.destructive_hint |= destructive;
-                all.idempotent_hint &= idempotent;
+            match kind {
+                EffectKind::Read => {}
+                EffectKind::Write { destructive, idempotent } => {
+                    all.read_only_hint = false;
+                    all.destructive_hint |= destructive;
+                    all.idempotent_hint &= idempotent;
+                }
+                EffectKind::Exec => {
+                    all.read_only_hint = false;
+                    all.destructive_hint = true;
+                    all.idempotent_hint = false;
+                    all.open_world_hint = true;
+                }
             }
         }
         all
     }
 }
 
-/// The tools a layout lists, in fixed order with deterministic text.
-pub fn specs(layout: ToolLayout) -> Result<Vec<ToolSpec>, SchemaError> {
+/// The tools a layout lists, in fixed order with deterministic text. With `read_only` (the
+/// `read-only` sandbox) operations that write files are left out.
+pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
+    let listed = |op: &&OperationDef| !read_only || !matches!(op.kind, EffectKind::Write { .. });
     match layout {
-        ToolLayout::Consolidated => TOOLS.iter().map(consolidated).collect(),
-        ToolLayout::Granular => TOOLS.iter().flat_map(|t| t.operations).map(granular).collect(),
+        ToolLayout::Consolidated => {
+            TOOLS.iter().map(|tool| consolidated(tool, tool.operations.iter().filter(listed).collect())).collect()
+        }
+        ToolLayout::Granular => TOOLS.iter().flat_map(|t| t.operations).filter(listed).map(granular).collect(),
     }
 }
 
-fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
-    let inputs: Vec<_> = tool.operations.iter().map(|op| (op.name, (op.input_schema)())).collect();
-    let outputs: Vec<_> = tool.operations.iter().map(|op| (op.name, (op.output_schema)())).collect();
+fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSpec, SchemaError> {
+    let inputs: Vec<_> = operations.iter().map(|op| (op.name, (op.input_schema)())).collect();
+    let outputs: Vec<_> = operations.iter().map(|op| (op.name, (op.output_schema)())).collect();
     let input_schema = schema::merge(
         &parts(&inputs),
         "The operation to run; the other fields are described with the operations that use them.",
@@ -76,7 +89,7 @@ fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
     let mut description = format!("{}\n\nSet `operation` to one of:", tool.summary);
-    for (op, (_, input)) in tool.operations.iter().zip(&inputs) {
+    for (op, (_, input)) in operations.iter().zip(&inputs) {
         description.push_str(&format!("\n- `{}` {{{}}}: {}", op.name, field_list(input), op.description));
     }
     Ok(ToolSpec {
@@ -85,7 +98,7 @@ fn consolidated(tool: &ToolDef) -> Result<ToolSpec, SchemaError> {
         description,
         input_schema,
         output_schema,
-        annotations: Annotations::of(tool.operations.iter().map(|op| op.kind)),
+        annotations: Annotations::of(operations.iter().map(|op| op.kind)),
     })
 }
 
@@ -155,7 +168,10 @@ fn title_case(name: &str) -> String {
 mod tests {
     use super::*;
 
-    const ALL_OPERATIONS: [&str; 14] = [
+    const TERMINAL_OPERATIONS: [&str; 6] =
+        ["run_command", "start_session", "send_input", "read_output", "list_sessions", "kill_session"];
+
+    const FILE_OPERATIONS: [&str; 14] = [
         "read_file",
         "list_dir",
         "file_search",
@@ -175,36 +191,52 @@ mod tests {
     #[test]
     fn every_layout_lists_flat_deterministic_tools() {
         for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
-            let first = specs(layout).unwrap();
-            assert_eq!(first, specs(layout).unwrap());
+            let first = specs(layout, false).unwrap();
+            assert_eq!(first, specs(layout, false).unwrap());
             for tool in &first {
                 schema::check_flat(&tool.input_schema).unwrap();
                 schema::check_flat(&tool.output_schema).unwrap();
             }
         }
-        let granular = specs(ToolLayout::Granular).unwrap();
+        let granular = specs(ToolLayout::Granular, false).unwrap();
         let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ALL_OPERATIONS);
+        assert_eq!(names, [&FILE_OPERATIONS[..], &TERMINAL_OPERATIONS[..]].concat());
         for tool in &granular {
-            let reads =
-                matches!(tool.name.as_str(), "read_file" | "list_dir" | "file_search" | "grep_search" | "changes");
+            let reads = matches!(
+                tool.name.as_str(),
+                "read_file" | "list_dir" | "file_search" | "grep_search" | "changes" | "read_output" | "list_sessions"
+            );
             assert_eq!(tool.annotations.read_only_hint, reads, "{}", tool.name);
             assert_eq!(tool.annotations.destructive_hint, !reads && tool.name != "create_directory", "{}", tool.name);
+            let exec = TERMINAL_OPERATIONS.contains(&tool.name.as_str()) && !reads;
+            assert_eq!(tool.annotations.open_world_hint, exec, "{}", tool.name);
         }
         assert_eq!(granular[0].title, "Read file");
     }
 
     #[test]
     fn consolidated_file_operations_shape() {
-        let tools = specs(ToolLayout::Consolidated).unwrap();
+        let tools = specs(ToolLayout::Consolidated, false).unwrap();
         let file = &tools[0];
         assert_eq!(file.name, "file_operations");
         assert_eq!(file.input_schema["required"], json!(["operation"]));
-        assert_eq!(file.input_schema["properties"]["operation"]["enum"], json!(ALL_OPERATIONS));
+        assert_eq!(file.input_schema["properties"]["operation"]["enum"], json!(FILE_OPERATIONS));
         assert!(file.description.contains("- `read_file` {path*, offset, limit}"), "{}", file.description);
         assert!(
             !file.annotations.read_only_hint && file.annotations.destructive_hint && !file.annotations.idempotent_hint
         );
+    }
+
+    #[test]
+    fn read_only_sandbox_lists_no_file_writes() {
+        let tools = specs(ToolLayout::Consolidated, true).unwrap();
+        let file = &tools[0];
+        let listed = &file.input_schema["properties"]["operation"]["enum"];
+        assert_eq!(listed, &json!(["read_file", "list_dir", "file_search", "grep_search", "changes"]));
+        assert!(file.annotations.read_only_hint);
+        assert_eq!(tools[1].input_schema["properties"]["operation"]["enum"], json!(TERMINAL_OPERATIONS));
+        let granular = specs(ToolLayout::Granular, true).unwrap();
+        assert!(granular.iter().all(|t| t.name != "create_file" && t.name != "undo"));
     }
 
     #[test]

@@ -41,10 +41,15 @@ fn doctor_reports_config_roots_and_landlock() {
     assert!(stdout.starts_with(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION"))), "{stdout}");
     assert!(stdout.contains(&format!("roots:\n  {root}\n")), "{stdout}");
     assert!(stdout.contains("output budget: 5000 bytes"), "{stdout}");
-    assert!(stdout.contains("tool layout:   consolidated (file_operations)"), "{stdout}");
+    assert!(stdout.contains("tool layout:   consolidated (file_operations, terminal_operations)"), "{stdout}");
     assert!(stdout.contains("max edit:      10485760 bytes per file"), "{stdout}");
     assert!(stdout.contains("undo data:     at most 268435456 bytes per session"), "{stdout}");
     assert!(stdout.contains("landlock:      available"), "{stdout}");
+    assert!(stdout.contains("sandbox:       workspace-write (Landlock"), "{stdout}");
+    assert!(stdout.contains("  writable:\n") && stdout.contains(&format!("    {root}\n")), "{stdout}");
+    assert!(stdout.contains("network:       allowed"), "{stdout}");
+    let (ok, stdout, _) = run(&["doctor", "--root", &root, "--sandbox", "full-access"], &ws);
+    assert!(ok && stdout.contains("sandbox:       full-access (no Landlock"), "{stdout}");
 }
 
 #[test]

@@ -29,7 +29,9 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
+        // Not under /tmp: sandboxed commands may write the system temp dir, and the sandbox
+        // tests need an `outside` that is really outside everything writable.
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let base = tmp.path().canonicalize().unwrap();
         let root = base.join("ws");
         copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/workspace"), &root);
@@ -92,7 +94,20 @@ impl Client {
 
     /// Starts the binary with exactly these arguments.
     pub async fn spawn(args: &[String], config_home: &Path, cwd: Option<&Path>) -> Self {
+        Self::spawn_with_env(args, config_home, cwd, &[]).await
+    }
+
+    /// Starts `serve --root <ws> <extra…>` with extra environment variables.
+    pub async fn start_with_env(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Self::spawn_with_env(&args, &ws.config_home, None, env).await
+    }
+
+    /// Starts the binary with these arguments and extra environment variables.
+    pub async fn spawn_with_env(args: &[String], config_home: &Path, cwd: Option<&Path>, env: &[(&str, &str)]) -> Self {
         let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+            cmd.envs(env.iter().copied());
             cmd.args(args)
                 .env("XDG_CONFIG_HOME", config_home)
                 .env("XDG_STATE_HOME", config_home.with_file_name("state"))
@@ -118,6 +133,16 @@ impl Client {
     /// Calls `file_operations`.
     pub async fn file(&self, args: Value) -> Reply {
         self.call("file_operations", args).await
+    }
+
+    /// Calls `terminal_operations` with `operation` and its fields.
+    pub async fn term(&self, operation: &str, fields: Value) -> Reply {
+        self.call("terminal_operations", op(operation, fields)).await
+    }
+
+    /// Runs a foreground command and returns the result (error or not).
+    pub async fn run(&self, command: &str) -> Reply {
+        self.term("run_command", json!({ "command": command })).await
     }
 
     /// Calls `file_operations` and asserts success.

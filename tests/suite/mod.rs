@@ -7,5 +7,8 @@ mod list_dir;
 mod protocol;
 mod read_file;
 mod roots;
+mod sandbox;
 mod search;
+mod sessions;
+mod terminal;
 mod write;

@@ -26,14 +26,17 @@ fn assert_flat(schema: &Value, at: &str) {
 }
 
 #[tokio::test]
-async fn lists_one_flat_file_tool_deterministically() {
+async fn lists_flat_tools_deterministically() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
     let info = client.service.peer_info().unwrap();
     let server = info.server_info.clone().unwrap();
     assert_eq!((server.name.as_str(), server.version.as_str()), ("toolbelt-mcp", env!("CARGO_PKG_VERSION")));
     let tools = client.service.list_all_tools().await.unwrap();
-    assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["file_operations"]);
+    assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["file_operations", "terminal_operations"]);
+    let terminal = serde_json::to_value(&tools[1]).unwrap();
+    assert_flat(&terminal["inputSchema"], "");
+    assert_flat(&terminal["outputSchema"], "");
     let tool = serde_json::to_value(&tools[0]).unwrap();
     assert_flat(&tool["inputSchema"], "");
     assert_flat(&tool["outputSchema"], "");

@@ -416,8 +416,10 @@ async fn annotations_follow_what_operations_do() {
     let granular = Client::start(&ws, &["--tool-layout", "granular"]).await;
     for tool in granular.service.list_all_tools().await.unwrap() {
         let value = serde_json::to_value(&tool).unwrap();
-        let read_only =
-            matches!(tool.name.as_ref(), "read_file" | "list_dir" | "file_search" | "grep_search" | "changes");
+        let read_only = matches!(
+            tool.name.as_ref(),
+            "read_file" | "list_dir" | "file_search" | "grep_search" | "changes" | "read_output" | "list_sessions"
+        );
         assert_eq!(value["annotations"]["readOnlyHint"], read_only, "{}", tool.name);
         let idempotent = read_only || tool.name == "create_directory";
         assert_eq!(value["annotations"]["idempotentHint"], idempotent, "{}", tool.name);

@@ -1,0 +1,222 @@
+//! Commands and terminal sessions of one connection: the registry of background commands and
+//! PTY sessions (ids, limits, age-out), the sandbox plan every command is started under, and
+//! the shutdown that leaves no process behind.
+
+pub mod env;
+pub mod foreground;
+pub mod keys;
+pub mod log;
+pub mod process;
+pub mod session;
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::cli::Network;
+use crate::config::Config;
+use crate::error::ToolError;
+use crate::sandbox::exec::{Confinement, Plan};
+use crate::sandbox::fs;
+use crate::terminal::process::{group_alive, signal_group};
+use crate::terminal::session::TermSession;
+
+/// Ended sessions are forgotten after this long.
+const ENDED_MAX_AGE: Duration = Duration::from_secs(3600);
+/// At most this many ended sessions are kept listable.
+const ENDED_MAX_COUNT: usize = 64;
+
+/// One connection's commands and sessions.
+#[derive(Debug)]
+pub struct Terminals {
+    registry: Mutex<Registry>,
+    /// Where foreground output spills: `<state>/output/<pid>-<n>`.
+    pub spill_dir: PathBuf,
+    /// Scratch space every sandboxed command may write (its `TMPDIR` in `read-only` mode).
+    pub private_tmp: PathBuf,
+    max_sessions: usize,
+    /// Most bytes of output a session keeps in memory.
+    pub ring_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    next: u64,
+    sessions: BTreeMap<u64, Arc<TermSession>>,
+    /// Process groups of finished foreground commands that left processes running.
+    lingering: Vec<u32>,
+}
+
+impl Terminals {
+    /// The registry for one connection.
+    pub fn new(config: &Config) -> Self {
+        static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let pid = std::process::id();
+        Self {
+            registry: Mutex::new(Registry::default()),
+            spill_dir: config.state_dir.join("output").join(format!("{pid}-{n}")),
+            private_tmp: std::env::temp_dir().join(format!("toolbelt-mcp-{pid}-{n}")),
+            max_sessions: config.max_sessions,
+            ring_bytes: config.session_output_bytes,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The confinement for a command started now, creating the private temp dir.
+    pub fn confinement(&self, config: &Config, roots: &[PathBuf]) -> Result<Option<Confinement>, ToolError> {
+        fs::create_private_dir(&self.private_tmp).map_err(|err| {
+            ToolError::Internal(format!("cannot create the private temp dir `{}`: {err}", self.private_tmp.display()))
+        })?;
+        let mut own_files = vec![config.state_dir.clone()];
+        own_files.extend(config.config_file.clone());
+        let plan = Plan {
+            mode: config.sandbox,
+            roots,
+            writable_roots: &config.writable_roots,
+            private_tmp: &self.private_tmp,
+            own_files: &own_files,
+            deny_network: config.network == Network::Deny,
+        };
+        Confinement::plan(&plan).map_err(|err| ToolError::Sandbox(err.to_string()))
+    }
+
+    /// A new session id number (foreground commands reserve one for their spill files).
+    pub fn reserve(&self) -> u64 {
+        let mut registry = self.lock();
+        registry.next += 1;
+        registry.next
+    }
+
+    /// Refuses a new session when the limit of running ones is reached.
+    pub fn check_capacity(&self) -> Result<(), ToolError> {
+        let mut registry = self.lock();
+        registry.prune();
+        let running = registry.sessions.values().filter(|s| s.is_running()).count();
+        if running >= self.max_sessions {
+            return Err(ToolError::TooManySessions { limit: self.max_sessions });
+        }
+        Ok(())
+    }
+
+    /// Registers a started (or finished, for paging) session under its number.
+    pub fn insert(&self, number: u64, session: Arc<TermSession>) {
+        self.lock().sessions.insert(number, session);
+    }
+
+    /// Remembers a foreground command's group that still has processes after it ended.
+    pub fn linger(&self, pgid: u32) {
+        let mut registry = self.lock();
+        registry.lingering.retain(|g| group_alive(*g));
+        registry.lingering.push(pgid);
+    }
+
+    /// The session with this id, or an error listing the ids there are.
+    pub fn get(&self, id: &str) -> Result<Arc<TermSession>, ToolError> {
+        let mut registry = self.lock();
+        registry.prune();
+        let found = registry.sessions.values().find(|s| s.id == id).cloned();
+        found.ok_or_else(|| ToolError::NoSession {
+            id: id.to_string(),
+            known: registry.sessions.values().map(|s| format!("`{}`", s.id)).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Every session, oldest first.
+    pub fn list(&self) -> Vec<Arc<TermSession>> {
+        let mut registry = self.lock();
+        registry.prune();
+        registry.sessions.values().cloned().collect()
+    }
+
+    /// Forgets a session (its output and spill files). It must have ended.
+    pub fn remove(&self, id: &str) {
+        let mut registry = self.lock();
+        registry.sessions.retain(|_, s| {
+            let keep = s.id != id;
+            if !keep {
+                s.discard();
+            }
+            keep
+        });
+    }
+
+    /// Ends everything: `SIGTERM` to every group, `SIGKILL` to what is left after a second,
+    /// then removes spilled output and the private temp dir.
+    pub async fn shutdown(&self) {
+        let groups: Vec<u32> = {
+            let registry = self.lock();
+            let running = registry.sessions.values().filter(|s| s.is_running()).map(|s| s.pgid);
+            running.chain(registry.lingering.iter().copied()).collect()
+        };
+        for pgid in &groups {
+            signal_group(*pgid, Signal::TERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline && groups.iter().any(|g| group_alive(*g)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for pgid in &groups {
+            signal_group(*pgid, Signal::KILL);
+        }
+        self.remove_scratch();
+    }
+
+    /// Removes spilled output and the private temp dir.
+    pub fn remove_scratch(&self) {
+        fs::remove_state_dir(&self.spill_dir);
+        fs::remove_state_dir(&self.private_tmp);
+    }
+}
+
+impl Drop for Terminals {
+    fn drop(&mut self) {
+        // The last resort when the connection ends without `shutdown` (a panic, a dropped
+        // runtime): nothing it started may outlive it.
+        let registry = self.lock();
+        let running = registry.sessions.values().filter(|s| s.is_running()).map(|s| s.pgid);
+        for pgid in running.chain(registry.lingering.iter().copied()).collect::<Vec<_>>() {
+            signal_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+impl Registry {
+    /// Forgets ended sessions past the age limit, and the oldest past the count limit.
+    fn prune(&mut self) {
+        let now = Instant::now();
+        let mut ended: Vec<(u64, Instant)> =
+            self.sessions.iter().filter_map(|(n, s)| s.ended_at().map(|at| (*n, at))).collect();
+        ended.sort_by_key(|(_, at)| *at);
+        let excess = ended.len().saturating_sub(ENDED_MAX_COUNT);
+        for (index, (number, at)) in ended.into_iter().enumerate() {
+            if (index < excess || now.duration_since(at) > ENDED_MAX_AGE)
+                && let Some(session) = self.sessions.remove(&number)
+            {
+                session.discard();
+            }
+        }
+    }
+}
+
+/// Removes spilled output left by servers that are no longer running.
+pub fn sweep_spills(state_dir: &Path) {
+    let dir = state_dir.join("output");
+    for name in fs::file_names(&dir) {
+        let text = name.to_string_lossy();
+        let pid = text.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && pid != std::process::id()
+            && !fs::is_dir(Path::new(&format!("/proc/{pid}")))
+        {
+            fs::remove_state_dir(&dir.join(&name));
+        }
+    }
+}

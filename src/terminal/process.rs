@@ -1,0 +1,244 @@
+//! Starting commands (through the sandbox re-exec unless in `full-access`), each in its own
+//! process group, and signalling those groups.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::process::Child;
+
+use crate::sandbox::exec::Confinement;
+use crate::terminal::log::OutputLog;
+
+/// How long a signalled group has to exit before it gets `SIGKILL`.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// What to start, where, with what environment and confinement.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The program (a shell).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// The working directory (inside the roots).
+    pub cwd: PathBuf,
+    /// The complete environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// The sandbox, or `None` in `full-access` mode.
+    pub confinement: Option<Confinement>,
+}
+
+/// A started piped command.
+pub struct Piped {
+    /// The process (the group leader).
+    pub child: Child,
+    /// Its process group.
+    pub pgid: u32,
+    /// stdout (with stderr too when merged).
+    pub out: pipe::Receiver,
+    /// stderr, when kept apart.
+    pub err: Option<pipe::Receiver>,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Still running.
+    Running,
+    /// Exited with a code.
+    Exited(i32),
+    /// Ended by a signal.
+    Signaled(i32),
+}
+
+impl Status {
+    /// The status of a finished process.
+    pub fn of(status: ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Self::Exited(code),
+            (None, Some(signal)) => Self::Signaled(signal),
+            (None, None) => Self::Exited(-1),
+        }
+    }
+
+    /// `running`, `exited`, or `killed`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Exited(_) => "exited",
+            Self::Signaled(_) => "killed",
+        }
+    }
+
+    /// The exit code, if it exited.
+    pub fn code(self) -> Option<i32> {
+        if let Self::Exited(code) = self { Some(code) } else { None }
+    }
+
+    /// The signal, if one ended it.
+    pub fn signal(self) -> Option<i32> {
+        if let Self::Signaled(signal) = self { Some(signal) } else { None }
+    }
+}
+
+impl Launch {
+    /// The command line as spawned: wrapped in `__sandbox-exec` when confined.
+    fn command(&self) -> tokio::process::Command {
+        let (program, args) = match &self.confinement {
+            Some(confinement) => confinement.wrap(&self.program, &self.args),
+            None => (PathBuf::from(&self.program), self.args.clone()),
+        };
+        let mut command = tokio::process::Command::new(program);
+        command.args(args).current_dir(&self.cwd).env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
+        command.kill_on_drop(false);
+        command
+    }
+
+    /// Starts the command in a new process group with stdout and stderr on pipes (one pipe
+    /// for both when `merged`), stdin from `/dev/null` unless `stdin` is piped.
+    pub fn spawn_piped(&self, stdin: bool, merged: bool) -> io::Result<Piped> {
+        let mut command = self.command();
+        command.process_group(0);
+        command.stdin(if stdin { Stdio::piped() } else { Stdio::null() });
+        let (out_read, out_write) = io::pipe()?;
+        let err = if merged {
+            command.stderr(out_write.try_clone()?);
+            None
+        } else {
+            let (err_read, err_write) = io::pipe()?;
+            command.stderr(err_write);
+            Some(err_read)
+        };
+        command.stdout(out_write);
+        let child = command.spawn()?;
+        // The write ends now live only in the child (dropped here with `command`).
+        drop(command);
+        let pgid = child.id().ok_or_else(|| io::Error::other("the command exited before it could be tracked"))?;
+        let out = pipe::Receiver::from_owned_fd(OwnedFd::from(out_read))?;
+        let err = err.map(|e| pipe::Receiver::from_owned_fd(OwnedFd::from(e))).transpose()?;
+        Ok(Piped { child, pgid, out, err })
+    }
+
+    /// Starts the command on a new PTY (as a session leader, so its own process group).
+    pub fn spawn_pty(&self, rows: u16, cols: u16) -> io::Result<(Child, u32, pty_process::Pty)> {
+        let (pty, pts) = pty_process::open().map_err(io::Error::other)?;
+        pty.resize(pty_process::Size::new(rows, cols)).map_err(io::Error::other)?;
+        let child = pty_process::Command::from(self.command()).spawn(pts).map_err(io::Error::other)?;
+        let pgid = child.id().ok_or_else(|| io::Error::other("the session exited before it could be tracked"))?;
+        Ok((child, pgid, pty))
+    }
+}
+
+/// Copies a stream into a log until it ends.
+pub async fn pump(mut reader: impl AsyncRead + Unpin, log: Arc<OutputLog>, mut also: impl FnMut(&[u8])) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                also(&buf[..n]);
+                log.append(&buf[..n]);
+            }
+        }
+    }
+    log.close();
+}
+
+/// Writes `input` to a child's stdin and closes it (a command that does not read it is fine).
+pub async fn feed(mut stdin: tokio::process::ChildStdin, input: Vec<u8>) {
+    let _ = stdin.write_all(&input).await;
+    let _ = stdin.shutdown().await;
+}
+
+/// Sends `signal` to every process of group `pgid`. False if the group is gone.
+pub fn signal_group(pgid: u32, signal: Signal) -> bool {
+    let Some(pid) = Pid::from_raw(pgid as i32) else { return false };
+    rustix::process::kill_process_group(pid, signal).is_ok()
+}
+
+/// Whether any process of group `pgid` is still there.
+pub fn group_alive(pgid: u32) -> bool {
+    Pid::from_raw(pgid as i32).is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+}
+
+/// The signal named `name` (`TERM`, `SIGINT`, `kill`, …), if it is one we send.
+pub fn signal_named(name: &str) -> Option<Signal> {
+    let upper = name.trim().to_ascii_uppercase();
+    Some(match upper.strip_prefix("SIG").unwrap_or(&upper) {
+        "TERM" => Signal::TERM,
+        "KILL" => Signal::KILL,
+        "INT" => Signal::INT,
+        "HUP" => Signal::HUP,
+        "QUIT" => Signal::QUIT,
+        "USR1" => Signal::USR1,
+        "USR2" => Signal::USR2,
+        "STOP" => Signal::STOP,
+        "CONT" => Signal::CONT,
+        _ => return None,
+    })
+}
+
+/// Kills group `pgid` with `SIGKILL` when dropped unless disarmed: a call that is dropped
+/// mid-way (the server shutting down) leaves no process behind.
+pub struct GroupGuard {
+    pgid: Option<u32>,
+}
+
+impl GroupGuard {
+    /// Guards `pgid`.
+    pub fn new(pgid: u32) -> Self {
+        Self { pgid: Some(pgid) }
+    }
+
+    /// The group ended normally: nothing to kill.
+    pub fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid {
+            signal_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_named("term"), Some(Signal::TERM));
+        assert_eq!(signal_named("SIGKILL"), Some(Signal::KILL));
+        assert_eq!(signal_named("bogus"), None);
+    }
+
+    #[tokio::test]
+    async fn piped_unconfined_command_runs_in_its_own_group() {
+        let launch = Launch {
+            program: "sh".into(),
+            args: vec!["-c".into(), "echo out; echo err >&2; exit 3".into()],
+            cwd: std::env::temp_dir(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            confinement: None,
+        };
+        let mut piped = launch.spawn_piped(false, false).unwrap();
+        assert_ne!(piped.pgid, std::process::id());
+        let (out, err) = (Arc::new(OutputLog::new(1024)), Arc::new(OutputLog::new(1024)));
+        let status = piped.child.wait().await.unwrap();
+        pump(piped.out, out.clone(), |_| {}).await;
+        pump(piped.err.unwrap(), err.clone(), |_| {}).await;
+        assert_eq!(Status::of(status), Status::Exited(3));
+        assert_eq!((out.read(0, 99).bytes, err.read(0, 99).bytes), (b"out\n".to_vec(), b"err\n".to_vec()));
+    }
+}

@@ -1,0 +1,101 @@
+//! `terminal_operations`: commands, background processes and interactive PTY sessions, every
+//! one confined by the sandbox.
+
+mod kill_session;
+mod list_sessions;
+mod read_output;
+mod run_command;
+mod send_input;
+mod start_session;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+use crate::cli::SandboxMode;
+use crate::error::ToolError;
+use crate::sandbox::Resolved;
+use crate::terminal::env::{self, Terminal};
+use crate::terminal::process::Launch;
+use crate::tools::{Context, OperationDef, ToolDef};
+
+/// The `terminal_operations` tool and its operations, in listing order.
+pub const TOOL: ToolDef = ToolDef {
+    name: "terminal_operations",
+    title: "Terminal operations",
+    summary: "Run shell commands, background processes and interactive terminal sessions inside the workspace. Every command runs under the server's sandbox (Linux Landlock: in the default `workspace-write` mode it may write only inside the roots and temp dirs; `.git/hooks`, `.git/config` and the server's own files stay read-only) in its own process group, with a clean environment (variables that look like secrets are dropped). Output that does not fit the budget keeps its head and tail, and the rest stays readable with `read_output`.",
+    operations: &[
+        OperationDef::of::<run_command::RunCommand>(),
+        OperationDef::of::<start_session::StartSession>(),
+        OperationDef::of::<send_input::SendInput>(),
+        OperationDef::of::<read_output::ReadOutput>(),
+        OperationDef::of::<list_sessions::ListSessions>(),
+        OperationDef::of::<kill_session::KillSession>(),
+    ],
+};
+
+/// How to start `program args…` for a call: in `cwd` (default: the first root), with the
+/// command environment plus `extra`, under the session's sandbox.
+fn launch(
+    context: &Context,
+    cwd: Option<Resolved>,
+    (program, args): (OsString, Vec<OsString>),
+    extra: &BTreeMap<String, String>,
+    terminal: Terminal,
+) -> Result<Launch, ToolError> {
+    env::check_names(extra).map_err(|problem| ToolError::BadValue {
+        field: "env",
+        value: "{…}".into(),
+        expected: format!("variable names and values: {problem}"),
+    })?;
+    let terminals = &context.session.terminals;
+    let confinement = terminals.confinement(&context.config, context.roots.list())?;
+    let mut environment = env::build(std::env::vars_os(), &context.config.env_allow, terminal, extra);
+    if context.config.sandbox == SandboxMode::ReadOnly && !extra.contains_key("TMPDIR") {
+        environment.retain(|(name, _)| name != "TMPDIR");
+        environment.push(("TMPDIR".into(), terminals.private_tmp.clone().into_os_string()));
+    }
+    let cwd = cwd.map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
+    Ok(Launch { program, args, cwd, env: environment, confinement })
+}
+
+/// `NAME=value` strings as a map, or an error naming the entry without `=`.
+fn env_pairs(entries: &[String]) -> Result<BTreeMap<String, String>, ToolError> {
+    entries
+        .iter()
+        .map(|entry| match entry.split_once('=') {
+            Some((name, value)) => Ok((name.to_string(), value.to_string())),
+            None => Err(ToolError::BadValue {
+                field: "env",
+                value: format!("`{entry}`"),
+                expected: "`NAME=value` strings, e.g. `[\"RUST_LOG=debug\"]`".into(),
+            }),
+        })
+        .collect()
+}
+
+/// The shell running `command` non-interactively: `SHELL -c COMMAND`.
+fn shell_command(context: &Context, command: &str) -> (OsString, Vec<OsString>) {
+    (context.config.shell.clone().into(), vec!["-c".into(), command.into()])
+}
+
+/// Milliseconds field within `max`.
+fn millis(field: &'static str, value: u64, max: u64) -> Result<std::time::Duration, ToolError> {
+    if value > max {
+        return Err(ToolError::BadValue {
+            field,
+            value: value.to_string(),
+            expected: format!("at most {max} milliseconds"),
+        });
+    }
+    Ok(std::time::Duration::from_millis(value))
+}
+
+/// A `since`/`until` summary for the model: `t3` exited with code 0 after 2.1 s.
+fn describe_status(status: crate::terminal::process::Status) -> String {
+    use crate::terminal::process::Status;
+    match status {
+        Status::Running => "running".into(),
+        Status::Exited(code) => format!("exited with code {code}"),
+        Status::Signaled(signal) => format!("killed by signal {signal}"),
+    }
+}

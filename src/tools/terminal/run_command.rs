@@ -1,0 +1,296 @@
+//! `run_command`: a shell command under the sandbox, in the foreground (waited for, with a
+//! time limit, progress and cancellation) or in the background (a session to poll).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::sandbox::exec::{SETUP_FAILED, SETUP_PREFIX};
+use crate::terminal::env::Terminal;
+use crate::terminal::foreground::{self, Watch};
+use crate::terminal::log::OutputLog;
+use crate::terminal::process::Status;
+use crate::terminal::session::TermSession;
+use crate::terminal::text;
+use crate::tools::terminal::{describe_status, env_pairs, launch, millis, shell_command};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// Default and largest time limit.
+const TIMEOUT_MS: (u64, u64) = (120_000, 600_000);
+/// Default wait for a background command's first output.
+const BACKGROUND_WAIT_MS: u64 = 500;
+/// Room kept for the result's own lines around the output.
+const FRAME: usize = 600;
+
+/// The `run_command` operation.
+pub struct RunCommand;
+
+/// Arguments of `run_command`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The command line, run by the configured shell (`bash -c`). Pipes, `&&` and redirections work.
+    pub command: String,
+    /// Working directory, inside the roots (default: the first root).
+    pub cwd: Option<String>,
+    /// Extra environment variables as `NAME=value` strings, e.g. `["RUST_LOG=debug"]`.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Text written to the command's stdin, which is then closed (default: stdin is `/dev/null`).
+    pub stdin: Option<String>,
+    /// Time limit in milliseconds (default 120000, at most 600000); then the command's whole process group is ended and its partial output returned.
+    pub timeout_ms: Option<u64>,
+    /// Start it in the background and return a `session_id` at once: for dev servers, watchers and anything long-running. Poll with `read_output`, end with `kill_session`.
+    #[serde(default)]
+    pub background: bool,
+    /// Milliseconds to wait for output before returning (`run_command` with `background`: default 500; `send_input`: default 500, returns early once output is quiet; `read_output`: default 0, returns as soon as there is new output). At most 600000.
+    pub wait_ms: Option<u64>,
+}
+
+/// Structured result of `run_command`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The session: a background command's id, or a finished command's whose output was cut (page it with `read_output`).
+    pub session_id: Option<String>,
+    /// `running`, `exited` or `killed`.
+    pub status: String,
+    /// The exit code, once exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Its stdout as shown (head and tail when cut); for a background command, stdout and stderr together.
+    pub stdout: String,
+    /// Its stderr as shown (head and tail when cut).
+    pub stderr: String,
+    /// Bytes the command wrote to stdout (all of them, shown or not).
+    pub stdout_bytes: u64,
+    /// Bytes it wrote to stderr.
+    pub stderr_bytes: u64,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+    /// It hit `timeout_ms` and was ended.
+    pub timed_out: bool,
+    /// The request was cancelled and the command ended.
+    pub cancelled: bool,
+    /// The output held bytes that are not UTF-8 text (shown with replacement characters).
+    pub binary: bool,
+    /// The sandbox mode it ran under.
+    pub sandbox: String,
+}
+
+impl Operation for RunCommand {
+    const NAME: &'static str = "run_command";
+    const DESCRIPTION: &'static str = "Run a shell command under the sandbox in its own process group and return its exit code with stdout and stderr kept apart; a non-zero exit is an error result that still carries the output. `background: true` returns a `session_id` at once for long-running programs.";
+    const KIND: EffectKind = EffectKind::Exec;
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(args: &Args) -> Effect {
+        Effect::Exec { command: args.command.clone(), cwd: args.cwd.clone() }
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        if args.command.trim().is_empty() {
+            return Err(ToolError::BadValue {
+                field: "command",
+                value: "\"\"".into(),
+                expected: "a command line, e.g. `cargo test`".into(),
+            });
+        }
+        let timeout = millis("timeout_ms", args.timeout_ms.unwrap_or(TIMEOUT_MS.0), TIMEOUT_MS.1)?;
+        let wait = millis("wait_ms", args.wait_ms.unwrap_or(BACKGROUND_WAIT_MS), TIMEOUT_MS.1)?;
+        let context = call.context;
+        let launch = launch(
+            &context,
+            call.cwd,
+            shell_command(&context, &args.command),
+            &env_pairs(&args.env)?,
+            Terminal::Pipes,
+        )?;
+        let terminals = &context.session.terminals;
+        let sandbox = context.config.sandbox.as_str().to_string();
+        let budget = context.config.output_budget.saturating_sub(FRAME);
+        let stdin = args.stdin.map(String::into_bytes);
+        let spawn_error = |source| ToolError::Spawn { program: context.config.shell.clone(), source };
+
+        if args.background {
+            terminals.check_capacity()?;
+            let id = format!("t{}", terminals.reserve());
+            let session = TermSession::start_background(id.clone(), &launch, args.command, stdin, terminals.ring_bytes)
+                .map_err(spawn_error)?;
+            terminals.insert(id[1..].parse().unwrap_or_default(), session.clone());
+            session.wait_for_exit(wait).await;
+            let (shown, _, binary) =
+                excerpt(&session.out, budget, &format!("page with `read_output` {{session_id: \"{id}\"}}"));
+            session.set_cursor(0, session.out.total());
+            let status = session.status();
+            let text = format!(
+                "started in the background as session `{id}` ({}); output so far:\n{}\nPoll with `read_output {{session_id: \"{id}\"}}`, end with `kill_session`.",
+                describe_status(status),
+                if shown.is_empty() { "(none yet)" } else { &shown }
+            );
+            let data = Output {
+                session_id: Some(id),
+                status: status.word().into(),
+                exit_code: status.code(),
+                signal: status.signal(),
+                stdout: shown,
+                stderr: String::new(),
+                stdout_bytes: session.out.total(),
+                stderr_bytes: 0,
+                duration_ms: session.started.elapsed().as_millis() as u64,
+                timed_out: false,
+                cancelled: false,
+                binary,
+                sandbox,
+            };
+            return Ok(Reply::new(text, data));
+        }
+
+        let number = terminals.reserve();
+        let id = format!("t{number}");
+        let spill_after = (context.config.output_budget as u64).min(terminals.ring_bytes as u64 / 2);
+        let log = |stream: &str| {
+            let path = terminals.spill_dir.join(format!("{id}.{stream}"));
+            Arc::new(OutputLog::with_spill(terminals.ring_bytes, Some((spill_after, path))))
+        };
+        let logs = [log("stdout"), log("stderr")];
+        let watch = Watch { timeout, cancel: &context.signals.cancel, progress: context.signals.progress.as_deref() };
+        let finished = foreground::run(&launch, stdin, &logs, watch).await.map_err(spawn_error)?;
+        if let Some(pgid) = finished.lingering {
+            terminals.linger(pgid);
+        }
+        let (out_total, err_total) = (logs[0].total(), logs[1].total());
+        if finished.status == Status::Exited(i32::from(SETUP_FAILED)) {
+            let stderr = text::to_text(&logs[1].read(0, 4096).bytes).0;
+            if stderr.starts_with(SETUP_PREFIX) {
+                return Err(ToolError::Sandbox(stderr.trim_end().to_string()));
+            }
+        }
+        let (out_share, err_share) = shares(out_total as usize, err_total as usize, budget);
+        let page = |stream: &str| format!("page with `read_output` {{session_id: \"{id}\", stream: \"{stream}\"}}");
+        let (stdout, out_cut, out_binary) = excerpt(&logs[0], out_share, &page("stdout"));
+        let (stderr, err_cut, err_binary) = excerpt(&logs[1], err_share, &page("stderr"));
+        let kept = out_cut || err_cut;
+        if kept {
+            let session =
+                TermSession::finished(id.clone(), args.command, launch.cwd.clone(), finished.status, logs.clone());
+            terminals.insert(number, Arc::new(session));
+        }
+        let duration_ms = finished.duration.as_millis() as u64;
+        let headline = match (finished.timed_out, finished.cancelled) {
+            (true, _) => format!(
+                "timed out after {duration_ms} ms; the process group was ended ({})",
+                describe_status(finished.status)
+            ),
+            (_, true) => format!("cancelled after {duration_ms} ms; the process group was ended"),
+            _ => format!("{} in {duration_ms} ms", describe_status(finished.status)),
+        };
+        let mut text = headline;
+        if finished.lingering.is_some() {
+            text.push_str("; processes it started in the background are still running (they end when the server exits; use `run_command` with `background: true` to manage them)");
+        }
+        for (name, shown, total) in [("stdout", &stdout, out_total), ("stderr", &stderr, err_total)] {
+            if total > 0 {
+                text.push_str(&format!("\n--- {name} ({total} bytes) ---\n{shown}"));
+                if !shown.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        if out_total + err_total == 0 {
+            text.push_str("\n(no output)");
+        }
+        let is_error = finished.status != Status::Exited(0) || finished.timed_out || finished.cancelled;
+        let data = Output {
+            session_id: kept.then_some(id),
+            status: finished.status.word().into(),
+            exit_code: finished.status.code(),
+            signal: finished.status.signal(),
+            stdout,
+            stderr,
+            stdout_bytes: out_total,
+            stderr_bytes: err_total,
+            duration_ms,
+            timed_out: finished.timed_out,
+            cancelled: finished.cancelled,
+            binary: out_binary || err_binary,
+            sandbox,
+        };
+        Ok(Reply { truncated: kept, is_error, ..Reply::new(text, data) })
+    }
+}
+
+/// Splits `budget` between two streams: each gets what it needs, the larger the rest.
+fn shares(out: usize, err: usize, budget: usize) -> (usize, usize) {
+    if out + err <= budget {
+        return (out, err);
+    }
+    let half = budget / 2;
+    match (out <= half, err <= half) {
+        (true, _) => (out, budget - out),
+        (_, true) => (budget - err, err),
+        _ => (half, budget - half),
+    }
+}
+
+/// A stream's text within `budget` bytes: all of it, or its head and tail with a marker
+/// saying how many bytes and lines were left out and `how_to_see` them. Returns the text,
+/// whether it was cut, and whether the output held non-text bytes.
+pub fn excerpt(log: &OutputLog, budget: usize, how_to_see: &str) -> (String, bool, bool) {
+    let total = log.total();
+    if total as usize <= budget {
+        let (shown, binary) = text::to_text(&log.read(0, budget).bytes);
+        return (shown, false, binary);
+    }
+    let room = budget.saturating_sub(200 + how_to_see.len());
+    let (head, tail) = log.head_and_tail(room / 3, room - room / 3);
+    let mut head_bytes = head.bytes;
+    if let Some(nl) = memchr::memrchr(b'\n', &head_bytes).filter(|nl| head_bytes.len() - nl <= 200) {
+        head_bytes.truncate(nl + 1);
+    }
+    let mut tail_chunk = tail.unwrap_or_else(|| log.read(total, 0));
+    if let Some(nl) = memchr::memchr(b'\n', &tail_chunk.bytes).filter(|nl| *nl < 200) {
+        tail_chunk.bytes.drain(..=nl);
+        tail_chunk.from += nl as u64 + 1;
+    }
+    let omitted_from = head_bytes.len() as u64;
+    let omitted = tail_chunk.from.saturating_sub(omitted_from);
+    let lines = log.count_newlines(omitted_from, tail_chunk.from);
+    let (head_text, head_binary) = text::to_text(&head_bytes);
+    let (tail_text, tail_binary) = text::to_text(&tail_chunk.bytes);
+    let lines = lines.map_or_else(String::new, |n| format!(" / {n} lines"));
+    let sep = if head_text.is_empty() || head_text.ends_with('\n') { "" } else { "\n" };
+    let shown = format!("{head_text}{sep}… {omitted} bytes{lines} omitted; {how_to_see} …\n{tail_text}");
+    (shown, true, head_binary || tail_binary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_give_small_streams_all_they_need() {
+        assert_eq!(shares(10, 20, 100), (10, 20));
+        assert_eq!(shares(10, 500, 100), (10, 90));
+        assert_eq!(shares(500, 10, 100), (90, 10));
+        assert_eq!(shares(500, 500, 100), (50, 50));
+    }
+
+    #[test]
+    fn excerpt_keeps_head_and_tail_and_counts_what_is_left_out() {
+        let log = OutputLog::new(1 << 20);
+        let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+        log.append(text.as_bytes());
+        let (shown, cut, binary) = excerpt(&log, 4096, "page it");
+        assert!(cut && !binary && shown.len() <= 4096, "{}", shown.len());
+        assert!(shown.starts_with("line 0\n") && shown.ends_with("line 9999\n"), "{shown}");
+        let marker = shown.lines().find(|l| l.starts_with('…')).unwrap();
+        let omitted: usize = marker.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let lines: usize = marker.split_whitespace().nth(4).unwrap().parse().unwrap();
+        assert_eq!(shown.len() - marker.len() - 1 + omitted, text.len(), "{marker}");
+        assert_eq!(lines, 10_000 - (shown.lines().count() - 1), "{marker}");
+    }
+}
