@@ -28,6 +28,8 @@
     reason = "a benchmark binary: it prints its report and stops loudly on a broken setup"
 )]
 
+#[path = "stdio/terminal.rs"]
+mod terminal;
 #[path = "stdio/writes.rs"]
 mod writes;
 
@@ -424,6 +426,7 @@ fn main() {
     cold_start(&servers, o.runs);
     warm_calls(&servers, &ws.0, o.calls);
     writes::write_calls(&servers, &ws.0, o.calls);
+    terminal::terminal_calls(&o.bin, &ws.0, o.calls);
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);
     if !counts_ok {

@@ -23,7 +23,7 @@ use crate::terminal::foreground::Progress;
 use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
-const INSTRUCTIONS: &str = "toolbelt-mcp: file tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows. Results that were cut say so and say how to see the rest.";
+const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Results that were cut say so and say how to see the rest.";
 
 /// One MCP connection: its configuration, its roots, and the tool listing.
 #[derive(Clone)]

@@ -84,9 +84,16 @@ impl OutputLog {
         let total = {
             let mut state = self.lock();
             state.spill_if_due(bytes.len() as u64);
-            if let Spill::Active { file, .. } = &mut state.spill
-                && file.write_all(bytes).is_err()
-            {
+            if let Spill::Active { file, .. } = &mut state.spill {
+                if file.write_all(bytes).is_ok() {
+                    // The file holds everything: no second copy in memory.
+                    state.total += bytes.len() as u64;
+                    state.start = state.total;
+                    let total = state.total;
+                    drop(state);
+                    self.progress.send_replace(total);
+                    return;
+                }
                 tracing::warn!("spilling command output failed; only the newest output is kept");
                 state.spill = Spill::Failed;
             }
@@ -104,8 +111,16 @@ impl OutputLog {
 
     /// Marks the end of the stream (EOF); waiters wake.
     pub fn close(&self) {
-        self.lock().closed = true;
+        let mut state = self.lock();
+        state.closed = true;
+        state.ring.shrink_to_fit();
+        drop(state);
         self.progress.send_replace(u64::MAX);
+    }
+
+    /// Bytes held in memory.
+    pub fn memory_bytes(&self) -> usize {
+        self.lock().ring.len()
     }
 
     /// Total bytes received so far.
@@ -202,7 +217,11 @@ impl State {
             Ok(mut file) => {
                 let (a, b) = self.ring.as_slices();
                 match file.write_all(a).and_then(|()| file.write_all(b)) {
-                    Ok(()) => Spill::Active { file, path },
+                    Ok(()) => {
+                        self.ring = VecDeque::new();
+                        self.start = self.total;
+                        Spill::Active { file, path }
+                    }
                     Err(_) => Spill::Failed,
                 }
             }

@@ -27,8 +27,10 @@ use crate::terminal::session::TermSession;
 
 /// Ended sessions are forgotten after this long.
 const ENDED_MAX_AGE: Duration = Duration::from_secs(3600);
-/// At most this many ended sessions are kept listable.
+/// At most this many ended sessions are kept listable…
 const ENDED_MAX_COUNT: usize = 64;
+/// …holding at most this much output in memory together (spilled output is on disk).
+const ENDED_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// One connection's commands and sessions.
 #[derive(Debug)]
@@ -189,19 +191,24 @@ impl Drop for Terminals {
 }
 
 impl Registry {
-    /// Forgets ended sessions past the age limit, and the oldest past the count limit.
+    /// Forgets ended sessions past the age limit, and the oldest past the count and memory
+    /// limits.
     fn prune(&mut self) {
         let now = Instant::now();
-        let mut ended: Vec<(u64, Instant)> =
-            self.sessions.iter().filter_map(|(n, s)| s.ended_at().map(|at| (*n, at))).collect();
-        ended.sort_by_key(|(_, at)| *at);
-        let excess = ended.len().saturating_sub(ENDED_MAX_COUNT);
-        for (index, (number, at)) in ended.into_iter().enumerate() {
-            if (index < excess || now.duration_since(at) > ENDED_MAX_AGE)
-                && let Some(session) = self.sessions.remove(&number)
-            {
+        let mut ended: Vec<(u64, Instant, usize)> =
+            self.sessions.iter().filter_map(|(n, s)| s.ended_at().map(|at| (*n, at, s.memory_bytes()))).collect();
+        ended.sort_by_key(|(_, at, _)| *at);
+        let (mut count, mut bytes) = (ended.len(), ended.iter().map(|(_, _, b)| b).sum::<usize>());
+        for (number, at, memory) in ended {
+            let over = count > ENDED_MAX_COUNT || bytes > ENDED_MAX_BYTES || now.duration_since(at) > ENDED_MAX_AGE;
+            if !over {
+                break;
+            }
+            if let Some(session) = self.sessions.remove(&number) {
                 session.discard();
             }
+            count -= 1;
+            bytes -= memory;
         }
     }
 }

@@ -211,7 +211,7 @@ impl TermSession {
         let mut output = self.out.subscribe();
         let mut status = self.status.subscribe();
         let deadline = tokio::time::Instant::now() + wait;
-        while self.out.total() <= since && !self.out.is_closed() {
+        while self.out.total() <= since && !self.out.is_closed() && tokio::time::Instant::now() < deadline {
             tokio::select! {
                 _ = output.changed() => {}
                 _ = status.changed() => if !self.is_running() { break },
@@ -226,7 +226,7 @@ impl TermSession {
         let deadline = tokio::time::Instant::now() + wait;
         self.wait_for_output(since, wait).await;
         let mut output = self.out.subscribe();
-        while self.is_running() && !self.out.is_closed() {
+        while self.is_running() && !self.out.is_closed() && tokio::time::Instant::now() < deadline {
             let settle = (tokio::time::Instant::now() + quiet).min(deadline);
             tokio::select! {
                 changed = output.changed() => if changed.is_err() { break },
@@ -261,6 +261,11 @@ impl TermSession {
         let mut status = self.status.subscribe();
         let waited = tokio::time::timeout(wait, status.wait_for(|s| *s != Status::Running)).await;
         matches!(waited, Ok(Ok(_)))
+    }
+
+    /// Bytes of output held in memory.
+    pub fn memory_bytes(&self) -> usize {
+        self.out.memory_bytes() + self.err.as_ref().map_or(0, |e| e.memory_bytes())
     }
 
     /// Drops spilled output (when the session is forgotten).

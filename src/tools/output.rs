@@ -61,7 +61,9 @@ impl<O: Serialize> Reply<O> {
         let (text, cut) = cut_to_budget(self.text, budget);
         let mut structured = Map::with_capacity(fields.len() + 2);
         structured.insert("operation".into(), Value::from(operation));
-        structured.extend(fields);
+        // Published schemas have no nullable types (hosts reject them), so an absent value is
+        // an absent field: a `null` would fail clients that validate against `outputSchema`.
+        structured.extend(fields.into_iter().filter(|(_, value)| !value.is_null()));
         structured.insert("truncated".into(), Value::Bool(self.truncated || cut));
         Ok(ToolOutput { text, structured, images: self.images, is_error: self.is_error })
     }
@@ -94,18 +96,19 @@ mod tests {
     #[derive(Serialize)]
     struct Data {
         count: u32,
+        absent: Option<u32>,
     }
 
     #[test]
     fn finish_orders_fields_and_keeps_budget() {
-        let out = Reply::new("é".repeat(5000), Data { count: 3 }).finish("op", 2000).unwrap();
+        let out = Reply::new("é".repeat(5000), Data { count: 3, absent: None }).finish("op", 2000).unwrap();
         assert!(out.text.len() <= 2000, "{}", out.text.len());
         let shown = out.text.find("\n…").unwrap();
         assert!(out.text.contains(&format!("output cut: {shown} of 10000 bytes shown")), "{}", out.text);
         let keys: Vec<&String> = out.structured.keys().collect();
         assert_eq!(keys, ["operation", "count", "truncated"]);
         assert_eq!(out.structured["truncated"], true);
-        let small = Reply::new("hi".into(), Data { count: 1 }).finish("op", 2000).unwrap();
+        let small = Reply::new("hi".into(), Data { count: 1, absent: None }).finish("op", 2000).unwrap();
         assert_eq!((small.text.as_str(), &small.structured["truncated"]), ("hi", &Value::Bool(false)));
     }
 }

@@ -9,7 +9,8 @@ The script builds its own small temporary workspace (nested text files, a
 .gitignore with an ignored directory, a hidden directory, a binary file), starts
 `BINARY serve --root WORKSPACE` through `mcp.client.stdio.stdio_client`, and
 checks the handshake, the `file_operations` tool schema, the four read
-operations, and two failing calls. It prints one line per check and ends with
+operations, two failing calls, writes with undo, and `terminal_operations` (streams, exit
+codes, the sandbox, progress notifications, a background command and a PTY session). It prints one line per check and ends with
 `N passed, M failed`; the exit status is 1 if any check failed.
 
 Set INTEROP_TIMEOUT_S to change the overall timeout (default 120 s) and VERBOSE=1 to print
@@ -264,6 +265,56 @@ async def check_writes(session: ClientSession, root: Path) -> None:
     check("undo of both: file and new directories gone", not is_error(res) and not (root / "made").exists(), short(res))
 
 
+async def term(session: ClientSession, args: dict, progress=None) -> Any:
+    timeout = timedelta(seconds=CALL_TIMEOUT_S) if SDK_MAJOR < 2 else CALL_TIMEOUT_S
+    return await session.call_tool("terminal_operations", args, read_timeout_seconds=timeout,
+                                   progress_callback=progress)
+
+
+async def check_terminal(session: ClientSession, root: Path) -> None:
+    tools = (await session.list_tools()).tools
+    tool = next((t for t in tools if t.name == "terminal_operations"), None)
+    if not check("tools/list lists terminal_operations", tool is not None, f"got {[t.name for t in tools]}"):
+        return
+    schema = field(tool, "input_schema", "inputSchema") or {}
+    bad = [p for p, k in walk_keys(schema) if k in FORBIDDEN_SCHEMA_KEYS]
+    check("terminal inputSchema is flat", schema.get("type") == "object" and not bad, f"found at {bad[:5]}")
+    res = await term(session, {"operation": "run_command", "command": "echo out; echo err >&2", "cwd": "src"})
+    sc = structured(res)
+    check("run_command: exit 0, streams apart", not is_error(res) and sc.get("exit_code") == 0
+          and sc.get("stdout") == "out\n" and sc.get("stderr") == "err\n", short(res))
+    res = await term(session, {"operation": "run_command", "command": "echo partial; exit 7"})
+    check("run_command non-zero: isError with exit code and output", is_error(res)
+          and structured(res).get("exit_code") == 7 and "partial" in result_text(res), short(res))
+    # The workspace is under the system temp dir, which commands may write; the home directory
+    # is outside everything writable.
+    escaped = Path.home() / f".toolbelt-interop-escaped-{os.getpid()}"
+    res = await term(session, {"operation": "run_command", "command": f"touch {escaped}"})
+    check("run_command outside the roots: EACCES", is_error(res) and not escaped.exists()
+          and "Permission denied" in result_text(res), short(res))
+    escaped.unlink(missing_ok=True)
+    updates: list[float] = []
+
+    async def on_progress(progress: float, total: Any, message: Any) -> None:
+        updates.append(progress)
+
+    res = await term(session, {"operation": "run_command", "command": "sleep 2.2; echo slept"}, on_progress)
+    check("run_command sends progress while it runs", not is_error(res) and len(updates) >= 2
+          and updates == sorted(updates), f"progress={updates} {short(res)}")
+    res = await term(session, {"operation": "run_command", "command": "sleep 0.3; echo bg", "background": True,
+                               "wait_ms": 0})
+    sid = structured(res).get("session_id")
+    check("background command: session id", not is_error(res) and bool(sid), short(res))
+    res = await term(session, {"operation": "read_output", "session_id": sid, "since": 0, "wait_ms": 3000})
+    check("read_output waits for the background output", "bg" in (structured(res).get("output") or ""), short(res))
+    res = await term(session, {"operation": "start_session", "shell": "bash"})
+    pty = structured(res).get("session_id")
+    res = await term(session, {"operation": "send_input", "session_id": pty, "input": "echo $((6*7))"})
+    check("PTY session answers send_input", "42" in (structured(res).get("output") or ""), short(res))
+    res = await term(session, {"operation": "kill_session", "session_id": pty, "signal": "KILL"})
+    check("kill_session ends the PTY", not is_error(res) and structured(res).get("status") == "killed", short(res))
+
+
 async def run(binary: str, root: Path, errlog) -> None:
     params = StdioServerParameters(command=binary, args=["serve", "--root", str(root)])
     async with stdio_client(params, errlog=errlog) as (read, write):
@@ -275,7 +326,7 @@ async def run(binary: str, root: Path, errlog) -> None:
             print(f"     server {getattr(info, 'name', '?')} {getattr(info, 'version', '?')}, protocol {version}")
             steps = [check_tools(session), check_read_file(session, root), check_list_dir(session),
                      check_file_search(session), check_grep(session), check_errors(session),
-                     check_writes(session, root)]
+                     check_writes(session, root), check_terminal(session, root)]
             for step in steps:
                 try:
                     await step
