@@ -29,9 +29,7 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn new() -> Self {
-        // Not under /tmp: sandboxed commands may write the system temp dir, and the sandbox
-        // tests need an `outside` that is really outside everything writable.
-        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let tmp = tempfile::tempdir_in(scratch_base()).unwrap();
         let base = tmp.path().canonicalize().unwrap();
         let root = base.join("ws");
         copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/workspace"), &root);
@@ -51,6 +49,21 @@ impl Workspace {
         std::fs::write(root.join("data/big.txt"), big).unwrap();
         Self { _tmp: tmp, root, outside, config_home, state_home }
     }
+}
+
+/// Where workspaces are made: not under a temp dir, because sandboxed commands may write the
+/// system temp dirs and the sandbox tests need an `outside` that nothing makes writable. That
+/// is cargo's target temp dir, unless the checkout itself lives under a temp dir; then a
+/// cache directory in `$HOME`.
+fn scratch_base() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).canonicalize().unwrap();
+    let temps = [std::env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()];
+    if !temps.iter().filter_map(|t| t.canonicalize().ok()).any(|t| target.starts_with(t)) {
+        return target;
+    }
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/toolbelt-mcp-tests");
+    std::fs::create_dir_all(&home).unwrap();
+    home
 }
 
 /// Copies a tree, turning `_gitignore` into `.gitignore`.
