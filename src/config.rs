@@ -50,6 +50,9 @@ pub struct Config {
     pub max_undo_bytes: u64,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
+    /// Where the default config file lives (`$XDG_CONFIG_HOME/toolbelt-mcp`), read or not:
+    /// commands may not write it, so they cannot plant a config for the next start.
+    pub config_dir: PathBuf,
     /// How commands are confined.
     pub sandbox: SandboxMode,
     /// Whether sandboxed commands may use TCP.
@@ -211,6 +214,7 @@ impl Config {
             max_edit_bytes: file.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
             max_undo_bytes: file.max_undo_bytes.unwrap_or(crate::session::DEFAULT_UNDO_BYTES),
             config_file,
+            config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,
             network,
             writable_roots,

@@ -55,7 +55,7 @@ fn sandbox_report(config: &Config, abi: Option<u8>) -> String {
         }
     };
     let terminals = Terminals::new(config);
-    let mut own = vec![config.state_dir.clone()];
+    let mut own = vec![config.state_dir.clone(), config.config_dir.clone()];
     own.extend(config.config_file.clone());
     let plan = Plan {
         mode: config.sandbox,

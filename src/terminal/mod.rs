@@ -74,10 +74,13 @@ impl Terminals {
 
     /// The confinement for a command started now, creating the private temp dir.
     pub fn confinement(&self, config: &Config, roots: &[PathBuf]) -> Result<Option<Confinement>, ToolError> {
-        fs::create_private_dir(&self.private_tmp).map_err(|err| {
-            ToolError::Internal(format!("cannot create the private temp dir `{}`: {err}", self.private_tmp.display()))
-        })?;
-        let mut own_files = vec![config.state_dir.clone()];
+        // The state dir exists before any command runs, so it is protected from the first.
+        for dir in [&self.private_tmp, &config.state_dir] {
+            fs::create_private_dir(dir).map_err(|err| {
+                ToolError::Internal(format!("cannot create the directory `{}`: {err}", dir.display()))
+            })?;
+        }
+        let mut own_files = vec![config.state_dir.clone(), config.config_dir.clone()];
         own_files.extend(config.config_file.clone());
         let plan = Plan {
             mode: config.sandbox,
@@ -87,7 +90,17 @@ impl Terminals {
             own_files: &own_files,
             deny_network: config.network == Network::Deny,
         };
-        Confinement::plan(&plan).map_err(|err| ToolError::Sandbox(err.to_string()))
+        let confinement = Confinement::plan(&plan).map_err(|err| ToolError::Sandbox(err.to_string()))?;
+        // A config dir a command could create (it lies in a writable dir) is created empty
+        // first, so it can be bound read-only like an existing one.
+        let writable = confinement.as_ref().map_or(&[][..], |c| c.writable());
+        if !fs::exists(&config.config_dir)
+            && writable.iter().any(|dir| config.config_dir.starts_with(dir))
+            && fs::create_private_dir(&config.config_dir).is_ok()
+        {
+            return Confinement::plan(&plan).map_err(|err| ToolError::Sandbox(err.to_string()));
+        }
+        Ok(confinement)
     }
 
     /// A new session id number (foreground commands reserve one for their spill files).

@@ -69,16 +69,20 @@ async fn own_state_and_config_are_read_only_to_commands() {
     assert!(rewrite.is_error && rewrite.text.contains("Read-only"), "{}", rewrite.text);
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "max_sessions = 4\n");
     client.close().await;
-    // The state dir is protected the same way, even inside a root.
-    std::fs::create_dir_all(ws.state_home.join("toolbelt-mcp")).unwrap();
+    // The state dir and the default config dir are protected the same way, even inside a root,
+    // and even before the config dir exists (a command cannot plant a config for the next start).
+    let base = ws.state_home.parent().unwrap().to_path_buf();
+    let config_dir = ws.config_home.join("toolbelt-mcp");
+    assert!(!config_dir.exists());
+    let client = Client::start(&ws, &["--root", base.to_str().unwrap()]).await;
     let state = ws.state_home.join("toolbelt-mcp");
-    let client = Client::start(
-        &ws,
-        &["--config", config.to_str().unwrap(), "--root", state.parent().unwrap().to_str().unwrap()],
-    )
-    .await;
     let poke = client.run(&format!("touch {}/x", state.display())).await;
     assert!(poke.is_error && poke.text.contains("Read-only"), "{}", poke.text);
+    let plant = client
+        .run(&format!("mkdir -p {0} && echo 'sandbox = \"full-access\"' > {0}/config.toml", config_dir.display()))
+        .await;
+    assert!(plant.is_error && plant.text.contains("Read-only"), "{}", plant.text);
+    assert!(!config_dir.join("config.toml").exists());
     client.close().await;
 }
 

@@ -117,10 +117,11 @@ impl Operation for RunCommand {
 
         if args.background {
             terminals.check_capacity()?;
-            let id = format!("t{}", terminals.reserve());
+            let number = terminals.reserve();
+            let id = format!("t{number}");
             let session = TermSession::start_background(id.clone(), &launch, args.command, stdin, terminals.ring_bytes)
                 .map_err(spawn_error)?;
-            terminals.insert(id[1..].parse().unwrap_or_default(), session.clone());
+            terminals.insert(number, session.clone());
             session.wait_for_exit(wait).await;
             let (shown, _, binary) =
                 excerpt(&session.out, budget, &format!("page with `read_output` {{session_id: \"{id}\"}}"));
