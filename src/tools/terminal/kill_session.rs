@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::terminal::process::signal_named;
-use crate::tools::terminal::describe_status;
+use crate::tools::terminal::{SessionState, describe_status};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `kill_session` operation.
@@ -28,14 +28,9 @@ pub struct Args {
 /// Structured result of `kill_session`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Output {
-    /// The session.
-    pub session_id: Option<String>,
-    /// `running`, `exited` or `killed`.
-    pub status: String,
-    /// The exit code, once exited.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it, if one did.
-    pub signal: Option<i32>,
+    /// The session and its state.
+    #[serde(flatten)]
+    pub state: SessionState,
     /// It was forgotten.
     pub removed: bool,
 }
@@ -81,13 +76,7 @@ impl Operation for KillSession {
         } else if args.remove {
             text.push_str("; not removed because it is still running (send `KILL`)");
         }
-        let data = Output {
-            session_id: Some(session.id.clone()),
-            status: status.word().into(),
-            exit_code: status.code(),
-            signal: status.signal(),
-            removed,
-        };
+        let data = Output { state: SessionState::of(Some(session.id.clone()), status), removed };
         Ok(Reply::new(text, data))
     }
 }

@@ -33,6 +33,26 @@ pub const TOOL: ToolDef = ToolDef {
     ],
 };
 
+/// A session's identity and state: part of every result about one session.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SessionState {
+    /// The session: pass it to `read_output`, `send_input` and `kill_session` (a finished command has one only when its output was cut).
+    pub session_id: Option<String>,
+    /// `running`, `exited` or `killed`.
+    pub status: String,
+    /// The exit code, once exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+}
+
+impl SessionState {
+    /// The state of session `id` (if any) with `status`.
+    fn of(session_id: Option<String>, status: crate::terminal::process::Status) -> Self {
+        Self { session_id, status: status.word().into(), exit_code: status.code(), signal: status.signal() }
+    }
+}
+
 /// How to start `program args…` for a call: in `cwd` (default: the first root), with the
 /// command environment plus `extra`, under the session's sandbox.
 fn launch(

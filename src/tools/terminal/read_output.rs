@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::terminal::session::{Kind, TermSession};
 use crate::terminal::text;
-use crate::tools::terminal::{describe_status, millis};
+use crate::tools::terminal::{SessionState, describe_status, millis};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// Output is "quiet" when nothing arrived for this long.
@@ -40,14 +40,9 @@ pub struct Args {
 /// Structured result of `read_output`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Output {
-    /// The session.
-    pub session_id: Option<String>,
-    /// `running`, `exited` or `killed`.
-    pub status: String,
-    /// The exit code, once exited.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it, if one did.
-    pub signal: Option<i32>,
+    /// The session and its state.
+    #[serde(flatten)]
+    pub state: SessionState,
     /// The output read (escape sequences stripped), or the screen.
     pub output: String,
     /// The cursor this output starts at.
@@ -163,10 +158,7 @@ impl Operation for ReadOutput {
         ));
         text.push_str(if page.more { "; more output waiting: call `read_output` again]" } else { "]" });
         let data = Output {
-            session_id: Some(session.id.clone()),
-            status: status.word().into(),
-            exit_code: status.code(),
-            signal: status.signal(),
+            state: SessionState::of(Some(session.id.clone()), status),
             output: page.text,
             from: page.from,
             next: page.next,
@@ -202,10 +194,7 @@ async fn screen(session: &TermSession, wait: Duration) -> Result<Reply<Output>, 
         if alternate { ", full-screen program" } else { "" }
     );
     let data = Output {
-        session_id: Some(session.id.clone()),
-        status: status.word().into(),
-        exit_code: status.code(),
-        signal: status.signal(),
+        state: SessionState::of(Some(session.id.clone()), status),
         output: contents,
         from: total,
         next: total,

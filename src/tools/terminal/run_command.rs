@@ -14,7 +14,7 @@ use crate::terminal::log::OutputLog;
 use crate::terminal::process::Status;
 use crate::terminal::session::TermSession;
 use crate::terminal::text;
-use crate::tools::terminal::{describe_status, env_pairs, launch, millis, shell_command};
+use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis, shell_command};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// Default and largest time limit.
@@ -52,14 +52,9 @@ pub struct Args {
 /// Structured result of `run_command`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Output {
-    /// The session: a background command's id, or a finished command's whose output was cut (page it with `read_output`).
-    pub session_id: Option<String>,
-    /// `running`, `exited` or `killed`.
-    pub status: String,
-    /// The exit code, once exited.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it, if one did.
-    pub signal: Option<i32>,
+    /// The session and its state.
+    #[serde(flatten)]
+    pub state: SessionState,
     /// Its stdout as shown (head and tail when cut); for a background command, stdout and stderr together.
     pub stdout: String,
     /// Its stderr as shown (head and tail when cut).
@@ -133,10 +128,7 @@ impl Operation for RunCommand {
                 if shown.is_empty() { "(none yet)" } else { &shown }
             );
             let data = Output {
-                session_id: Some(id),
-                status: status.word().into(),
-                exit_code: status.code(),
-                signal: status.signal(),
+                state: SessionState::of(Some(id), status),
                 stdout: shown,
                 stderr: String::new(),
                 stdout_bytes: session.out.total(),
@@ -206,10 +198,7 @@ impl Operation for RunCommand {
         }
         let is_error = finished.status != Status::Exited(0) || finished.timed_out || finished.cancelled;
         let data = Output {
-            session_id: kept.then_some(id),
-            status: finished.status.word().into(),
-            exit_code: finished.status.code(),
-            signal: finished.status.signal(),
+            state: SessionState::of(kept.then_some(id), finished.status),
             stdout,
             stderr,
             stdout_bytes: out_total,

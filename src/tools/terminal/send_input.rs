@@ -7,7 +7,7 @@ use crate::error::ToolError;
 use crate::terminal::keys;
 use crate::terminal::session::Kind;
 use crate::tools::terminal::read_output::{QUIET, page};
-use crate::tools::terminal::{describe_status, millis};
+use crate::tools::terminal::{SessionState, describe_status, millis};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// Default wait for the program's answer.
@@ -36,12 +36,9 @@ pub struct Args {
 /// Structured result of `send_input`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Output {
-    /// The session.
-    pub session_id: Option<String>,
-    /// `running`, `exited` or `killed`.
-    pub status: String,
-    /// The exit code, once exited.
-    pub exit_code: Option<i32>,
+    /// The session and its state.
+    #[serde(flatten)]
+    pub state: SessionState,
     /// New output (escape sequences stripped).
     pub output: String,
     /// The cursor after this output: the next read starts here by default.
@@ -128,9 +125,7 @@ impl Operation for SendInput {
             text.push_str(&format!("\n[session {}]", describe_status(status)));
         }
         let data = Output {
-            session_id: Some(session.id.clone()),
-            status: status.word().into(),
-            exit_code: status.code(),
+            state: SessionState::of(Some(session.id.clone()), status),
             output: page.text,
             next: page.next,
             more: page.more,

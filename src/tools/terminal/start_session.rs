@@ -10,7 +10,7 @@ use crate::error::ToolError;
 use crate::terminal::env::Terminal;
 use crate::terminal::session::TermSession;
 use crate::tools::terminal::read_output::{QUIET, page};
-use crate::tools::terminal::{describe_status, env_pairs, launch, millis};
+use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// Default wait for the first prompt.
@@ -41,12 +41,9 @@ pub struct Args {
 /// Structured result of `start_session`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Output {
-    /// The session: pass it to `send_input`, `read_output` and `kill_session`.
-    pub session_id: Option<String>,
-    /// `running`, `exited` or `killed`.
-    pub status: String,
-    /// The exit code, once exited.
-    pub exit_code: Option<i32>,
+    /// The session and its state.
+    #[serde(flatten)]
+    pub state: SessionState,
     /// New output (escape sequences stripped).
     pub output: String,
     /// The cursor after this output: the next read starts here by default.
@@ -97,9 +94,7 @@ impl Operation for StartSession {
             page.text
         );
         let data = Output {
-            session_id: Some(id),
-            status: status.word().into(),
-            exit_code: status.code(),
+            state: SessionState::of(Some(id), status),
             output: page.text,
             next: page.next,
             sandbox: context.config.sandbox.as_str().into(),
