@@ -51,6 +51,11 @@ pub struct CommonArgs {
     /// Env: `TOOLBELT_SANDBOX`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
+    /// When to ask the user: `never`, `on-request` (default: only escalations and protected
+    /// paths), `on-write` (also every write and every command not known to be read-only) or
+    /// `always`. Env: `TOOLBELT_APPROVAL`.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub approval: Option<Approval>,
 }
 
 /// Flags of `toolbelt-mcp schemas`.
@@ -87,6 +92,44 @@ impl SandboxMode {
             Self::FullAccess => "full-access",
         }
     }
+}
+
+/// When a call needs the user's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approval {
+    /// Nothing asks; what the sandbox forbids is denied.
+    Never,
+    /// Everything inside the sandbox runs; escalations and protected paths ask.
+    #[default]
+    OnRequest,
+    /// Also every write and every command not known to be read-only asks.
+    OnWrite,
+    /// Every call asks.
+    Always,
+}
+
+impl Approval {
+    /// The name used on the command line and in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Never => "never",
+            Self::OnRequest => "on-request",
+            Self::OnWrite => "on-write",
+            Self::Always => "always",
+        }
+    }
+}
+
+/// What happens when a call needs approval and the client cannot ask the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fallback {
+    /// Deny, saying how the user can allow it.
+    #[default]
+    Deny,
+    /// Allow (trusted automation).
+    Allow,
 }
 
 /// Whether sandboxed commands may open TCP connections.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::cli::{CommonArgs, Network, SandboxMode, ToolLayout};
+use crate::cli::{Approval, CommonArgs, Fallback, Network, SandboxMode, ToolLayout};
 use crate::error::ConfigError;
 use crate::sandbox::fs;
 
@@ -67,6 +67,14 @@ pub struct Config {
     pub max_sessions: usize,
     /// Most bytes of output one terminal session keeps in memory (oldest dropped first).
     pub session_output_bytes: usize,
+    /// When to ask the user.
+    pub approval: Approval,
+    /// What to do when a call needs approval and the client cannot ask.
+    pub approval_fallback: Fallback,
+    /// How long to wait for the user's answer before counting it as a denial.
+    pub approval_timeout: std::time::Duration,
+    /// Command prefixes denied under every policy, as argv, e.g. `["rm", "-rf", "/"]`.
+    pub forbidden_commands: Vec<Vec<String>>,
 }
 
 /// The keys a config file may hold; anything else is an error naming the key.
@@ -87,6 +95,10 @@ struct FileConfig {
     env_allow: Option<Vec<String>>,
     max_sessions: Option<usize>,
     session_output_bytes: Option<usize>,
+    approval: Option<Approval>,
+    approval_fallback: Option<Fallback>,
+    approval_timeout_s: Option<u64>,
+    forbidden_commands: Option<Vec<Vec<String>>>,
 }
 
 /// Reads an environment variable; injected so resolution is testable without touching the
@@ -192,6 +204,29 @@ impl Config {
                 expected: "between 65536 and 1073741824 bytes",
             });
         }
+        let approval = match (args.approval, env("TOOLBELT_APPROVAL")) {
+            (Some(approval), _) => approval,
+            (None, Some(value)) => parse_approval(&value)?,
+            (None, None) => file.approval.unwrap_or_default(),
+        };
+        let approval_timeout_s = file.approval_timeout_s.unwrap_or(300);
+        if !(1..=86_400).contains(&approval_timeout_s) {
+            return Err(ConfigError::OutOfRange {
+                key: "approval_timeout_s",
+                value: approval_timeout_s.to_string(),
+                expected: "between 1 and 86400 seconds",
+            });
+        }
+        let forbidden_commands = file.forbidden_commands.unwrap_or_default();
+        if let Some(bad) =
+            forbidden_commands.iter().find(|rule| rule.is_empty() || rule.iter().any(|w| w.trim().is_empty()))
+        {
+            return Err(ConfigError::OutOfRange {
+                key: "forbidden_commands",
+                value: format!("{bad:?}"),
+                expected: "non-empty lists of non-empty words, e.g. [[\"rm\", \"-rf\", \"/\"], [\"git\", \"push\", \"--force\"]]",
+            });
+        }
         let shell = match file.shell {
             Some(shell) if !shell.trim().is_empty() => shell,
             Some(_) => {
@@ -222,6 +257,10 @@ impl Config {
             env_allow: file.env_allow.unwrap_or_default(),
             max_sessions,
             session_output_bytes,
+            approval,
+            approval_fallback: file.approval_fallback.unwrap_or_default(),
+            approval_timeout: std::time::Duration::from_secs(approval_timeout_s),
+            forbidden_commands,
         }))
     }
 }
@@ -295,6 +334,20 @@ fn parse_sandbox(value: &OsString) -> Result<SandboxMode, ConfigError> {
             name: "TOOLBELT_SANDBOX",
             value: value.to_string_lossy().into_owned(),
             expected: "`read-only`, `workspace-write` or `full-access`",
+        }),
+    }
+}
+
+fn parse_approval(value: &OsString) -> Result<Approval, ConfigError> {
+    match value.to_str() {
+        Some("never") => Ok(Approval::Never),
+        Some("on-request") => Ok(Approval::OnRequest),
+        Some("on-write") => Ok(Approval::OnWrite),
+        Some("always") => Ok(Approval::Always),
+        _ => Err(ConfigError::BadEnv {
+            name: "TOOLBELT_APPROVAL",
+            value: value.to_string_lossy().into_owned(),
+            expected: "`never`, `on-request`, `on-write` or `always`",
         }),
     }
 }

@@ -36,7 +36,7 @@ pub enum ToolError {
     },
     /// A path that lies outside every root.
     #[error(
-        "`{path}` is outside the allowed roots ({roots}); use a path inside them (relative paths start at `{first_root}`)"
+        "`{path}` is outside the allowed roots ({roots}); use a path inside them (relative paths start at `{first_root}`), or set `escalate: true` with a `justification` to ask the user"
     )]
     OutsideRoots {
         /// The path as given.
@@ -48,7 +48,7 @@ pub enum ToolError {
     },
     /// A path inside a root that leads outside through a symlink.
     #[error(
-        "`{path}` is a symlink (or goes through one) that resolves to `{target}`, outside the allowed roots ({roots}); only paths that stay inside the roots can be used"
+        "`{path}` is a symlink (or goes through one) that resolves to `{target}`, outside the allowed roots ({roots}); only paths that stay inside the roots can be used, unless you set `escalate: true` with a `justification` to ask the user"
     )]
     SymlinkEscape {
         /// The path as given.
@@ -189,11 +189,30 @@ pub enum ToolError {
         source: std::io::Error,
     },
     /// A bug on our side; the model can only retry or report it.
-    /// A file change while the server runs in `read-only` sandbox mode.
-    #[error(
-        "the server runs with `--sandbox read-only`, so files cannot be changed; ask the user to restart it with `--sandbox workspace-write` to allow edits"
-    )]
-    ReadOnlySandbox,
+    /// The policy refuses the call.
+    #[error("denied: {reason}; {how_to_allow}")]
+    Denied {
+        /// Why.
+        reason: String,
+        /// What would allow it.
+        how_to_allow: String,
+    },
+    /// The call needs the user's approval and the client cannot ask.
+    #[error("denied: {reason}, which needs the user's approval, and {how_to_allow}")]
+    NoApprover {
+        /// What needed approval.
+        reason: String,
+        /// What the user can change.
+        how_to_allow: String,
+    },
+    /// The user said no (or did not answer in time).
+    #[error("the user denied it: {reason}{}; do not retry the same call, ask the user or take another way", note.as_ref().map(|n| format!(" (their note: {n})")).unwrap_or_default())]
+    UserDenied {
+        /// What was asked.
+        reason: String,
+        /// The user's note to the agent.
+        note: Option<String>,
+    },
     /// A command that cannot be confined as the sandbox mode requires (so it did not run).
     #[error("{0}")]
     Sandbox(String),

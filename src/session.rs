@@ -24,6 +24,8 @@ pub struct Session {
     pub writes: tokio::sync::Mutex<()>,
     /// Its background commands and PTY sessions.
     pub terminals: Terminals,
+    /// What the user allowed for the rest of the session.
+    grants: Mutex<Vec<crate::policy::decide::Scope>>,
     history: Mutex<History>,
     undo_dir: PathBuf,
     cap: u64,
@@ -152,7 +154,18 @@ impl Session {
             undo_dir,
             cap,
             terminals: Terminals::new(config),
+            grants: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The grants "allow for this session" answers created.
+    pub fn grants(&self) -> Vec<crate::policy::decide::Scope> {
+        self.grants.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records a grant.
+    pub fn grant(&self, scope: crate::policy::decide::Scope) {
+        self.grants.lock().unwrap_or_else(|p| p.into_inner()).push(scope);
     }
 
     fn history(&self) -> std::sync::MutexGuard<'_, History> {

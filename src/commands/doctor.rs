@@ -88,6 +88,18 @@ fn sandbox_report(config: &Config, abi: Option<u8>) -> String {
         Err(err) => out.push_str(&format!(" (commands are refused: {err})\n")),
     }
     out.push_str(&format!("network:       {network}\n"));
+    out.push_str(&format!(
+        "approval:      {} (clients without elicitation: {}; unanswered after {} s: deny)\n",
+        config.approval.as_str(),
+        match config.approval_fallback {
+            crate::cli::Fallback::Deny => "deny",
+            crate::cli::Fallback::Allow => "allow",
+        },
+        config.approval_timeout.as_secs()
+    ));
+    for rule in &config.forbidden_commands {
+        out.push_str(&format!("forbidden:     `{}`\n", rule.join(" ")));
+    }
     out.push_str(&format!("shell:         {}\n", config.shell));
     out.push_str(&format!(
         "sessions:      at most {} running, {} bytes of output kept each\n",

@@ -1,14 +1,22 @@
 //! The policy gate: `Gate::check` runs inside the one function that can call an operation's
-//! `run`, so no operation skips it. It decides on the operation's declared effect: today it
-//! confines every path to the roots and keeps protected paths unwritable (the approval table
-//! comes with its own release).
+//! `run`, so no operation skips it. It classifies the operation's declared effect (paths
+//! inside, outside or protected; commands by their shell grammar), lets the pure decision
+//! table (`decide`) rule, asks the user through the approver when the table says ask (or
+//! applies the configured fallback when the client cannot ask), and hands the operation only
+//! what was approved.
 
-use std::path::{Component, Path};
+pub mod approve;
+pub mod command;
+pub mod decide;
 
-use crate::cli::SandboxMode;
+use std::path::{Component, Path, PathBuf};
+
+use crate::cli::Fallback;
 use crate::error::ToolError;
-use crate::sandbox::Resolved;
+use crate::policy::approve::{Answer, Question};
+use crate::policy::decide::{Decision, Location, Policy, Request, Scope, Subject};
 use crate::sandbox::write::Target;
+use crate::sandbox::{Resolved, Roots, paths};
 use crate::tools::{Context, Effect};
 
 /// The gate every call passes before its operation runs.
@@ -22,72 +30,203 @@ pub struct Approved {
     pub targets: Vec<Target>,
     /// The working directory of an `Exec` effect, if it named one.
     pub cwd: Option<Resolved>,
+    /// An escalated command approved to run without the sandbox.
+    pub unsandboxed: bool,
+}
+
+/// The call's request to go beyond the sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Escalation {
+    /// `escalate: true`.
+    pub escalate: bool,
+    /// Why.
+    pub justification: Option<String>,
 }
 
 impl Gate {
-    /// Checks an effect against the session's roots; denies with a message naming the roots
-    /// or the protection.
-    pub fn check(effect: &Effect, context: &Context) -> Result<Approved, ToolError> {
-        match effect {
-            Effect::Read(paths) => {
-                let subjects = paths.iter().map(|path| context.roots.resolve(path)).collect::<Result<_, _>>()?;
-                Ok(Approved { subjects, targets: Vec::new(), cwd: None })
+    /// Classifies, decides, asks if needed, then resolves what the operation may touch.
+    pub async fn check(
+        operation: &'static str,
+        effect: &Effect,
+        escalation: &Escalation,
+        context: &Context,
+    ) -> Result<Approved, ToolError> {
+        let config = &context.config;
+        let (subjects, outside_error) = classify(effect, context)?;
+        let request =
+            Request { subjects, escalate: escalation.escalate, justification: escalation.justification.clone() };
+        let policy = Policy { approval: config.approval, sandbox: config.sandbox };
+        let decision = decide::decide(&policy, &request, &context.session.grants());
+        match decision {
+            Decision::Allow => {}
+            // A path outside the roots, not escalated: the resolution's own error explains it best.
+            Decision::Deny { .. } if !escalation.escalate && outside_error.is_some() => {
+                return Err(outside_error.unwrap_or_else(|| ToolError::Internal("no error kept".into())));
             }
-            Effect::Write(_) | Effect::History if context.config.sandbox == SandboxMode::ReadOnly => {
-                Err(ToolError::ReadOnlySandbox)
-            }
-            Effect::Write(paths) => {
-                let mut targets = Vec::with_capacity(paths.len());
-                for path in paths {
-                    let target = Target::resolve(&context.roots, path)?;
-                    if let Some(why) = protection(target.real(), context) {
-                        return Err(ToolError::Protected { path: target.shown().into(), why });
-                    }
-                    targets.push(target);
-                }
-                Ok(Approved { subjects: Vec::new(), targets, cwd: None })
-            }
-            Effect::History | Effect::Control => Ok(Approved { subjects: Vec::new(), targets: Vec::new(), cwd: None }),
-            Effect::Exec { cwd, .. } => {
-                let cwd = match cwd {
-                    Some(dir) => {
-                        let resolved = context.roots.resolve(dir)?;
-                        if !crate::sandbox::fs::is_dir(resolved.real()) {
-                            return Err(ToolError::NotADirectory { path: dir.clone() });
-                        }
-                        Some(resolved)
-                    }
-                    None => None,
+            Decision::Deny { reason, how_to_allow } => return Err(ToolError::Denied { reason, how_to_allow }),
+            Decision::Ask { reason, scope } => {
+                let question = Question {
+                    operation,
+                    reason: reason.clone(),
+                    justification: escalation.justification.clone(),
+                    session_scope: describe_scope(&scope),
                 };
-                Ok(Approved { subjects: Vec::new(), targets: Vec::new(), cwd })
+                match &context.signals.approver {
+                    None if config.approval_fallback == Fallback::Allow => {}
+                    None => return Err(ToolError::NoApprover { reason, how_to_allow: fallback_hint(context) }),
+                    Some(approver) => match approver(question).await {
+                        Answer::AllowOnce => {}
+                        Answer::AllowSession => context.session.grant(scope),
+                        Answer::Deny(note) => return Err(ToolError::UserDenied { reason, note }),
+                        Answer::TimedOut => {
+                            return Err(ToolError::UserDenied { reason, note: Some("no answer in time".into()) });
+                        }
+                    },
+                }
             }
         }
+        // Approved: an escalated call may reach beyond the roots.
+        let widened;
+        let roots = if escalation.escalate {
+            widened = Roots::new(vec![context.roots.first().to_path_buf(), PathBuf::from("/")]);
+            &widened
+        } else {
+            &context.roots
+        };
+        resolve(effect, roots, escalation.escalate)
     }
 
     /// Whether `path` may be written by history replay (undo): the same protections apply.
     pub fn check_protected(path: &Path, shown: &str, context: &Context) -> Result<(), ToolError> {
         match protection(path, context) {
-            Some(why) => Err(ToolError::Protected { path: shown.into(), why }),
+            Some((_, why)) => Err(ToolError::Protected { path: shown.into(), why }),
             None => Ok(()),
         }
     }
 }
 
-/// Why a path may not be written, if it is protected: git hooks and config run code outside
-/// any sandbox, and the server's own config and state decide its policy.
-fn protection(path: &Path, context: &Context) -> Option<&'static str> {
+/// The effect's subjects with where they lie (and commands classified), and the resolution
+/// error of the first path found outside the roots.
+fn classify(effect: &Effect, context: &Context) -> Result<(Vec<Subject>, Option<ToolError>), ToolError> {
+    let roots = &context.roots;
+    let mut first_error = None;
+    let mut outside = |input: &str, err: ToolError| {
+        let path = match &err {
+            ToolError::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
+            ToolError::SymlinkEscape { target, .. } => target.clone(),
+            _ => return Err(err),
+        };
+        first_error.get_or_insert(err);
+        Ok(path)
+    };
+    let mut subjects = Vec::new();
+    match effect {
+        Effect::Read(inputs) => {
+            for input in inputs {
+                subjects.push(match roots.resolve(input) {
+                    Ok(resolved) => Subject::Read(resolved.real().to_path_buf(), Location::Inside),
+                    Err(err) => Subject::Read(outside(input, err)?, Location::Outside),
+                });
+            }
+        }
+        Effect::Write(inputs) => {
+            for input in inputs {
+                subjects.push(match Target::resolve(roots, input) {
+                    Ok(target) => {
+                        let location = protection(target.real(), context).map_or(Location::Inside, |(l, _)| l);
+                        Subject::Write(target.real().to_path_buf(), location)
+                    }
+                    Err(err) => {
+                        let path = outside(input, err)?;
+                        let own = matches!(protection(&path, context), Some((Location::Own, _)));
+                        Subject::Write(path, if own { Location::Own } else { Location::Outside })
+                    }
+                });
+            }
+        }
+        Effect::History => subjects.push(Subject::Write(roots.first().to_path_buf(), Location::Inside)),
+        Effect::Control => subjects.push(Subject::Control),
+        Effect::Exec { command, cwd } => {
+            if let Some(dir) = cwd {
+                subjects.push(match roots.resolve(dir) {
+                    Ok(resolved) => Subject::Read(resolved.real().to_path_buf(), Location::Inside),
+                    Err(err) => Subject::Read(outside(dir, err)?, Location::Outside),
+                });
+            }
+            let class = command::classify(command, &context.config.forbidden_commands);
+            subjects.push(Subject::Command(command.clone(), class));
+        }
+    }
+    Ok((subjects, first_error))
+}
+
+/// Resolves an approved effect against `roots`.
+fn resolve(effect: &Effect, roots: &Roots, escalated: bool) -> Result<Approved, ToolError> {
+    let mut approved = Approved { subjects: Vec::new(), targets: Vec::new(), cwd: None, unsandboxed: false };
+    match effect {
+        Effect::Read(paths) => {
+            approved.subjects = paths.iter().map(|path| roots.resolve(path)).collect::<Result<_, _>>()?;
+        }
+        Effect::Write(paths) => {
+            approved.targets = paths.iter().map(|path| Target::resolve(roots, path)).collect::<Result<_, _>>()?;
+        }
+        Effect::History | Effect::Control => {}
+        Effect::Exec { cwd, .. } => {
+            if let Some(dir) = cwd {
+                let resolved = roots.resolve(dir)?;
+                if !crate::sandbox::fs::is_dir(resolved.real()) {
+                    return Err(ToolError::NotADirectory { path: dir.clone() });
+                }
+                approved.cwd = Some(resolved);
+            }
+            approved.unsandboxed = escalated;
+        }
+    }
+    Ok(approved)
+}
+
+/// What the fallback message tells the user to change.
+fn fallback_hint(context: &Context) -> String {
+    let file = context
+        .config
+        .config_file
+        .as_ref()
+        .map_or_else(|| format!("{}/config.toml", context.config.config_dir.display()), |f| f.display().to_string());
+    format!(
+        "this client cannot ask the user (it does not support MCP elicitation). The user can allow such calls without asking by adding `approval_fallback = \"allow\"` to `{file}`, or by restarting the server with a looser `--approval` policy"
+    )
+}
+
+/// A grant's scope in words, for the question.
+fn describe_scope(scope: &Scope) -> String {
+    match scope {
+        Scope::ReadPath(path) => format!("reading anything under `{}`", path.display()),
+        Scope::WritePath(path) => format!("changing anything under `{}`", path.display()),
+        Scope::Command { prefix, unsandboxed: true } => {
+            format!("commands starting with `{prefix}`, outside the sandbox")
+        }
+        Scope::Command { prefix, unsandboxed: false } => format!("commands starting with `{prefix}`"),
+        Scope::Control => "signals to this session's processes".into(),
+    }
+}
+
+/// Why a path is protected, if it is: git hooks and git config run code outside any
+/// sandbox (writing them asks), and the server's own config and state decide its policy
+/// (never written).
+fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)> {
     let names: Vec<&std::ffi::OsStr> =
         path.components().filter_map(|c| if let Component::Normal(n) = c { Some(n) } else { None }).collect();
     for window in names.windows(2) {
         if window[0] == ".git" && (window[1] == "hooks" || window[1] == "config") {
-            return Some("git hooks and git config can run commands outside the sandbox");
+            return Some((Location::Protected, "git hooks and git config can run commands outside the sandbox"));
         }
     }
-    if path.starts_with(&context.config.state_dir) {
-        return Some("it is the server's own state");
+    let config = &context.config;
+    if path.starts_with(&config.state_dir) {
+        return Some((Location::Own, "it is the server's own state"));
     }
-    if context.config.config_file.as_deref().is_some_and(|file| path == file) {
-        return Some("it is the server's own configuration");
+    if config.config_file.as_deref().is_some_and(|file| path == file) || path.starts_with(&config.config_dir) {
+        return Some((Location::Own, "it is the server's own configuration"));
     }
     None
 }

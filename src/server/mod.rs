@@ -1,6 +1,7 @@
 //! The MCP server: the only layer (with `agent/`) that names rmcp types. It lists the
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
+mod approve;
 mod roots;
 pub mod stdio;
 
@@ -78,8 +79,9 @@ fn to_result(output: ToolOutput) -> CallToolResult {
     result
 }
 
-/// The call's cancellation, and progress notifications when the client sent a progress token.
-fn signals(context: &RequestContext<RoleServer>) -> Signals {
+/// The call's cancellation, progress notifications when the client sent a progress token, and
+/// the approver when the client can answer elicitations.
+fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration) -> Signals {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
         let send: Arc<Progress> = Arc::new(move |elapsed: f64, message: String| {
@@ -93,7 +95,7 @@ fn signals(context: &RequestContext<RoleServer>) -> Signals {
         });
         send
     });
-    Signals { cancel: context.ct.clone(), progress }
+    Signals { cancel: context.ct.clone(), progress, approver: approve::approver(&context.peer, timeout) }
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
@@ -164,7 +166,7 @@ impl ServerHandler for Server {
             Err(err) => return Ok(error_result(&err).into()),
         };
         let roots = self.roots.current().await;
-        let signals = signals(&context);
+        let signals = signals(&context, self.config.approval_timeout);
         let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone(), signals });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();

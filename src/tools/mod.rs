@@ -74,6 +74,8 @@ pub struct Call {
     pub targets: Vec<Target>,
     /// An `Exec` effect's working directory, confined (`None` when the call gave none).
     pub cwd: Option<Resolved>,
+    /// The user approved running this command without the sandbox.
+    pub unsandboxed: bool,
     /// Configuration and session state for this call.
     pub context: Arc<Context>,
 }
@@ -114,6 +116,8 @@ pub struct Signals {
     pub cancel: tokio_util::sync::CancellationToken,
     /// Sends a progress notification (when the client asked for them).
     pub progress: Option<Arc<crate::terminal::foreground::Progress>>,
+    /// Asks the user (when the client supports elicitation).
+    pub approver: Option<crate::policy::approve::Approver>,
 }
 
 impl std::fmt::Debug for Signals {
@@ -191,6 +195,7 @@ pub struct ToolDef {
 /// The one function that calls `run`: strict parse, the gate, then the operation.
 fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> BoxedCall {
     Box::pin(async move {
+        let (args, escalation) = split_escalation::<O>(args)?;
         let args = parse::<O>(args)?;
         let session = context.session.clone();
         let _serial = match O::KIND {
@@ -201,12 +206,48 @@ fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> Boxe
             }
             EffectKind::Read | EffectKind::Exec => None,
         };
-        let approved = Gate::check(&O::effect(&args), &context)?;
+        let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context).await?;
         let budget = context.config.output_budget;
-        let call = Call { subjects: approved.subjects, targets: approved.targets, cwd: approved.cwd, context };
+        let call = Call {
+            subjects: approved.subjects,
+            targets: approved.targets,
+            cwd: approved.cwd,
+            unsandboxed: approved.unsandboxed,
+            context,
+        };
         let reply = O::run(args, call).await?;
         reply.finish(O::NAME, budget)
     })
+}
+
+/// The fields every operation accepts: `escalate` and `justification`.
+#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EscalationArgs {
+    /// Ask to go beyond the sandbox: read or write outside the roots, write a protected path, or run a command without the sandbox. The user is asked (a policy of `never` refuses); needs a `justification`.
+    #[serde(default)]
+    pub escalate: bool,
+    /// Why the call must go beyond the sandbox, shown to the user with the question.
+    pub justification: Option<String>,
+}
+
+/// Takes `escalate` and `justification` out of a call's arguments.
+fn split_escalation<O: Operation>(
+    mut args: Map<String, Value>,
+) -> Result<(Map<String, Value>, crate::policy::Escalation), ToolError> {
+    let mut common = Map::new();
+    for key in ["escalate", "justification"] {
+        if let Some(value) = args.remove(key) {
+            common.insert(key.into(), value);
+        }
+    }
+    let parsed: EscalationArgs =
+        serde_json::from_value(Value::Object(common)).map_err(|err| ToolError::InvalidArguments {
+            operation: O::NAME,
+            message: err.to_string(),
+            accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
+        })?;
+    Ok((args, crate::policy::Escalation { escalate: parsed.escalate, justification: parsed.justification }))
 }
 
 /// Deserialises an operation's own fields (never `operation` itself), strictly.

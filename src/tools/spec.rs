@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::ToolLayout;
 use crate::schema::{self, Part, SchemaError};
-use crate::tools::{EffectKind, OperationDef, TOOLS, ToolDef};
+use crate::tools::{EffectKind, EscalationArgs, OperationDef, TOOLS, ToolDef};
 
 /// A tool as listed to clients, free of any protocol type (the server converts it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,11 +79,12 @@ pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, Schem
 fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSpec, SchemaError> {
     let inputs: Vec<_> = operations.iter().map(|op| (op.name, (op.input_schema)())).collect();
     let outputs: Vec<_> = operations.iter().map(|op| (op.name, (op.output_schema)())).collect();
-    let input_schema = schema::merge(
+    let mut input_schema = schema::merge(
         &parts(&inputs),
         "The operation to run; the other fields are described with the operations that use them.",
         &[],
     )?;
+    add_escalation(&mut input_schema, "[every operation] ");
     let mut output_schema = schema::merge(&parts(&outputs), "The operation that ran.", &[])?;
     add_truncated(&mut output_schema);
     schema::check_flat(&input_schema)?;
@@ -107,7 +108,8 @@ fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>>
 }
 
 fn granular(op: &OperationDef) -> Result<ToolSpec, SchemaError> {
-    let input_schema = (op.input_schema)();
+    let mut input_schema = (op.input_schema)();
+    add_escalation(&mut input_schema, "");
     let mut output_schema =
         schema::merge(&[Part { operation: op.name, schema: &(op.output_schema)() }], "The operation that ran.", &[])?;
     add_truncated(&mut output_schema);
@@ -121,6 +123,23 @@ fn granular(op: &OperationDef) -> Result<ToolSpec, SchemaError> {
         output_schema,
         annotations: Annotations::of(std::iter::once(op.kind)),
     })
+}
+
+/// Adds `escalate` and `justification`, which every operation accepts (the gate reads them).
+fn add_escalation(schema: &mut Map<String, Value>, prefix: &str) {
+    let common = schema::input_schema::<EscalationArgs>();
+    let (Some(Value::Object(props)), Some(Value::Object(extra))) =
+        (schema.get_mut("properties"), common.get("properties"))
+    else {
+        return;
+    };
+    for (name, field) in extra {
+        let mut field = field.clone();
+        if let Some(Value::String(description)) = field.get_mut("description") {
+            *description = format!("{prefix}{description}");
+        }
+        props.insert(name.clone(), field);
+    }
 }
 
 fn add_truncated(schema: &mut Map<String, Value>) {

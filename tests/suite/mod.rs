@@ -4,6 +4,7 @@ mod cli;
 pub mod common;
 mod confinement;
 mod list_dir;
+mod policy;
 mod protocol;
 mod read_file;
 mod roots;

@@ -54,10 +54,11 @@ impl SessionState {
 }
 
 /// How to start `program args…` for a call: in `cwd` (default: the first root), with the
-/// command environment plus `extra`, under the session's sandbox.
+/// command environment plus `extra`, under the session's sandbox (unless the user approved
+/// running it `unsandboxed`).
 fn launch(
     context: &Context,
-    cwd: Option<Resolved>,
+    (cwd, unsandboxed): (Option<Resolved>, bool),
     (program, args): (OsString, Vec<OsString>),
     extra: &BTreeMap<String, String>,
     terminal: Terminal,
@@ -68,7 +69,7 @@ fn launch(
         expected: format!("variable names and values: {problem}"),
     })?;
     let terminals = &context.session.terminals;
-    let confinement = terminals.confinement(&context.config, context.roots.list())?;
+    let confinement = if unsandboxed { None } else { terminals.confinement(&context.config, context.roots.list())? };
     let mut environment = env::build(std::env::vars_os(), &context.config.env_allow, terminal, extra);
     if context.config.sandbox == SandboxMode::ReadOnly && !extra.contains_key("TMPDIR") {
         environment.retain(|(name, _)| name != "TMPDIR");
@@ -91,6 +92,14 @@ fn env_pairs(entries: &[String]) -> Result<BTreeMap<String, String>, ToolError> 
             }),
         })
         .collect()
+}
+
+/// The sandbox a command ran under, for results.
+fn sandbox_label(context: &Context, launch: &Launch) -> String {
+    match (&launch.confinement, context.config.sandbox) {
+        (None, mode) if mode != SandboxMode::FullAccess => "full-access (approved escalation)".into(),
+        (_, mode) => mode.as_str().into(),
+    }
 }
 
 /// The shell running `command` non-interactively: `SHELL -c COMMAND`.

@@ -14,7 +14,7 @@ use crate::terminal::log::OutputLog;
 use crate::terminal::process::Status;
 use crate::terminal::session::TermSession;
 use crate::terminal::text;
-use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis, shell_command};
+use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis, sandbox_label, shell_command};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// Default and largest time limit.
@@ -99,13 +99,13 @@ impl Operation for RunCommand {
         let context = call.context;
         let launch = launch(
             &context,
-            call.cwd,
+            (call.cwd, call.unsandboxed),
             shell_command(&context, &args.command),
             &env_pairs(&args.env)?,
             Terminal::Pipes,
         )?;
         let terminals = &context.session.terminals;
-        let sandbox = context.config.sandbox.as_str().to_string();
+        let sandbox = sandbox_label(&context, &launch);
         let budget = context.config.output_budget.saturating_sub(FRAME);
         let stdin = args.stdin.map(String::into_bytes);
         let spawn_error = |source| ToolError::Spawn { program: context.config.shell.clone(), source };

@@ -10,7 +10,7 @@ use crate::error::ToolError;
 use crate::terminal::env::Terminal;
 use crate::terminal::session::TermSession;
 use crate::tools::terminal::read_output::{QUIET, page};
-use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis};
+use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis, sandbox_label};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// Default wait for the first prompt.
@@ -76,7 +76,7 @@ impl Operation for StartSession {
         let shell = args.shell.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| context.config.shell.clone());
         let mut env = env_pairs(&args.env)?;
         let program = interactive(&shell, &mut env);
-        let launch = launch(&context, call.cwd, program, &env, Terminal::Pty)?;
+        let launch = launch(&context, (call.cwd, call.unsandboxed), program, &env, Terminal::Pty)?;
         let terminals = &context.session.terminals;
         terminals.check_capacity()?;
         let number = terminals.reserve();
@@ -97,7 +97,7 @@ impl Operation for StartSession {
             state: SessionState::of(Some(id), status),
             output: page.text,
             next: page.next,
-            sandbox: context.config.sandbox.as_str().into(),
+            sandbox: sandbox_label(&context, &launch),
         };
         Ok(Reply::new(text, data))
     }

@@ -1,0 +1,419 @@
+//! The decision table: a pure function from a request (what a call would do, classified),
+//! the policy and the session's grants to allow, ask or deny. No I/O, no protocol: the gate
+//! classifies, this decides, the approver asks.
+//!
+//! | subject                                   | `never` | `on-request` | `on-write` | `always` |
+//! |-------------------------------------------|---------|--------------|------------|----------|
+//! | forbidden command (config rule)           | deny    | deny         | deny       | deny     |
+//! | escalated call without a justification    | deny    | deny         | deny       | deny     |
+//! | the server's own config or state written  | deny    | deny         | deny       | deny     |
+//! | path outside the roots, not escalated     | deny    | deny (1)     | deny (1)   | deny (1) |
+//! | path outside the roots, escalated         | deny    | ask          | ask        | ask      |
+//! | protected path written                    | deny    | ask          | ask        | ask      |
+//! | command run unsandboxed (escalated)       | deny    | ask          | ask        | ask      |
+//! | file write inside the roots (read-only sandbox, not escalated) | deny | deny (1) | deny (1) | deny (1) |
+//! | file write inside the roots (read-only sandbox, escalated)     | deny | ask | ask | ask |
+//! | read inside the roots                     | allow   | allow        | allow      | ask      |
+//! | write inside the roots                    | allow   | allow        | ask        | ask      |
+//! | known-safe read-only command              | allow   | allow        | allow      | ask      |
+//! | any other command (sandboxed)             | allow   | allow        | ask        | ask      |
+//! | control of the session's own processes    | allow   | allow        | allow      | ask      |
+//!
+//! (1) the message says that `escalate: true` with a `justification` can ask the user.
+//! A row that asks is allowed at once when a grant of this session covers it. The strictest
+//! row over all of a call's subjects wins (deny over ask over allow).
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Approval, SandboxMode};
+
+/// Where a path lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// Inside a root, not protected.
+    Inside,
+    /// Outside every root.
+    Outside,
+    /// Inside a root, but protected: git hooks and git config (they run code outside any
+    /// sandbox).
+    Protected,
+    /// The server's own config or state: the agent can never change its own policy.
+    Own,
+}
+
+/// What a command line is, by its parsed shell grammar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandClass {
+    /// Every simple command is on the read-only list with safe arguments.
+    KnownSafe,
+    /// Anything else (including what does not parse).
+    Other,
+    /// Matches a `forbidden_commands` rule (named).
+    Forbidden(String),
+}
+
+/// One thing a call touches, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A path read.
+    Read(PathBuf, Location),
+    /// A path created, changed or removed.
+    Write(PathBuf, Location),
+    /// A command line (or input typed into a running session).
+    Command(String, CommandClass),
+    /// A signal to one of the session's own processes.
+    Control,
+}
+
+/// What a call asks to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Its subjects.
+    pub subjects: Vec<Subject>,
+    /// The call asked to go beyond the sandbox.
+    pub escalate: bool,
+    /// Why, in the agent's words.
+    pub justification: Option<String>,
+}
+
+/// The policy in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// When to ask.
+    pub approval: Approval,
+    /// The sandbox mode.
+    pub sandbox: SandboxMode,
+}
+
+/// What a grant covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Reads at or beneath a path.
+    ReadPath(PathBuf),
+    /// Writes at or beneath a path.
+    WritePath(PathBuf),
+    /// Commands whose line starts with this text (escalated or not, as granted).
+    Command {
+        /// The command prefix.
+        prefix: String,
+        /// Granted to run outside the sandbox.
+        unsandboxed: bool,
+    },
+    /// Signals to the session's processes.
+    Control,
+}
+
+/// The session's standing permissions ("allow for this session").
+pub type Grants = [Scope];
+
+/// The outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask the user; `scope` is what "allow for this session" would grant.
+    Ask {
+        /// What needs approval, for the question.
+        reason: String,
+        /// The grant an "allow for this session" answer creates.
+        scope: Scope,
+    },
+    /// Refuse.
+    Deny {
+        /// Why.
+        reason: String,
+        /// What would allow it (a flag, a config line, `escalate`).
+        how_to_allow: String,
+    },
+}
+
+impl Decision {
+    fn severity(&self) -> u8 {
+        match self {
+            Self::Allow => 0,
+            Self::Ask { .. } => 1,
+            Self::Deny { .. } => 2,
+        }
+    }
+}
+
+const ESCALATE_HINT: &str =
+    "set `escalate: true` with a `justification` to ask the user (a policy of `never` refuses even then)";
+
+/// Decides a request: the strictest outcome over its subjects.
+pub fn decide(policy: &Policy, request: &Request, grants: &Grants) -> Decision {
+    if request.escalate && request.justification.as_deref().is_none_or(|j| j.trim().is_empty()) {
+        return deny(
+            "`escalate: true` needs a `justification`".into(),
+            "add a `justification` saying why the call must go beyond the sandbox",
+        );
+    }
+    let mut worst = Decision::Allow;
+    for subject in &request.subjects {
+        let decision = match one(policy, request.escalate, subject) {
+            Decision::Ask { scope, .. } if granted(grants, &scope) => Decision::Allow,
+            other => other,
+        };
+        if decision.severity() > worst.severity() {
+            worst = decision;
+        }
+    }
+    if request.subjects.is_empty() && policy.approval == Approval::Always {
+        return ask("every call asks under `--approval always`".into(), Scope::Control);
+    }
+    worst
+}
+
+/// The row for one subject.
+fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
+    let never = policy.approval == Approval::Never;
+    let always = policy.approval == Approval::Always;
+    let on_write = policy.approval == Approval::OnWrite;
+    let beyond = |what: String, scope: Scope| {
+        if never {
+            deny(
+                format!("{what}, and the approval policy is `never`"),
+                "restart the server with `--approval on-request`",
+            )
+        } else if escalate {
+            ask(format!("{what} (escalated)"), scope)
+        } else {
+            deny(what, ESCALATE_HINT)
+        }
+    };
+    match subject {
+        Subject::Command(_, CommandClass::Forbidden(rule)) => deny(
+            format!("the command matches the forbidden rule `{rule}`"),
+            "remove the rule from `forbidden_commands` in the config",
+        ),
+        Subject::Write(path, Location::Own) => deny(
+            format!(
+                "`{}` is the server's own configuration or state, which the agent can never change",
+                path.display()
+            ),
+            "ask the user to change it",
+        ),
+        Subject::Read(path, Location::Outside) => {
+            beyond(format!("`{}` is outside the roots", path.display()), Scope::ReadPath(parent(path)))
+        }
+        Subject::Write(path, Location::Outside) => {
+            beyond(format!("`{}` is outside the roots", path.display()), Scope::WritePath(parent(path)))
+        }
+        Subject::Write(path, Location::Protected) if never => deny(
+            format!("`{}` is protected and the approval policy is `never`", path.display()),
+            "make the change yourself, or restart the server with `--approval on-request`",
+        ),
+        Subject::Write(path, Location::Protected) => {
+            ask(format!("`{}` is protected", path.display()), Scope::WritePath(path.clone()))
+        }
+        Subject::Write(path, Location::Inside) if policy.sandbox == SandboxMode::ReadOnly => beyond(
+            format!("the sandbox is `read-only`, and `{}` would be written", path.display()),
+            Scope::WritePath(parent(path)),
+        ),
+        Subject::Command(line, _) if escalate => beyond(
+            format!("`{line}` would run without the sandbox"),
+            Scope::Command { prefix: first_word(line), unsandboxed: true },
+        ),
+        _ if always => {
+            ask(format!("every call asks under `--approval always`: {}", describe(subject)), scope_of(subject))
+        }
+        Subject::Write(path, Location::Inside) if on_write => {
+            ask(format!("`{}` would be written", path.display()), Scope::WritePath(parent(path)))
+        }
+        Subject::Command(line, CommandClass::Other) if on_write => ask(
+            format!("`{line}` is not known to be read-only"),
+            Scope::Command { prefix: first_word(line), unsandboxed: false },
+        ),
+        _ => Decision::Allow,
+    }
+}
+
+fn describe(subject: &Subject) -> String {
+    match subject {
+        Subject::Read(path, _) => format!("read `{}`", path.display()),
+        Subject::Write(path, _) => format!("write `{}`", path.display()),
+        Subject::Command(line, _) => format!("run `{line}`"),
+        Subject::Control => "signal a session".into(),
+    }
+}
+
+fn scope_of(subject: &Subject) -> Scope {
+    match subject {
+        Subject::Read(path, _) => Scope::ReadPath(parent(path)),
+        Subject::Write(path, _) => Scope::WritePath(parent(path)),
+        Subject::Command(line, _) => Scope::Command { prefix: first_word(line), unsandboxed: false },
+        Subject::Control => Scope::Control,
+    }
+}
+
+/// Whether a grant covers `wanted`: a path grant covers paths beneath it, a command grant
+/// covers lines starting with its prefix (an unsandboxed grant covers sandboxed runs too).
+fn granted(grants: &Grants, wanted: &Scope) -> bool {
+    grants.iter().any(|grant| match (grant, wanted) {
+        (Scope::ReadPath(g), Scope::ReadPath(w)) => w.starts_with(g),
+        (Scope::WritePath(g), Scope::WritePath(w) | Scope::ReadPath(w)) => w.starts_with(g),
+        (Scope::Command { prefix: g, unsandboxed: gu }, Scope::Command { prefix: w, unsandboxed: wu }) => {
+            (w == g || w.starts_with(&format!("{g} "))) && (*gu || !*wu)
+        }
+        (Scope::Control, Scope::Control) => true,
+        _ => false,
+    })
+}
+
+/// The directory a path grant covers: the path's parent (a file's directory).
+fn parent(path: &Path) -> PathBuf {
+    path.parent().map_or_else(|| path.to_path_buf(), Path::to_path_buf)
+}
+
+/// The program a command grant covers (`cargo` for `cargo test --all`).
+fn first_word(line: &str) -> String {
+    line.split_whitespace().next().unwrap_or_default().to_string()
+}
+
+fn ask(reason: String, scope: Scope) -> Decision {
+    Decision::Ask { reason, scope }
+}
+
+fn deny(reason: String, how_to_allow: &str) -> Decision {
+    Decision::Deny { reason, how_to_allow: how_to_allow.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICIES: [Approval; 4] = [Approval::Never, Approval::OnRequest, Approval::OnWrite, Approval::Always];
+
+    /// `A`llow, a`S`k or `D`eny.
+    fn kind(decision: &Decision) -> char {
+        match decision {
+            Decision::Allow => 'A',
+            Decision::Ask { .. } => 'S',
+            Decision::Deny { .. } => 'D',
+        }
+    }
+
+    fn request(subject: Subject, escalate: bool) -> Request {
+        Request { subjects: vec![subject], escalate, justification: escalate.then(|| "needed for the build".into()) }
+    }
+
+    /// Each row of the module's table: the subject, escalated or not, the sandbox, and the
+    /// expected outcome under `never`, `on-request`, `on-write`, `always`.
+    #[test]
+    fn the_table_row_by_row() {
+        let inside = || PathBuf::from("/ws/src/lib.rs");
+        let outside = || PathBuf::from("/etc/hosts");
+        let hooks = || PathBuf::from("/ws/.git/hooks/pre-commit");
+        let forbidden = || CommandClass::Forbidden("rm -rf /".into());
+        let ww = SandboxMode::WorkspaceWrite;
+        let rows: Vec<(&str, Subject, bool, SandboxMode, &str)> = vec![
+            ("forbidden command", Subject::Command("rm -rf /".into(), forbidden()), false, ww, "DDDD"),
+            ("forbidden command, escalated", Subject::Command("rm -rf /".into(), forbidden()), true, ww, "DDDD"),
+            ("read outside", Subject::Read(outside(), Location::Outside), false, ww, "DDDD"),
+            ("read outside, escalated", Subject::Read(outside(), Location::Outside), true, ww, "DSSS"),
+            ("write outside", Subject::Write(outside(), Location::Outside), false, ww, "DDDD"),
+            ("write outside, escalated", Subject::Write(outside(), Location::Outside), true, ww, "DSSS"),
+            ("write protected", Subject::Write(hooks(), Location::Protected), false, ww, "DSSS"),
+            ("write own config", Subject::Write("/ws/.tb.toml".into(), Location::Own), false, ww, "DDDD"),
+            ("write own config, escalated", Subject::Write("/ws/.tb.toml".into(), Location::Own), true, ww, "DDDD"),
+            ("write protected, escalated", Subject::Write(hooks(), Location::Protected), true, ww, "DSSS"),
+            ("unsandboxed command", Subject::Command("make".into(), CommandClass::Other), true, ww, "DSSS"),
+            ("unsandboxed safe command", Subject::Command("ls".into(), CommandClass::KnownSafe), true, ww, "DSSS"),
+            (
+                "write in read-only sandbox",
+                Subject::Write(inside(), Location::Inside),
+                false,
+                SandboxMode::ReadOnly,
+                "DDDD",
+            ),
+            (
+                "write in read-only, escalated",
+                Subject::Write(inside(), Location::Inside),
+                true,
+                SandboxMode::ReadOnly,
+                "DSSS",
+            ),
+            ("read inside", Subject::Read(inside(), Location::Inside), false, ww, "AAAS"),
+            (
+                "read inside, read-only sandbox",
+                Subject::Read(inside(), Location::Inside),
+                false,
+                SandboxMode::ReadOnly,
+                "AAAS",
+            ),
+            ("write inside", Subject::Write(inside(), Location::Inside), false, ww, "AASS"),
+            (
+                "write inside, full access",
+                Subject::Write(inside(), Location::Inside),
+                false,
+                SandboxMode::FullAccess,
+                "AASS",
+            ),
+            ("known-safe command", Subject::Command("git status".into(), CommandClass::KnownSafe), false, ww, "AAAS"),
+            ("other command", Subject::Command("cargo test".into(), CommandClass::Other), false, ww, "AASS"),
+            ("control", Subject::Control, false, ww, "AAAS"),
+        ];
+        for (name, subject, escalate, sandbox, expected) in rows {
+            let got: String = POLICIES
+                .iter()
+                .map(|approval| {
+                    kind(&decide(&Policy { approval: *approval, sandbox }, &request(subject.clone(), escalate), &[]))
+                })
+                .collect();
+            assert_eq!(got, expected, "row `{name}` (never, on-request, on-write, always)");
+        }
+    }
+
+    #[test]
+    fn escalation_needs_a_justification_and_denials_say_how() {
+        let policy = Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite };
+        let subject = Subject::Write("/etc/x".into(), Location::Outside);
+        let bare = Request { subjects: vec![subject.clone()], escalate: true, justification: Some("  ".into()) };
+        let Decision::Deny { reason, how_to_allow } = decide(&policy, &bare, &[]) else { panic!("must deny") };
+        assert!(reason.contains("justification") && how_to_allow.contains("justification"));
+        let Decision::Deny { how_to_allow, .. } = decide(&policy, &request(subject, false), &[]) else { panic!() };
+        assert!(how_to_allow.contains("escalate: true"), "{how_to_allow}");
+    }
+
+    #[test]
+    fn the_strictest_subject_wins() {
+        let policy = Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite };
+        let mixed = Request {
+            subjects: vec![
+                Subject::Read("/ws/a".into(), Location::Inside),
+                Subject::Write("/ws/.git/config".into(), Location::Protected),
+                Subject::Write("/etc/x".into(), Location::Outside),
+            ],
+            escalate: false,
+            justification: None,
+        };
+        assert_eq!(kind(&decide(&policy, &mixed, &[])), 'D');
+        let empty = Request { subjects: vec![], escalate: false, justification: None };
+        assert_eq!(kind(&decide(&policy, &empty, &[])), 'A');
+        let always = Policy { approval: Approval::Always, ..policy };
+        assert_eq!(kind(&decide(&always, &empty, &[])), 'S', "`always` asks even for calls without subjects");
+    }
+
+    #[test]
+    fn grants_cover_their_scope_only() {
+        let policy = Policy { approval: Approval::OnWrite, sandbox: SandboxMode::WorkspaceWrite };
+        let write = |p: &str| request(Subject::Write(p.into(), Location::Inside), false);
+        let Decision::Ask { scope, .. } = decide(&policy, &write("/ws/src/a.rs"), &[]) else { panic!("asks") };
+        assert_eq!(scope, Scope::WritePath("/ws/src".into()));
+        let grants = [scope];
+        assert_eq!(kind(&decide(&policy, &write("/ws/src/deep/b.rs"), &grants)), 'A');
+        assert_eq!(kind(&decide(&policy, &write("/ws/srcx/b.rs"), &grants)), 'S', "component-wise prefix");
+        let run = |line: &str, escalate| request(Subject::Command(line.into(), CommandClass::Other), escalate);
+        let cargo = [Scope::Command { prefix: "cargo".into(), unsandboxed: false }];
+        assert_eq!(kind(&decide(&policy, &run("cargo test --all", false), &cargo)), 'A');
+        assert_eq!(kind(&decide(&policy, &run("cargo-evil x", false), &cargo)), 'S');
+        assert_eq!(
+            kind(&decide(&policy, &run("cargo test", true), &cargo)),
+            'S',
+            "a sandboxed grant does not cover escalation"
+        );
+        let forbidden = request(Subject::Command("rm -rf /".into(), CommandClass::Forbidden("rm -rf /".into())), false);
+        let everything = [Scope::Command { prefix: "rm".into(), unsandboxed: true }];
+        assert_eq!(kind(&decide(&policy, &forbidden, &everything)), 'D', "no grant lifts a forbidden rule");
+    }
+}

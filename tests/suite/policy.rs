@@ -1,0 +1,221 @@
+//! The approval policy over MCP: elicitation answers (allow once, allow for the session,
+//! deny with a note, no answer), the fallback for clients that cannot ask, `never`,
+//! `always`, forbidden commands and escalation beyond the roots.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    Implementation,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use super::common::{BIN, Reply, Workspace, op, unpack};
+
+/// A client that declares elicitation and answers from a script: `allow_once`,
+/// `allow_session`, `deny` (with a note), or `timeout` (answers too late).
+#[derive(Clone, Default)]
+struct Asker {
+    answers: Arc<Mutex<VecDeque<&'static str>>>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Asker {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::builder().enable_elicitation().build(), Implementation::new("asker", "0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::from("(not a form)"),
+        };
+        self.asked.lock().unwrap().push(message);
+        let answer = self.answers.lock().unwrap().pop_front().unwrap_or("deny");
+        if answer == "timeout" {
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        let content = json!({"decision": answer, "note": "use the tmp dir instead"});
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+    }
+}
+
+impl Asker {
+    fn answer(&self, answers: &[&'static str]) {
+        self.answers.lock().unwrap().extend(answers);
+    }
+
+    fn asked(&self) -> usize {
+        self.asked.lock().unwrap().len()
+    }
+}
+
+/// A server on `ws` with a config file holding `config`, driven by `handler`.
+async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -> RunningService<RoleClient, H> {
+    let file = ws.config_home.join("policy.toml");
+    std::fs::write(&file, config).unwrap();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.args(["serve", "--root", ws.root.to_str().unwrap(), "--config", file.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home);
+    }))
+    .unwrap();
+    handler.serve(transport).await.unwrap()
+}
+
+async fn call<H: ClientHandler>(service: &RunningService<RoleClient, H>, tool: &str, args: Value) -> Reply {
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().unwrap().clone());
+    unpack(service.call_tool(params).await.unwrap())
+}
+
+async fn file<H: ClientHandler>(service: &RunningService<RoleClient, H>, operation: &str, fields: Value) -> Reply {
+    call(service, "file_operations", op(operation, fields)).await
+}
+
+async fn run<H: ClientHandler>(service: &RunningService<RoleClient, H>, fields: Value) -> Reply {
+    call(service, "terminal_operations", op("run_command", fields)).await
+}
+
+#[tokio::test]
+async fn elicitation_allow_once_allow_session_deny_and_no_answer() {
+    let ws = Workspace::new();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-write\"\napproval_timeout_s = 1\n", asker.clone()).await;
+
+    asker.answer(&["allow_once"]);
+    let made = file(&service, "create_file", json!({"path": "notes/a.txt", "content": "a"})).await;
+    assert!(!made.is_error, "{}", made.text);
+    assert_eq!(asker.asked(), 1);
+    let question = asker.asked.lock().unwrap()[0].clone();
+    assert!(question.contains("`create_file`") && question.contains("would be written"), "{question}");
+
+    asker.answer(&["allow_session"]);
+    assert!(!file(&service, "create_file", json!({"path": "notes/b.txt", "content": "b"})).await.is_error);
+    assert_eq!(asker.asked(), 2, "allow_once does not cover the next write");
+    assert!(!file(&service, "create_file", json!({"path": "notes/c.txt", "content": "c"})).await.is_error);
+    assert_eq!(asker.asked(), 2, "allow_session covers the same directory without asking");
+    let elsewhere = file(&service, "create_file", json!({"path": "other.txt", "content": "x"})).await;
+    assert!(elsewhere.is_error && elsewhere.text.contains("the user denied it"), "{}", elsewhere.text);
+    assert_eq!(asker.asked(), 3, "…and nothing else");
+
+    asker.answer(&["deny"]);
+    let denied = run(&service, json!({"command": "touch denied.txt"})).await;
+    assert!(denied.is_error && denied.text.contains("their note: use the tmp dir instead"), "{}", denied.text);
+    assert!(!ws.root.join("denied.txt").exists());
+    let safe = run(&service, json!({"command": "ls notes"})).await;
+    assert!(!safe.is_error && safe.text.contains("a.txt"), "a known read-only command is not asked: {}", safe.text);
+    assert!(!file(&service, "read_file", json!({"path": "notes/a.txt"})).await.is_error);
+    assert_eq!(asker.asked(), 4, "reads are not asked under on-write");
+
+    asker.answer(&["timeout"]);
+    let late = run(&service, json!({"command": "touch late.txt"})).await;
+    assert!(late.is_error && late.text.contains("no answer in time"), "{}", late.text);
+    assert!(!ws.root.join("late.txt").exists());
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_elicitation_the_fallback_decides_and_says_how() {
+    let ws = Workspace::new();
+    let service = start(&ws, "approval = \"on-write\"\n", ()).await;
+    let refused = file(&service, "create_file", json!({"path": "x.txt", "content": "x"})).await;
+    assert!(refused.is_error, "{}", refused.text);
+    assert!(
+        refused.text.contains("cannot ask the user") && refused.text.contains("approval_fallback = \"allow\""),
+        "{}",
+        refused.text
+    );
+    assert!(refused.text.contains("policy.toml"), "names the config file: {}", refused.text);
+    assert!(!ws.root.join("x.txt").exists());
+    assert!(!file(&service, "read_file", json!({"path": "README.md"})).await.is_error, "reads run");
+    service.cancel().await.unwrap();
+
+    let trusted = start(&ws, "approval = \"on-write\"\napproval_fallback = \"allow\"\n", ()).await;
+    assert!(!file(&trusted, "create_file", json!({"path": "x.txt", "content": "x"})).await.is_error);
+    trusted.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn never_always_and_forbidden_commands() {
+    let ws = Workspace::new();
+    let target = "/nonexistent-toolbelt-target";
+    let rules = format!("forbidden_commands = [[\"rm\", \"-rf\", \"{target}\"]]\n");
+    let spelled = format!("echo start && rm -fr {target} --no-preserve-root");
+    for policy in ["never", "on-request", "on-write", "always"] {
+        let asker = Asker::default();
+        asker.answer(&["allow_once"; 8]);
+        let service = start(&ws, &format!("approval = \"{policy}\"\n{rules}"), asker.clone()).await;
+        let forbidden = run(&service, json!({ "command": spelled })).await;
+        assert!(
+            forbidden.is_error && forbidden.text.contains("forbidden rule `rm -rf"),
+            "{policy}: {}",
+            forbidden.text
+        );
+        let escalated = run(&service, json!({"command": spelled, "escalate": true, "justification": "please"})).await;
+        assert!(escalated.is_error && escalated.text.contains("forbidden"), "{policy}: {}", escalated.text);
+        assert_eq!(asker.asked(), 0, "{policy}: a forbidden command is never asked");
+
+        let read = file(&service, "read_file", json!({"path": "README.md"})).await;
+        assert!(!read.is_error, "{policy}: {}", read.text);
+        assert_eq!(asker.asked(), usize::from(policy == "always"), "{policy}: only `always` asks for a read");
+        let hook =
+            file(&service, "create_file", json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"})).await;
+        if policy == "never" {
+            assert!(hook.is_error && hook.text.contains("`never`"), "{policy}: {}", hook.text);
+        } else {
+            assert!(!hook.is_error, "{policy}: a protected path asks, and the answer allowed it: {}", hook.text);
+            std::fs::remove_file(ws.root.join(".git/hooks/pre-commit")).unwrap();
+        }
+        let own = file(&service, "create_file", json!({"path": ws.config_home.join("policy.toml").to_str().unwrap(), "content": "approval = \"never\"", "escalate": true, "justification": "x"})).await;
+        assert!(own.is_error && own.text.contains("can never change"), "{policy}: {}", own.text);
+        service.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn escalation_beyond_the_roots_happens_only_when_approved() {
+    let ws = Workspace::new();
+    let asker = Asker::default();
+    let service = start(&ws, "", asker.clone()).await;
+    let outside = ws.outside.join("escalated.txt");
+    let path = outside.to_str().unwrap();
+
+    let plain = file(&service, "create_file", json!({"path": path, "content": "x"})).await;
+    assert!(plain.is_error && plain.text.contains("escalate: true"), "{}", plain.text);
+    let unjustified = file(&service, "create_file", json!({"path": path, "content": "x", "escalate": true})).await;
+    assert!(unjustified.is_error && unjustified.text.contains("needs a `justification`"), "{}", unjustified.text);
+    assert_eq!(asker.asked(), 0);
+
+    asker.answer(&["deny", "allow_once"]);
+    let args = json!({"path": path, "content": "x\n", "escalate": true, "justification": "the user asked for a note next to the repo"});
+    let denied = file(&service, "create_file", args.clone()).await;
+    assert!(denied.is_error && !outside.exists(), "{}", denied.text);
+    let approved = file(&service, "create_file", args).await;
+    assert!(!approved.is_error, "{}", approved.text);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "x\n");
+    assert!(
+        asker.asked.lock().unwrap()[1].contains("the user asked for a note"),
+        "the question shows the justification"
+    );
+
+    // A command escalated out of the sandbox: asked, then run with the server's own rights.
+    asker.answer(&["allow_once"]);
+    let marker = ws.outside.join("unsandboxed.txt");
+    let command = format!("touch {}", marker.display());
+    let sandboxed = run(&service, json!({ "command": command })).await;
+    assert!(sandboxed.is_error && !marker.exists(), "{}", sandboxed.text);
+    let escalated =
+        run(&service, json!({"command": command, "escalate": true, "justification": "needs to write outside"})).await;
+    assert!(!escalated.is_error && marker.exists(), "{}", escalated.text);
+    assert_eq!(escalated.structured["sandbox"], "full-access (approved escalation)");
+    service.cancel().await.unwrap();
+}
