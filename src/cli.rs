@@ -56,6 +56,10 @@ pub struct CommonArgs {
     /// `always`. Env: `TOOLBELT_APPROVAL`.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approval: Option<Approval>,
+    /// Where to write the audit log (JSON lines), or `off`. Default:
+    /// `<state dir>/audit.jsonl`. Env: `TOOLBELT_AUDIT_LOG`.
+    #[arg(long, value_name = "FILE|off")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Flags of `toolbelt-mcp schemas`.

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::cli::{Approval, CommonArgs, Fallback, Network, SandboxMode, ToolLayout};
 use crate::error::ConfigError;
+use crate::policy::audit::AuditLog;
 use crate::sandbox::fs;
 
 /// Default text budget of one tool result, in bytes.
@@ -25,6 +26,8 @@ pub const DEFAULT_MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
 pub const DEFAULT_SESSION_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 /// Default limit on terminal sessions running at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 16;
+/// The audit log is rotated past this size.
+pub const DEFAULT_AUDIT_BYTES: u64 = 10 * 1024 * 1024;
 /// Largest accepted image cap.
 const MAX_IMAGE_LIMIT: usize = 7 * 1024 * 1024;
 
@@ -75,6 +78,8 @@ pub struct Config {
     pub approval_timeout: std::time::Duration,
     /// Command prefixes denied under every policy, as argv, e.g. `["rm", "-rf", "/"]`.
     pub forbidden_commands: Vec<Vec<String>>,
+    /// The audit log (off when its path is `None`).
+    pub audit: AuditLog,
 }
 
 /// The keys a config file may hold; anything else is an error naming the key.
@@ -99,6 +104,8 @@ struct FileConfig {
     approval_fallback: Option<Fallback>,
     approval_timeout_s: Option<u64>,
     forbidden_commands: Option<Vec<Vec<String>>>,
+    audit_log: Option<PathBuf>,
+    audit_log_max_bytes: Option<u64>,
 }
 
 /// Reads an environment variable; injected so resolution is testable without touching the
@@ -227,6 +234,14 @@ impl Config {
                 expected: "non-empty lists of non-empty words, e.g. [[\"rm\", \"-rf\", \"/\"], [\"git\", \"push\", \"--force\"]]",
             });
         }
+        let audit_path = match (&args.audit_log, env("TOOLBELT_AUDIT_LOG"), &file.audit_log) {
+            (Some(path), _, _) => Some(cwd.join(path)),
+            (None, Some(path), _) => Some(cwd.join(path)),
+            (None, None, Some(path)) => Some(from_file(path)),
+            (None, None, None) => Some(state_dir.join("audit.jsonl")),
+        }
+        .filter(|path| path.file_name().is_none_or(|name| name != "off"));
+        let audit = AuditLog::new(audit_path, file.audit_log_max_bytes.unwrap_or(DEFAULT_AUDIT_BYTES));
         let shell = match file.shell {
             Some(shell) if !shell.trim().is_empty() => shell,
             Some(_) => {
@@ -261,6 +276,7 @@ impl Config {
             approval_fallback: file.approval_fallback.unwrap_or_default(),
             approval_timeout: std::time::Duration::from_secs(approval_timeout_s),
             forbidden_commands,
+            audit,
         }))
     }
 }

@@ -22,6 +22,8 @@ pub struct Session {
     /// Held by every writing call, so a session's edits never interleave (two edits of one
     /// file would otherwise both read the old content and one would be lost).
     pub writes: tokio::sync::Mutex<()>,
+    /// Its id (`<pid>-<n>`), in the audit log and state paths.
+    pub id: String,
     /// Its background commands and PTY sessions.
     pub terminals: Terminals,
     /// What the user allowed for the rest of the session.
@@ -148,6 +150,7 @@ impl Session {
         let id = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let undo_dir = state_dir.join("undo").join(&id);
         Self {
+            id: id.clone(),
             journal: TempJournal::new(state_dir),
             writes: tokio::sync::Mutex::new(()),
             history: Mutex::new(History::default()),

@@ -97,6 +97,10 @@ fn sandbox_report(config: &Config, abi: Option<u8>) -> String {
         },
         config.approval_timeout.as_secs()
     ));
+    out.push_str(&format!(
+        "audit log:     {}\n",
+        config.audit.path().map_or_else(|| "off".to_string(), |p| p.display().to_string())
+    ));
     for rule in &config.forbidden_commands {
         out.push_str(&format!("forbidden:     `{}`\n", rule.join(" ")));
     }

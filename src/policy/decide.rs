@@ -65,6 +65,17 @@ pub enum Subject {
     Control,
 }
 
+impl Subject {
+    /// The path or command line, for the audit log (`None` for a signal).
+    pub fn shown(&self) -> Option<String> {
+        match self {
+            Self::Read(path, _) | Self::Write(path, _) => Some(path.display().to_string()),
+            Self::Command(line, _) => Some(line.clone()),
+            Self::Control => None,
+        }
+    }
+}
+
 /// What a call asks to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {

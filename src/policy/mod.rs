@@ -6,6 +6,7 @@
 //! what was approved.
 
 pub mod approve;
+pub mod audit;
 pub mod command;
 pub mod decide;
 
@@ -14,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::cli::Fallback;
 use crate::error::ToolError;
 use crate::policy::approve::{Answer, Question};
+use crate::policy::audit::Verdict;
 use crate::policy::decide::{Decision, Location, Policy, Request, Scope, Subject};
 use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots, paths};
@@ -50,13 +52,23 @@ impl Gate {
         effect: &Effect,
         escalation: &Escalation,
         context: &Context,
+        verdict: &mut Verdict,
     ) -> Result<Approved, ToolError> {
         let config = &context.config;
+        verdict.effect = effect.kind();
+        verdict.escalate = escalation.escalate;
+        verdict.justification.clone_from(&escalation.justification);
+        verdict.decision = "deny";
+        verdict.decided_by = "policy";
         let (subjects, outside_error) = classify(effect, context)?;
+        verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
         let request =
             Request { subjects, escalate: escalation.escalate, justification: escalation.justification.clone() };
         let policy = Policy { approval: config.approval, sandbox: config.sandbox };
         let decision = decide::decide(&policy, &request, &context.session.grants());
+        if decision == Decision::Allow && !matches!(decide::decide(&policy, &request, &[]), Decision::Allow) {
+            verdict.decided_by = "grant";
+        }
         match decision {
             Decision::Allow => {}
             // A path outside the roots, not escalated: the resolution's own error explains it best.
@@ -71,6 +83,7 @@ impl Gate {
                     justification: escalation.justification.clone(),
                     session_scope: describe_scope(&scope),
                 };
+                verdict.decided_by = if context.signals.approver.is_some() { "user" } else { "fallback" };
                 match &context.signals.approver {
                     None if config.approval_fallback == Fallback::Allow => {}
                     None => return Err(ToolError::NoApprover { reason, how_to_allow: fallback_hint(context) }),
@@ -85,6 +98,7 @@ impl Gate {
                 }
             }
         }
+        verdict.decision = "allow";
         // Approved: an escalated call may reach beyond the roots.
         let widened;
         let roots = if escalation.escalate {

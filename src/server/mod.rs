@@ -95,7 +95,13 @@ fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration) -
         });
         send
     });
-    Signals { cancel: context.ct.clone(), progress, approver: approve::approver(&context.peer, timeout) }
+    Signals {
+        cancel: context.ct.clone(),
+        progress,
+        approver: approve::approver(&context.peer, timeout),
+        request: context.id.to_string(),
+        tool: String::new(),
+    }
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
@@ -166,7 +172,7 @@ impl ServerHandler for Server {
             Err(err) => return Ok(error_result(&err).into()),
         };
         let roots = self.roots.current().await;
-        let signals = signals(&context, self.config.approval_timeout);
+        let signals = Signals { tool: request.name.to_string(), ..signals(&context, self.config.approval_timeout) };
         let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone(), signals });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::policy::Gate;
+use crate::policy::audit::{self, Verdict};
 use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots};
 use crate::session::Session;
@@ -48,6 +49,19 @@ pub enum Effect {
     },
     /// Acts on a running session of this connection (sends it a signal).
     Control,
+}
+
+impl Effect {
+    /// `read`, `write`, `history`, `exec` or `control`, for the audit log.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Read(_) => "read",
+            Self::Write(_) => "write",
+            Self::History => "history",
+            Self::Exec { .. } => "exec",
+            Self::Control => "control",
+        }
+    }
 }
 
 /// The kind of an operation's effect, known without its arguments (for annotations).
@@ -118,6 +132,10 @@ pub struct Signals {
     pub progress: Option<Arc<crate::terminal::foreground::Progress>>,
     /// Asks the user (when the client supports elicitation).
     pub approver: Option<crate::policy::approve::Approver>,
+    /// The JSON-RPC request id, for the audit log.
+    pub request: String,
+    /// The tool called, for the audit log.
+    pub tool: String,
 }
 
 impl std::fmt::Debug for Signals {
@@ -195,29 +213,83 @@ pub struct ToolDef {
 /// The one function that calls `run`: strict parse, the gate, then the operation.
 fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> BoxedCall {
     Box::pin(async move {
-        let (args, escalation) = split_escalation::<O>(args)?;
-        let args = parse::<O>(args)?;
-        let session = context.session.clone();
-        let _serial = match O::KIND {
-            EffectKind::Write { .. } => {
-                let guard = session.writes.lock().await;
-                session.begin_call();
-                Some(guard)
-            }
-            EffectKind::Read | EffectKind::Exec => None,
-        };
-        let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context).await?;
-        let budget = context.config.output_budget;
-        let call = Call {
-            subjects: approved.subjects,
-            targets: approved.targets,
-            cwd: approved.cwd,
-            unsandboxed: approved.unsandboxed,
-            context,
-        };
-        let reply = O::run(args, call).await?;
-        reply.finish(O::NAME, budget)
+        let started = std::time::Instant::now();
+        let mut verdict = Verdict { decision: "invalid", ..Verdict::default() };
+        let outcome = gate_and_run::<O>(args, context.clone(), &mut verdict).await;
+        audit::<O>(&context, &verdict, started.elapsed(), &outcome);
+        outcome
     })
+}
+
+/// Parse, gate, run, budget: everything of a call but its audit record.
+async fn gate_and_run<O: Operation>(
+    args: Map<String, Value>,
+    context: Arc<Context>,
+    verdict: &mut Verdict,
+) -> Result<ToolOutput, ToolError> {
+    let (args, escalation) = split_escalation::<O>(args)?;
+    let args = parse::<O>(args)?;
+    let session = context.session.clone();
+    let _serial = match O::KIND {
+        EffectKind::Write { .. } => {
+            let guard = session.writes.lock().await;
+            session.begin_call();
+            Some(guard)
+        }
+        EffectKind::Read | EffectKind::Exec => None,
+    };
+    let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context, verdict).await?;
+    let budget = context.config.output_budget;
+    let call = Call {
+        subjects: approved.subjects,
+        targets: approved.targets,
+        cwd: approved.cwd,
+        unsandboxed: approved.unsandboxed,
+        context,
+    };
+    let reply = O::run(args, call).await?;
+    reply.finish(O::NAME, budget)
+}
+
+/// Writes the call's audit record.
+fn audit<O: Operation>(
+    context: &Context,
+    verdict: &Verdict,
+    elapsed: std::time::Duration,
+    outcome: &Result<ToolOutput, ToolError>,
+) {
+    let (result, bytes, truncated, changed_files) = match outcome {
+        Ok(output) => {
+            let truncated = output.structured.get("truncated").and_then(Value::as_bool).unwrap_or(false);
+            let changed = match O::KIND {
+                EffectKind::Write { .. } if !output.is_error => audit::changed_files(&output.structured),
+                _ => Vec::new(),
+            };
+            let result = if output.is_error { "error:ExitStatus".to_string() } else { "ok".to_string() };
+            (result, output.text.len(), truncated, changed)
+        }
+        Err(err) => {
+            (format!("error:{}", audit::error_kind(&format!("{err:?}"))), err.to_string().len(), false, Vec::new())
+        }
+    };
+    context.config.audit.write(&audit::Record {
+        time: audit::now(),
+        session: &context.session.id,
+        request: &context.signals.request,
+        tool: &context.signals.tool,
+        operation: O::NAME,
+        effect: verdict.effect,
+        subjects: &verdict.subjects,
+        escalate: verdict.escalate,
+        decision: verdict.decision,
+        decided_by: verdict.decided_by,
+        justification: verdict.justification.as_deref(),
+        duration_ms: audit::millis(elapsed),
+        outcome: result,
+        bytes,
+        truncated,
+        changed_files,
+    });
 }
 
 /// The fields every operation accepts: `escalate` and `justification`.

@@ -219,3 +219,72 @@ async fn escalation_beyond_the_roots_happens_only_when_approved() {
     assert_eq!(escalated.structured["sandbox"], "full-access (approved escalation)");
     service.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_audit_log_records_every_call_without_contents() {
+    let ws = Workspace::new();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-write\"\n", asker.clone()).await;
+    asker.answer(&["allow_once", "deny", "allow_once"]);
+    let secret = "SECRET-CONTENT-NEVER-LOGGED";
+    assert!(!file(&service, "read_file", json!({"path": "README.md"})).await.is_error);
+    let edit = file(&service, "create_file", json!({"path": "audited.txt", "content": format!("{secret}\nb\n")})).await;
+    assert!(!edit.is_error, "{}", edit.text);
+    assert!(file(&service, "create_file", json!({"path": "refused.txt", "content": "x"})).await.is_error);
+    let outside = ws.outside.join("x.txt");
+    assert!(file(&service, "read_file", json!({"path": outside.to_str().unwrap()})).await.is_error);
+    assert!(file(&service, "read_file", json!({"path": "README.md", "bogus": 1})).await.is_error);
+    let env_secret = format!("echo {secret} >&2; exit 3");
+    assert!(run(&service, json!({ "command": env_secret })).await.is_error);
+    service.cancel().await.unwrap();
+
+    let text = std::fs::read_to_string(ws.state_home.join("toolbelt-mcp/audit.jsonl")).unwrap();
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 6, "{text}");
+    for record in &records {
+        for key in [
+            "time",
+            "session",
+            "request",
+            "tool",
+            "operation",
+            "effect",
+            "subjects",
+            "escalate",
+            "decision",
+            "decided_by",
+            "duration_ms",
+            "outcome",
+            "bytes",
+            "truncated",
+            "changed_files",
+        ] {
+            assert!(record.get(key).is_some(), "`{key}` missing in {record}");
+        }
+    }
+    let fields = |r: &Value| {
+        (
+            r["operation"].as_str().unwrap().to_string(),
+            r["decision"].as_str().unwrap().to_string(),
+            r["decided_by"].as_str().unwrap().to_string(),
+            r["outcome"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(fields(&records[0]), ("read_file".into(), "allow".into(), "policy".into(), "ok".into()));
+    assert_eq!(records[0]["tool"], "file_operations");
+    assert_eq!(records[0]["effect"], "read");
+    assert!(records[0]["subjects"][0].as_str().unwrap().ends_with("README.md"));
+    assert_eq!(fields(&records[1]), ("create_file".into(), "allow".into(), "user".into(), "ok".into()));
+    assert_eq!(records[1]["changed_files"], json!([{"path": "audited.txt", "lines_added": 2, "lines_removed": 0}]));
+    assert_eq!(fields(&records[2]), ("create_file".into(), "deny".into(), "user".into(), "error:UserDenied".into()));
+    assert_eq!(fields(&records[3]), ("read_file".into(), "deny".into(), "policy".into(), "error:OutsideRoots".into()));
+    assert_eq!(
+        (records[4]["decision"].as_str(), records[4]["outcome"].as_str()),
+        (Some("invalid"), Some("error:InvalidArguments"))
+    );
+    assert_eq!(fields(&records[5]), ("run_command".into(), "allow".into(), "user".into(), "error:ExitStatus".into()));
+    assert_eq!(records[5]["effect"], "exec");
+    assert!(text.matches(secret).count() == 1, "only the command line names it, never file contents or output: {text}");
+    assert_eq!(records[1]["session"], records[5]["session"]);
+    assert!(records[0]["time"].as_str().unwrap().ends_with('Z'));
+}

@@ -1,0 +1,201 @@
+//! The audit log: one JSON line per call (what was asked, what was decided and by whom, how
+//! it ended), appended with one write, rotated by size. Never file contents, environment
+//! values or command output.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::sandbox::fs;
+
+/// Rotated files kept (`audit.jsonl.1` … `.3`).
+const KEEP: u32 = 3;
+
+/// Where records go (`None`: `--audit-log off`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditLog {
+    path: Option<PathBuf>,
+    max_bytes: u64,
+}
+
+/// How the gate ruled on a call, filled in as it decides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// `allow`, `deny`, or `invalid` (the call never reached the gate).
+    pub decision: &'static str,
+    /// `policy`, `grant`, `user` or `fallback`.
+    pub decided_by: &'static str,
+    /// The effect's kind: `read`, `write`, `exec`, `control`, `history`.
+    pub effect: &'static str,
+    /// Paths (absolute) and the command line.
+    pub subjects: Vec<String>,
+    /// The agent's justification for an escalation.
+    pub justification: Option<String>,
+    /// Whether the call asked to go beyond the sandbox.
+    pub escalate: bool,
+}
+
+/// One call, as logged.
+#[derive(Debug, Serialize)]
+pub struct Record<'a> {
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    /// The connection's session id.
+    pub session: &'a str,
+    /// The JSON-RPC request id.
+    pub request: &'a str,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The operation.
+    pub operation: &'a str,
+    /// The effect's kind.
+    pub effect: &'a str,
+    /// Paths and command.
+    pub subjects: &'a [String],
+    /// Whether it asked to go beyond the sandbox.
+    pub escalate: bool,
+    /// `allow`, `deny` or `invalid`.
+    pub decision: &'a str,
+    /// Who decided.
+    pub decided_by: &'a str,
+    /// The agent's justification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub justification: Option<&'a str>,
+    /// Wall time of the whole call.
+    pub duration_ms: u64,
+    /// `ok`, or `error:<kind>`.
+    pub outcome: String,
+    /// Bytes of text returned.
+    pub bytes: usize,
+    /// Whether the result was cut.
+    pub truncated: bool,
+    /// Files changed, with lines added and removed where the operation reports them.
+    pub changed_files: Vec<Changed>,
+}
+
+/// A changed file.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Changed {
+    /// As the model saw it.
+    pub path: String,
+    /// Lines added.
+    pub lines_added: u64,
+    /// Lines removed.
+    pub lines_removed: u64,
+}
+
+impl AuditLog {
+    /// A log at `path` (none when `None`), rotated past `max_bytes`.
+    pub fn new(path: Option<PathBuf>, max_bytes: u64) -> Self {
+        Self { path, max_bytes }
+    }
+
+    /// The file, unless the log is off.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    /// Appends `record`. A log that cannot be written is reported on stderr and does not fail
+    /// the call.
+    pub fn write(&self, record: &Record<'_>) {
+        let Some(path) = &self.path else { return };
+        let mut line = match serde_json::to_vec(record) {
+            Ok(line) => line,
+            Err(err) => {
+                tracing::warn!(%err, "audit record did not serialise");
+                return;
+            }
+        };
+        line.push(b'\n');
+        if let Err(err) = fs::append_log(path, &line, self.max_bytes, KEEP) {
+            tracing::warn!(path = %path.display(), %err, "cannot write the audit log");
+        }
+    }
+}
+
+/// RFC 3339 in UTC with milliseconds.
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// Milliseconds, saturating.
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The files a write's structured result names: its `path` with `lines_added`/`lines_removed`,
+/// and the same in any array of rows (`apply_patch`'s `files`, `undo`'s `reverted`).
+pub fn changed_files(structured: &Map<String, Value>) -> Vec<Changed> {
+    let row = |map: &Map<String, Value>| {
+        let path = map.get("path")?.as_str()?.to_string();
+        let count = |key: &str| map.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Some(Changed { path, lines_added: count("lines_added"), lines_removed: count("lines_removed") })
+    };
+    let mut changed: Vec<Changed> = row(structured).into_iter().collect();
+    for value in structured.values() {
+        if let Value::Array(rows) = value {
+            changed.extend(rows.iter().filter_map(Value::as_object).filter_map(row));
+        }
+    }
+    changed
+}
+
+/// A `ToolError`'s variant name, for the `outcome` field.
+pub fn error_kind(debug: &str) -> &str {
+    let end = debug.find(|c: char| !c.is_alphanumeric()).unwrap_or(debug.len());
+    &debug[..end]
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rows_and_kinds() {
+        let single = json!({"operation": "replace_string", "path": "a.rs", "lines_added": 2, "lines_removed": 1});
+        assert_eq!(
+            changed_files(single.as_object().unwrap()),
+            [Changed { path: "a.rs".into(), lines_added: 2, lines_removed: 1 }]
+        );
+        let patch = json!({"files": [{"path": "x", "lines_added": 1}, {"path": "y", "lines_removed": 3}], "total": 2});
+        assert_eq!(changed_files(patch.as_object().unwrap()).len(), 2);
+        assert_eq!(error_kind("OutsideRoots { path: \"x\" }"), "OutsideRoots");
+        assert_eq!(error_kind("ReadOnly"), "ReadOnly");
+    }
+
+    #[test]
+    fn appends_lines_and_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(Some(dir.path().join("a/audit.jsonl")), 300);
+        let record = Record {
+            time: now(),
+            session: "1-0",
+            request: "7",
+            tool: "file_operations",
+            operation: "read_file",
+            effect: "read",
+            subjects: &["/ws/a".into()],
+            escalate: false,
+            decision: "allow",
+            decided_by: "policy",
+            justification: None,
+            duration_ms: 1,
+            outcome: "ok".into(),
+            bytes: 10,
+            truncated: false,
+            changed_files: vec![],
+        };
+        for _ in 0..6 {
+            log.write(&record);
+        }
+        let text = std::fs::read_to_string(dir.path().join("a/audit.jsonl")).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["operation"], "read_file");
+        assert!(first["time"].as_str().unwrap().ends_with('Z'));
+        assert!(dir.path().join("a/audit.jsonl.1").exists(), "rotated past 300 bytes");
+    }
+}
