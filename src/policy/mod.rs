@@ -224,9 +224,23 @@ fn describe_scope(scope: &Scope) -> String {
     }
 }
 
-/// Why a path is protected, if it is: git hooks and git config run code outside any
-/// sandbox (writing them asks), and the server's own config and state decide its policy
-/// (never written).
+/// Shell startup files: writing one plants code in the user's next shell.
+const SHELL_STARTUP: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".inputrc",
+];
+
+/// Why a path is protected, if it is: git hooks, git config and shell startup files run code
+/// outside any sandbox (writing them asks), and the server's own config and state decide its
+/// policy (never written).
 fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)> {
     let names: Vec<&std::ffi::OsStr> =
         path.components().filter_map(|c| if let Component::Normal(n) = c { Some(n) } else { None }).collect();
@@ -234,6 +248,9 @@ fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)
         if window[0] == ".git" && (window[1] == "hooks" || window[1] == "config") {
             return Some((Location::Protected, "git hooks and git config can run commands outside the sandbox"));
         }
+    }
+    if names.last().is_some_and(|name| SHELL_STARTUP.iter().any(|rc| name == rc)) {
+        return Some((Location::Protected, "shell startup files run in every new shell, outside any sandbox"));
     }
     let config = &context.config;
     if path.starts_with(&config.state_dir) {
