@@ -213,6 +213,15 @@ pub enum ToolError {
         /// The user's note to the agent.
         note: Option<String>,
     },
+    /// The user must be asked first: the transport turns this into an input-required result
+    /// (protocol 2026-07-28) and the client retries with the answer.
+    #[error("this call needs the user's approval: {message}")]
+    InputRequired {
+        /// The question.
+        message: String,
+        /// The state the client echoes with its answer.
+        state: String,
+    },
     /// A command that cannot be confined as the sandbox mode requires (so it did not run).
     #[error("{0}")]
     Sandbox(String),

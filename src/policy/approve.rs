@@ -19,6 +19,14 @@ pub struct Question {
 }
 
 impl Question {
+    /// A short fingerprint of the question: an answer is only taken for the question it was
+    /// given to.
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.message().as_bytes());
+        digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    }
+
     /// The message shown to the user.
     pub fn message(&self) -> String {
         let mut message = format!("The agent wants to run `{}`: {}.", self.operation, self.reason);
@@ -41,6 +49,14 @@ pub enum Answer {
     Deny(Option<String>),
     /// No answer in time (counts as a denial).
     TimedOut,
+    /// The client must ask and retry the call with the answer (protocol 2026-07-28
+    /// multi-round-trip requests): the question's text and the state to echo.
+    Pending {
+        /// The question, as shown to the user.
+        message: String,
+        /// Ties the answer to this question (echoed by the client).
+        state: String,
+    },
 }
 
 /// Asks the user through the client.

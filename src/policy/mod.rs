@@ -94,6 +94,10 @@ impl Gate {
                         Answer::TimedOut => {
                             return Err(ToolError::UserDenied { reason, note: Some("no answer in time".into()) });
                         }
+                        Answer::Pending { message, state } => {
+                            verdict.decision = "ask";
+                            return Err(ToolError::InputRequired { message, state });
+                        }
                     },
                 }
             }

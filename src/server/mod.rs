@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -79,9 +79,15 @@ fn to_result(output: ToolOutput) -> CallToolResult {
     result
 }
 
+/// What a retried (protocol 2026-07-28) call carries: the client's answers and the echoed state.
+struct Retry {
+    input_responses: Option<rmcp::model::InputResponses>,
+    request_state: Option<String>,
+}
+
 /// The call's cancellation, progress notifications when the client sent a progress token, and
 /// the approver when the client can answer elicitations.
-fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration) -> Signals {
+fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration, responses: Retry) -> Signals {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
         let send: Arc<Progress> = Arc::new(move |elapsed: f64, message: String| {
@@ -95,13 +101,16 @@ fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration) -
         });
         send
     });
-    Signals {
-        cancel: context.ct.clone(),
-        progress,
-        approver: approve::approver(&context.peer, timeout),
-        request: context.id.to_string(),
-        tool: String::new(),
-    }
+    // Protocol 2026-07-28 forbids server-to-client requests: ask through an input-required
+    // result instead, if the request says its client can answer elicitations.
+    let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let approver = if modern {
+        let elicits = context.meta.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        elicits.then(|| approve::input_required_approver(responses.input_responses, responses.request_state))
+    } else {
+        approve::approver(&context.peer, timeout)
+    };
+    Signals { cancel: context.ct.clone(), progress, approver, request: context.id.to_string(), tool: String::new() }
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
@@ -172,7 +181,10 @@ impl ServerHandler for Server {
             Err(err) => return Ok(error_result(&err).into()),
         };
         let roots = self.roots.current().await;
-        let signals = Signals { tool: request.name.to_string(), ..signals(&context, self.config.approval_timeout) };
+        let retry =
+            Retry { input_responses: request.input_responses.clone(), request_state: request.request_state.clone() };
+        let signals =
+            Signals { tool: request.name.to_string(), ..signals(&context, self.config.approval_timeout, retry) };
         let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone(), signals });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();
@@ -181,6 +193,10 @@ impl ServerHandler for Server {
                 tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, bytes = output.text.len(), "call ok");
                 Ok(to_result(output).into())
             }
+            Err(ToolError::InputRequired { message, state }) => match approve::input_required(message, state) {
+                Ok(asked) => Ok(CallToolResponse::InputRequired(asked)),
+                Err(err) => Err(McpError::internal_error(format!("cannot build the approval form: {err}"), None)),
+            },
             Err(err) => {
                 tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, error = %err, "call failed");
                 Ok(error_result(&err).into())

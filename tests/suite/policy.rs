@@ -299,3 +299,34 @@ async fn shell_startup_files_are_protected() {
     assert!(!file(&service, "create_file", json!({"path": "home/bashrc.txt", "content": "fine"})).await.is_error);
     service.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn protocol_2026_clients_are_asked_through_input_required_results() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let ws = Workspace::new();
+    let asker = Asker::default();
+    let file_path = ws.config_home.join("policy.toml");
+    std::fs::write(&file_path, "approval = \"on-write\"\n").unwrap();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.args(["serve", "--root", ws.root.to_str().unwrap(), "--config", file_path.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home);
+    }))
+    .unwrap();
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let service = asker.clone().serve_with_lifecycle(transport, lifecycle).await.unwrap();
+
+    asker.answer(&["allow_once", "deny"]);
+    let made = file(&service, "create_file", json!({"path": "modern.txt", "content": "m"})).await;
+    assert!(!made.is_error, "{}", made.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join("modern.txt")).unwrap(), "m");
+    assert_eq!(asker.asked(), 1, "asked once through an input-required result, then retried");
+    assert!(asker.asked.lock().unwrap()[0].contains("`create_file`"));
+    let refused = file(&service, "create_file", json!({"path": "refused.txt", "content": "r"})).await;
+    assert!(refused.is_error && refused.text.contains("their note"), "{}", refused.text);
+    assert!(!ws.root.join("refused.txt").exists());
+    assert!(!file(&service, "read_file", json!({"path": "modern.txt"})).await.is_error);
+    assert_eq!(asker.asked(), 2);
+    service.cancel().await.unwrap();
+}
