@@ -9,6 +9,7 @@ pub mod approve;
 pub mod audit;
 pub mod command;
 pub mod decide;
+pub mod report;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -16,7 +17,7 @@ use crate::cli::Fallback;
 use crate::error::ToolError;
 use crate::policy::approve::{Answer, Question};
 use crate::policy::audit::Verdict;
-use crate::policy::decide::{Decision, Location, Policy, Request, Scope, Subject};
+use crate::policy::decide::{Decision, Location, Policy, Request, Subject};
 use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots, paths};
 use crate::tools::{Context, Effect};
@@ -81,7 +82,7 @@ impl Gate {
                     operation,
                     reason: reason.clone(),
                     justification: escalation.justification.clone(),
-                    session_scope: describe_scope(&scope),
+                    session_scope: report::describe(&scope),
                 };
                 verdict.decided_by = if context.signals.approver.is_some() { "user" } else { "fallback" };
                 match &context.signals.approver {
@@ -213,19 +214,6 @@ fn fallback_hint(context: &Context) -> String {
     format!(
         "this client cannot ask the user (it does not support MCP elicitation). The user can allow such calls without asking by adding `approval_fallback = \"allow\"` to `{file}`, or by restarting the server with a looser `--approval` policy"
     )
-}
-
-/// A grant's scope in words, for the question.
-fn describe_scope(scope: &Scope) -> String {
-    match scope {
-        Scope::ReadPath(path) => format!("reading anything under `{}`", path.display()),
-        Scope::WritePath(path) => format!("changing anything under `{}`", path.display()),
-        Scope::Command { prefix, unsandboxed: true } => {
-            format!("commands starting with `{prefix}`, outside the sandbox")
-        }
-        Scope::Command { prefix, unsandboxed: false } => format!("commands starting with `{prefix}`"),
-        Scope::Control => "signals to this session's processes".into(),
-    }
 }
 
 /// Shell startup files: writing one plants code in the user's next shell.

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    InitializeResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
@@ -22,6 +23,9 @@ use crate::sandbox::Roots;
 use crate::session::Session;
 use crate::terminal::foreground::Progress;
 use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
+
+/// The resource showing the policy and the session's grants.
+const POLICY_URI: &str = "toolbelt://policy";
 
 /// Guidance sent to clients in `initialize`.
 const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Results that were cut say so and say how to see the rest.";
@@ -119,7 +123,7 @@ fn error_result(error: &ToolError) -> CallToolResult {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
             .with_instructions(INSTRUCTIONS)
     }
@@ -156,6 +160,34 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.tools()?.clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let policy = Resource::new(POLICY_URI, "policy")
+            .with_title("Policy and grants")
+            .with_description("The approval policy, sandbox, forbidden commands and what this session granted")
+            .with_mime_type("text/markdown");
+        Ok(ListResourcesResult::with_all_items(vec![policy]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != POLICY_URI {
+            return Err(McpError::resource_not_found(
+                format!("no resource `{}`; this server has `{POLICY_URI}`", request.uri),
+                None,
+            ));
+        }
+        let text = crate::policy::report::policy_report(&self.config, &self.session);
+        let contents = ResourceContents::text(text, POLICY_URI).with_mime_type("text/markdown");
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(vec![contents])))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -103,6 +103,12 @@ async fn elicitation_allow_once_allow_session_deny_and_no_answer() {
     assert_eq!(asker.asked(), 2, "allow_once does not cover the next write");
     assert!(!file(&service, "create_file", json!({"path": "notes/c.txt", "content": "c"})).await.is_error);
     assert_eq!(asker.asked(), 2, "allow_session covers the same directory without asking");
+    let resources = service.list_all_resources().await.unwrap();
+    assert_eq!(resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(), ["toolbelt://policy"]);
+    let report = service.read_resource(rmcp::model::ReadResourceRequestParams::new("toolbelt://policy")).await.unwrap();
+    let text = serde_json::to_string(&report).unwrap();
+    assert!(text.contains("approval: `on-write`") && text.contains("changing anything under"), "{text}");
+    assert!(text.contains("/notes"), "the grant names its directory: {text}");
     let elsewhere = file(&service, "create_file", json!({"path": "other.txt", "content": "x"})).await;
     assert!(elsewhere.is_error && elsewhere.text.contains("the user denied it"), "{}", elsewhere.text);
     assert_eq!(asker.asked(), 3, "…and nothing else");
@@ -218,6 +224,36 @@ async fn escalation_beyond_the_roots_happens_only_when_approved() {
     assert!(!escalated.is_error && marker.exists(), "{}", escalated.text);
     assert_eq!(escalated.structured["sandbox"], "full-access (approved escalation)");
     service.cancel().await.unwrap();
+
+    // Every case is in the audit log: refused, unjustified, denied by the user, approved.
+    let log = std::fs::read_to_string(ws.state_home.join("toolbelt-mcp/audit.jsonl")).unwrap();
+    let records: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let summary: Vec<(bool, &str, &str, &str)> = records
+        .iter()
+        .map(|r| {
+            let escalate = r["escalate"].as_bool().unwrap();
+            (
+                escalate,
+                r["decision"].as_str().unwrap(),
+                r["decided_by"].as_str().unwrap(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (false, "deny", "policy", "error:OutsideRoots"),
+            (true, "deny", "policy", "error:Denied"),
+            (true, "deny", "user", "error:UserDenied"),
+            (true, "allow", "user", "ok"),
+            (false, "allow", "policy", "error:ExitStatus"),
+            (true, "allow", "user", "ok"),
+        ]
+    );
+    assert_eq!(records[3]["justification"], "the user asked for a note next to the repo");
+    assert_eq!(records[3]["changed_files"][0]["lines_added"], 1);
+    assert_eq!(records[5]["effect"], "exec");
 }
 
 #[tokio::test]
