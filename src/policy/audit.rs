@@ -2,7 +2,10 @@
 //! it ended), appended with one write, rotated by size. Never file contents, environment
 //! values or command output.
 
+use std::fs::File;
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -13,12 +16,21 @@ use crate::sandbox::fs;
 /// Rotated files kept (`audit.jsonl.1` … `.3`).
 const KEEP: u32 = 3;
 
-/// Where records go (`None`: `--audit-log off`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where records go (`None`: `--audit-log off`). The file stays open between records.
+#[derive(Debug, Clone)]
 pub struct AuditLog {
     path: Option<PathBuf>,
     max_bytes: u64,
+    open: Arc<Mutex<Option<(File, u64)>>>,
 }
+
+impl PartialEq for AuditLog {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.path, self.max_bytes) == (&other.path, other.max_bytes)
+    }
+}
+
+impl Eq for AuditLog {}
 
 /// How the gate ruled on a call, filled in as it decides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,7 +101,7 @@ pub struct Changed {
 impl AuditLog {
     /// A log at `path` (none when `None`), rotated past `max_bytes`.
     pub fn new(path: Option<PathBuf>, max_bytes: u64) -> Self {
-        Self { path, max_bytes }
+        Self { path, max_bytes, open: Arc::new(Mutex::new(None)) }
     }
 
     /// The file, unless the log is off.
@@ -109,9 +121,27 @@ impl AuditLog {
             }
         };
         line.push(b'\n');
-        if let Err(err) = fs::append_log(path, &line, self.max_bytes, KEEP) {
+        if let Err(err) = self.append(path, &line) {
             tracing::warn!(path = %path.display(), %err, "cannot write the audit log");
+            *self.open.lock().unwrap_or_else(|p| p.into_inner()) = None;
         }
+    }
+
+    /// One `write` of `line`, rotating first once the file has outgrown `max_bytes` (as far as
+    /// this process has seen: other servers sharing the file add to it unseen).
+    fn append(&self, path: &std::path::Path, line: &[u8]) -> std::io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.as_ref().is_some_and(|(_, size)| *size > self.max_bytes) {
+            *open = None;
+            fs::rotate_log(path, KEEP)?;
+        }
+        if open.is_none() {
+            *open = Some(fs::open_log(path)?);
+        }
+        let Some((file, size)) = open.as_mut() else { return Ok(()) };
+        file.write_all(line)?;
+        *size += line.len() as u64;
+        Ok(())
     }
 }
 

@@ -61,7 +61,7 @@ impl Gate {
         verdict.justification.clone_from(&escalation.justification);
         verdict.decision = "deny";
         verdict.decided_by = "policy";
-        let (subjects, outside_error) = classify(effect, context)?;
+        let Classified { subjects, outside_error, resolved } = classify(effect, context)?;
         verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
         let request =
             Request { subjects, escalate: escalation.escalate, justification: escalation.justification.clone() };
@@ -104,15 +104,16 @@ impl Gate {
             }
         }
         verdict.decision = "allow";
-        // Approved: an escalated call may reach beyond the roots.
-        let widened;
-        let roots = if escalation.escalate {
-            widened = Roots::new(vec![context.roots.first().to_path_buf(), PathBuf::from("/")]);
-            &widened
-        } else {
-            &context.roots
-        };
-        resolve(effect, roots, escalation.escalate)
+        if outside_error.is_none() {
+            // Everything lies inside the roots and is resolved already.
+            return Ok(Approved {
+                unsandboxed: escalation.escalate && matches!(effect, Effect::Exec { .. }),
+                ..resolved
+            });
+        }
+        // An approved escalation reaches beyond the roots.
+        let widened = Roots::new(vec![context.roots.first().to_path_buf(), PathBuf::from("/")]);
+        resolve(effect, &widened, escalation.escalate)
     }
 
     /// Whether `path` may be written by history replay (undo): the same protections apply.
@@ -124,26 +125,39 @@ impl Gate {
     }
 }
 
-/// The effect's subjects with where they lie (and commands classified), and the resolution
-/// error of the first path found outside the roots.
-fn classify(effect: &Effect, context: &Context) -> Result<(Vec<Subject>, Option<ToolError>), ToolError> {
+/// A classified effect: its subjects, the resolution error of the first path outside the
+/// roots, and the paths resolved inside the roots (kept, so an approved call needs no second
+/// resolution).
+struct Classified {
+    subjects: Vec<Subject>,
+    outside_error: Option<ToolError>,
+    resolved: Approved,
+}
+
+/// The effect's subjects with where they lie (and commands classified).
+fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError> {
     let roots = &context.roots;
-    let mut first_error = None;
+    let mut outside_error = None;
     let mut outside = |input: &str, err: ToolError| {
         let path = match &err {
             ToolError::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
             ToolError::SymlinkEscape { target, .. } => target.clone(),
             _ => return Err(err),
         };
-        first_error.get_or_insert(err);
+        outside_error.get_or_insert(err);
         Ok(path)
     };
     let mut subjects = Vec::new();
+    let mut resolved = Approved { subjects: Vec::new(), targets: Vec::new(), cwd: None, unsandboxed: false };
     match effect {
         Effect::Read(inputs) => {
             for input in inputs {
                 subjects.push(match roots.resolve(input) {
-                    Ok(resolved) => Subject::Read(resolved.real().to_path_buf(), Location::Inside),
+                    Ok(path) => {
+                        let subject = Subject::Read(path.real().to_path_buf(), Location::Inside);
+                        resolved.subjects.push(path);
+                        subject
+                    }
                     Err(err) => Subject::Read(outside(input, err)?, Location::Outside),
                 });
             }
@@ -153,7 +167,9 @@ fn classify(effect: &Effect, context: &Context) -> Result<(Vec<Subject>, Option<
                 subjects.push(match Target::resolve(roots, input) {
                     Ok(target) => {
                         let location = protection(target.real(), context).map_or(Location::Inside, |(l, _)| l);
-                        Subject::Write(target.real().to_path_buf(), location)
+                        let subject = Subject::Write(target.real().to_path_buf(), location);
+                        resolved.targets.push(target);
+                        subject
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
@@ -168,7 +184,14 @@ fn classify(effect: &Effect, context: &Context) -> Result<(Vec<Subject>, Option<
         Effect::Exec { command, cwd } => {
             if let Some(dir) = cwd {
                 subjects.push(match roots.resolve(dir) {
-                    Ok(resolved) => Subject::Read(resolved.real().to_path_buf(), Location::Inside),
+                    Ok(path) => {
+                        if !crate::sandbox::fs::is_dir(path.real()) {
+                            return Err(ToolError::NotADirectory { path: dir.clone() });
+                        }
+                        let subject = Subject::Read(path.real().to_path_buf(), Location::Inside);
+                        resolved.cwd = Some(path);
+                        subject
+                    }
                     Err(err) => Subject::Read(outside(dir, err)?, Location::Outside),
                 });
             }
@@ -176,7 +199,7 @@ fn classify(effect: &Effect, context: &Context) -> Result<(Vec<Subject>, Option<
             subjects.push(Subject::Command(command.clone(), class));
         }
     }
-    Ok((subjects, first_error))
+    Ok(Classified { subjects, outside_error, resolved })
 }
 
 /// Resolves an approved effect against `roots`.

@@ -147,26 +147,27 @@ pub fn create_spill_file(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(path)
 }
 
-/// Appends one record to a log file with a single `write` (`O_APPEND`, so concurrent writers
-/// never interleave inside a line), first rotating it to `.1` … `.keep` once it holds more
-/// than `max_bytes`. Creates the file (mode 0600) and its directory (0700).
-pub fn append_log(path: &Path, line: &[u8], max_bytes: u64, keep: u32) -> io::Result<()> {
-    use std::io::Write;
+/// Opens a log file for appending (`O_APPEND`, so concurrent writers never interleave inside
+/// one write), creating it (mode 0600) and its directory (0700); returns it with its size.
+pub fn open_log(path: &Path) -> io::Result<(File, u64)> {
     use std::os::unix::fs::DirBuilderExt;
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     }
-    if std::fs::metadata(path).is_ok_and(|m| m.len() > max_bytes) {
-        let numbered = |n: u32| {
-            let mut name = path.as_os_str().to_owned();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
-        };
-        for n in (1..keep).rev() {
-            let _ = std::fs::rename(numbered(n), numbered(n + 1));
-        }
-        std::fs::rename(path, numbered(1))?;
+    let file = OpenOptions::new().append(true).create(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(path)?;
+    let size = file.metadata()?.len();
+    Ok((file, size))
+}
+
+/// Rotates a log: `path` becomes `path.1`, `.1` becomes `.2`, … up to `.keep`.
+pub fn rotate_log(path: &Path, keep: u32) -> io::Result<()> {
+    let numbered = |n: u32| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{n}"));
+        PathBuf::from(name)
+    };
+    for n in (1..keep).rev() {
+        let _ = std::fs::rename(numbered(n), numbered(n + 1));
     }
-    let mut file = OpenOptions::new().append(true).create(true).mode(0o600).open(path)?;
-    file.write_all(line)
+    std::fs::rename(path, numbered(1))
 }
