@@ -60,7 +60,7 @@ pub fn write_calls(servers: &[Server], ws: &Path, calls: usize) {
     std::fs::create_dir_all(&floor_dir).expect("floor dir");
     let (fmed, fp90) = atomic_write_floor(&floor_dir, content.as_bytes(), calls);
     println!("| atomic write 4 KB | in-process temp+write+fsync+rename (floor) | {fmed:.1} µs | {fp90:.1} µs | 1.0× |");
-    for s in servers {
+    for (index, s) in servers.iter().enumerate() {
         let (forward, backward) = patch_pair(ws);
         let filler = "filler line for the 1 KB edit target, not matched\n".repeat(19);
         std::fs::write(ws.join("edit1k.txt"), format!("{filler}token: alpha alpha\n")).expect("write edit1k.txt");
@@ -76,7 +76,8 @@ pub fn write_calls(servers: &[Server], ws: &Path, calls: usize) {
         if tools.iter().any(|t| t == "file_operations") {
             let (med, p90) = time_round_trips(&mut p, calls, |p| {
                 n += 1;
-                let args = json!({"operation": "create_file", "path": format!("created/{n}.txt"), "content": content});
+                let args =
+                    json!({"operation": "create_file", "path": format!("created-{index}/{n}.txt"), "content": content});
                 p.tool("file_operations", &args);
             });
             println!("| create_file 4 KB | {} | {med:.1} µs | {p90:.1} µs | {:.1}× |", s.name, med / fmed);
