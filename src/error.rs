@@ -84,8 +84,8 @@ pub enum ToolError {
         /// What is there.
         what: &'static str,
     },
-    /// A protected path: never written by an operation.
-    #[error("`{path}` is protected ({why}); this server does not write it. Ask the user to make the change")]
+    /// A protected path met while replaying history (`undo`), which never asks the user.
+    #[error("`{path}` is protected ({why}); `undo` does not change it. Ask the user to make the change")]
     Protected {
         /// The path.
         path: String,

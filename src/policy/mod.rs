@@ -66,8 +66,14 @@ impl Gate {
         let request =
             Request { subjects, escalate: escalation.escalate, justification: escalation.justification.clone() };
         let policy = Policy { approval: config.approval, sandbox: config.sandbox };
-        let decision = decide::decide(&policy, &request, &context.session.grants());
-        if decision == Decision::Allow && !matches!(decide::decide(&policy, &request, &[]), Decision::Allow) {
+        let grants = context.session.grants();
+        let decision = decide::decide(&policy, &request, &grants);
+        // Allowed with grants but not without them: a grant decided (only re-decided when the
+        // session has grants at all).
+        if decision == Decision::Allow
+            && !grants.is_empty()
+            && !matches!(decide::decide(&policy, &request, &[]), Decision::Allow)
+        {
             verdict.decided_by = "grant";
         }
         match decision {

@@ -166,11 +166,7 @@ impl Terminals {
     /// Ends everything: `SIGTERM` to every group, `SIGKILL` to what is left after a second,
     /// then removes spilled output and the private temp dir.
     pub async fn shutdown(&self) {
-        let groups: Vec<u32> = {
-            let registry = self.lock();
-            let running = registry.sessions.values().filter(|s| s.is_running()).map(|s| s.pgid);
-            running.chain(registry.lingering.iter().copied()).collect()
-        };
+        let groups = self.live_groups();
         for pgid in &groups {
             signal_group(*pgid, Signal::TERM);
         }
@@ -184,6 +180,14 @@ impl Terminals {
         self.remove_scratch();
     }
 
+    /// The process groups that may still have processes: running sessions' and the ones
+    /// finished foreground commands left behind.
+    fn live_groups(&self) -> Vec<u32> {
+        let registry = self.lock();
+        let running = registry.sessions.values().filter(|s| s.is_running()).map(|s| s.pgid);
+        running.chain(registry.lingering.iter().copied()).collect()
+    }
+
     /// Removes spilled output and the private temp dir.
     pub fn remove_scratch(&self) {
         fs::remove_state_dir(&self.spill_dir);
@@ -195,9 +199,7 @@ impl Drop for Terminals {
     fn drop(&mut self) {
         // The last resort when the connection ends without `shutdown` (a panic, a dropped
         // runtime): nothing it started may outlive it.
-        let registry = self.lock();
-        let running = registry.sessions.values().filter(|s| s.is_running()).map(|s| s.pgid);
-        for pgid in running.chain(registry.lingering.iter().copied()).collect::<Vec<_>>() {
+        for pgid in self.live_groups() {
             signal_group(pgid, Signal::KILL);
         }
     }

@@ -119,7 +119,7 @@ fn millis(field: &'static str, value: u64, max: u64) -> Result<std::time::Durati
     Ok(std::time::Duration::from_millis(value))
 }
 
-/// A `since`/`until` summary for the model: `t3` exited with code 0 after 2.1 s.
+/// A status in words for the model: `running`, `exited with code 0`, `killed by signal 15`.
 fn describe_status(status: crate::terminal::process::Status) -> String {
     use crate::terminal::process::Status;
     match status {
