@@ -262,6 +262,9 @@ pub enum ToolError {
         /// What it cannot do, and what to do instead.
         problem: String,
     },
+    /// The todo and memory store failed, or a request broke one of its rules.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     #[error("internal error: {0}; this is a bug in toolbelt-mcp, please report it")]
     Internal(String),
 }

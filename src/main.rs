@@ -9,6 +9,7 @@ mod sandbox;
 mod schema;
 mod server;
 mod session;
+mod store;
 mod terminal;
 mod tools;
 

@@ -31,6 +31,7 @@ pub fn run(config: &Config) -> Result<(), String> {
     }
     let state = if fs::is_dir(&config.state_dir) { "exists" } else { "not created yet" };
     report.push_str(&format!("state dir:     {} ({state})\n", config.state_dir.display()));
+    report.push_str(&format!("database:      {}\n", database_report(config)));
     report.push_str(&format!("tool layout:   {} ({})\n", config.tool_layout.as_str(), names.join(", ")));
     report.push_str(&format!("output budget: {} bytes per result\n", config.output_budget));
     report.push_str(&format!("max image:     {} bytes\n", config.max_image_bytes));
@@ -39,6 +40,23 @@ pub fn run(config: &Config) -> Result<(), String> {
     report.push_str(&format!("landlock:      {}\n", landlock.status));
     report.push_str(&sandbox_report(config, landlock.abi));
     std::io::stdout().lock().write_all(report.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// The todo and memory database: its path and what it holds, or why it cannot be read.
+fn database_report(config: &Config) -> String {
+    let store = crate::store::Store::new(&config.state_dir);
+    let path = store.path().display().to_string();
+    if !fs::exists(store.path()) {
+        return format!("{path} (not created yet: made on the first todo or memory call)");
+    }
+    let counted = store.run_blocking("counting its contents", |c| {
+        let count = |table: &str| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get::<_, i64>(0));
+        Ok((count("todo_lists")?, count("memories")?))
+    });
+    match counted {
+        Ok((lists, memories)) => format!("{path} ({lists} todo lists, {memories} memories)"),
+        Err(err) => format!("{path}: {err}"),
+    }
 }
 
 /// What a command would run under: the mode, the network rule, and the writable and

@@ -187,6 +187,8 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
         }
         Effect::History => subjects.push(Subject::Write(roots.first().to_path_buf(), Location::Inside)),
         Effect::Control => subjects.push(Subject::Control),
+        // The server's own records: nothing of the workspace is touched.
+        Effect::Record => {}
         Effect::Exec { command, cwd } => {
             if let Some(dir) = cwd {
                 subjects.push(match roots.resolve(dir) {
@@ -218,7 +220,7 @@ fn resolve(effect: &Effect, roots: &Roots, escalated: bool) -> Result<Approved, 
         Effect::Write(paths) => {
             approved.targets = paths.iter().map(|path| Target::resolve(roots, path)).collect::<Result<_, _>>()?;
         }
-        Effect::History | Effect::Control => {}
+        Effect::History | Effect::Control | Effect::Record => {}
         Effect::Exec { cwd, .. } => {
             if let Some(dir) = cwd {
                 let resolved = roots.resolve(dir)?;

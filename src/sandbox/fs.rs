@@ -142,6 +142,13 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
+/// Whether `path` exists with its owner's write permission removed (`chmod a-w`): the store
+/// then opens it read-only, honouring that even for root, whom the kernel would let write.
+pub fn is_write_protected(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o200 == 0)
+}
+
 /// Creates a new private file (mode 0600) for reading and writing: spilled command output.
 pub fn create_spill_file(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(path)

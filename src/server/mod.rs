@@ -2,6 +2,7 @@
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
 mod approve;
+mod resources;
 mod roots;
 pub mod stdio;
 
@@ -10,22 +11,21 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
-    InitializeResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::sandbox::Roots;
 use crate::session::Session;
+use crate::store::Store;
 use crate::terminal::foreground::Progress;
 use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
-
-/// The resource showing the policy and the session's grants.
-const POLICY_URI: &str = "toolbelt://policy";
 
 /// Guidance sent to clients in `initialize`.
 const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Results that were cut say so and say how to see the rest.";
@@ -36,15 +36,23 @@ pub struct Server {
     config: Arc<Config>,
     roots: Arc<roots::SessionRoots>,
     session: Arc<Session>,
+    store: Arc<Store>,
+    subscriptions: Arc<resources::Subscriptions>,
     tools: Arc<OnceLock<Result<Vec<Tool>, String>>>,
 }
 
 impl Server {
-    /// A server for one connection.
-    pub fn new(config: Arc<Config>) -> Self {
+    /// A server for one connection, keeping todos and memories in `store`.
+    pub fn new(config: Arc<Config>, store: Arc<Store>) -> Self {
         let roots = Arc::new(roots::SessionRoots::new(Roots::new(config.roots.clone())));
         let session = Arc::new(Session::new(&config));
-        Self { config, roots, session, tools: Arc::new(OnceLock::new()) }
+        let subscriptions = Arc::default();
+        Self { config, roots, session, store, subscriptions, tools: Arc::new(OnceLock::new()) }
+    }
+
+    /// The workspace key of todo lists and memories: the first root.
+    async fn workspace(&self) -> String {
+        self.roots.current().await.first().display().to_string()
     }
 
     /// The connection's state (the transport ends its terminal sessions on shutdown).
@@ -123,9 +131,11 @@ fn error_result(error: &ToolError) -> CallToolResult {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
-            .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_subscribe().build(),
+        )
+        .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn initialize(
@@ -167,11 +177,15 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let policy = Resource::new(POLICY_URI, "policy")
-            .with_title("Policy and grants")
-            .with_description("The approval policy, sandbox, forbidden commands and what this session granted")
-            .with_mime_type("text/markdown");
-        Ok(ListResourcesResult::with_all_items(vec![policy]))
+        Ok(ListResourcesResult::with_all_items(resources::list(self).await))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
     }
 
     async fn read_resource(
@@ -179,15 +193,59 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        if request.uri != POLICY_URI {
-            return Err(McpError::resource_not_found(
-                format!("no resource `{}`; this server has `{POLICY_URI}`", request.uri),
+        let contents = resources::read(self, &request.uri).await?;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(contents)))
+    }
+
+    #[allow(deprecated, reason = "clients before protocol 2026-07-28 subscribe this way")]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !resources::subscribable(&request.uri) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`{}` cannot be subscribed to; subscribe to `todo://{{list}}` or `memory://{{collection}}`",
+                    request.uri
+                ),
                 None,
             ));
         }
-        let text = crate::policy::report::policy_report(&self.config, &self.session);
-        let contents = ResourceContents::text(text, POLICY_URI).with_mime_type("text/markdown");
-        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(vec![contents])))
+        self.subscriptions.subscribe(self, request.uri, context.peer);
+        Ok(())
+    }
+
+    #[allow(deprecated, reason = "clients before protocol 2026-07-28 unsubscribe this way")]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let uris = requested.resource_subscriptions.iter().flatten().filter(|uri| resources::subscribable(uri));
+        Some(SubscriptionFilter::builder().resource_subscriptions(uris.cloned().collect::<Vec<_>>()).build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let wanted = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let mut changes = resources::Changes::new(self);
+        loop {
+            let uri = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                next = changes.next() => match next {
+                    Some(uri) => uri,
+                    None => return Ok(()),
+                },
+            };
+            if wanted.contains(&uri) && context.sink().notify_resource_updated(uri).await.is_err() {
+                return Ok(());
+            }
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -217,7 +275,13 @@ impl ServerHandler for Server {
             Retry { input_responses: request.input_responses.clone(), request_state: request.request_state.clone() };
         let signals =
             Signals { tool: request.name.to_string(), ..signals(&context, self.config.approval_timeout, retry) };
-        let context = Arc::new(Context { config: self.config.clone(), roots, session: self.session.clone(), signals });
+        let context = Arc::new(Context {
+            config: self.config.clone(),
+            roots,
+            session: self.session.clone(),
+            store: self.store.clone(),
+            signals,
+        });
         let outcome = operation.call(args, context).await;
         let elapsed = started.elapsed();
         match outcome {

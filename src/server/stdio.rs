@@ -31,7 +31,8 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
     let mut hangup = signal(SignalKind::hangup()).map_err(|e| format!("cannot watch for SIGHUP: {e}"))?;
-    let server = Server::new(config);
+    let store = crate::store::Store::new(&config.state_dir);
+    let server = Server::new(config, store);
     let session = server.session();
     let service = match pipes() {
         Some(pipes) => server.serve(pipes).await,

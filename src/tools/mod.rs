@@ -3,9 +3,11 @@
 //! annotations and dispatch are all derived from [`TOOLS`].
 
 pub mod file;
+pub mod memory;
 mod output;
 mod spec;
 pub mod terminal;
+pub mod todo;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,7 +30,7 @@ pub use output::{Image, Reply, ToolOutput};
 pub use spec::{ToolSpec, fields, specs};
 
 /// Every tool, in the order they are listed.
-pub static TOOLS: &[ToolDef] = &[file::TOOL, terminal::TOOL];
+pub static TOOLS: &[ToolDef] = &[file::TOOL, terminal::TOOL, todo::TOOL, memory::TOOL];
 
 /// What an operation does to the world, with its subjects. The gate decides on this.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +51,8 @@ pub enum Effect {
     },
     /// Acts on a running session of this connection (sends it a signal).
     Control,
+    /// Changes the server's own records (todo lists, memories), never a file of the workspace.
+    Record,
 }
 
 impl Effect {
@@ -60,6 +64,7 @@ impl Effect {
             Self::History => "history",
             Self::Exec { .. } => "exec",
             Self::Control => "control",
+            Self::Record => "record",
         }
     }
 }
@@ -78,6 +83,14 @@ pub enum EffectKind {
     },
     /// Runs commands or controls running ones: anything the sandbox allows.
     Exec,
+    /// Changes the server's own records (todos, memories) in its database, not the workspace:
+    /// listed even in the `read-only` sandbox.
+    Record {
+        /// May overwrite or remove a record.
+        destructive: bool,
+        /// Repeating the call changes nothing more.
+        idempotent: bool,
+    },
 }
 
 /// What a running operation gets: the gate-approved subjects and the call's context.
@@ -119,6 +132,8 @@ pub struct Context {
     pub roots: Arc<Roots>,
     /// The connection's state: its change history and terminal sessions.
     pub session: Arc<Session>,
+    /// The todo and memory store, shared by every connection of the process.
+    pub store: Arc<crate::store::Store>,
     /// This call's cancellation and progress reporting.
     pub signals: Signals,
 }
@@ -208,6 +223,16 @@ pub struct ToolDef {
     pub summary: &'static str,
     /// Its operations, in listing order.
     pub operations: &'static [OperationDef],
+    /// Put before an operation's name to make its tool name in the granular layout
+    /// (`todo_` + `read`); empty when the names are distinct already (`read_file`).
+    pub granular_prefix: &'static str,
+}
+
+impl ToolDef {
+    /// The tool name of `operation` in the granular layout.
+    pub fn granular_name(&self, operation: &OperationDef) -> String {
+        format!("{}{}", self.granular_prefix, operation.name)
+    }
 }
 
 /// The one function that calls `run`: strict parse, the gate, then the operation.
@@ -236,7 +261,7 @@ async fn gate_and_run<O: Operation>(
             session.begin_call();
             Some(guard)
         }
-        EffectKind::Read | EffectKind::Exec => None,
+        EffectKind::Read | EffectKind::Exec | EffectKind::Record { .. } => None,
     };
     let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context, verdict).await?;
     let budget = context.config.output_budget;
@@ -346,7 +371,10 @@ pub fn dispatch(
 ) -> Result<Option<&'static OperationDef>, ToolError> {
     use crate::cli::ToolLayout;
     match layout {
-        ToolLayout::Granular => Ok(TOOLS.iter().flat_map(|t| t.operations).find(|op| op.name == tool)),
+        ToolLayout::Granular => Ok(TOOLS.iter().find_map(|t| {
+            let operation = tool.strip_prefix(t.granular_prefix)?;
+            t.operations.iter().find(|op| op.name == operation)
+        })),
         ToolLayout::Consolidated => {
             let Some(def) = TOOLS.iter().find(|t| t.name == tool) else {
                 return Ok(None);

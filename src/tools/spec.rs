@@ -52,6 +52,11 @@ impl Annotations {
                     all.destructive_hint |= destructive;
                     all.idempotent_hint &= idempotent;
                 }
+                EffectKind::Record { destructive, idempotent } => {
+                    all.read_only_hint = false;
+                    all.destructive_hint |= destructive;
+                    all.idempotent_hint &= idempotent;
+                }
                 EffectKind::Exec => {
                     all.read_only_hint = false;
                     all.destructive_hint = true;
@@ -72,7 +77,9 @@ pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, Schem
         ToolLayout::Consolidated => {
             TOOLS.iter().map(|tool| consolidated(tool, tool.operations.iter().filter(listed).collect())).collect()
         }
-        ToolLayout::Granular => TOOLS.iter().flat_map(|t| t.operations).filter(listed).map(granular).collect(),
+        ToolLayout::Granular => {
+            TOOLS.iter().flat_map(|t| t.operations.iter().filter(listed).map(move |op| granular(t, op))).collect()
+        }
     }
 }
 
@@ -107,7 +114,8 @@ fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>>
     schemas.iter().map(|(operation, schema)| Part { operation, schema }).collect()
 }
 
-fn granular(op: &OperationDef) -> Result<ToolSpec, SchemaError> {
+fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> {
+    let name = tool.granular_name(op);
     let mut input_schema = (op.input_schema)();
     add_escalation(&mut input_schema, "");
     let mut output_schema =
@@ -116,8 +124,8 @@ fn granular(op: &OperationDef) -> Result<ToolSpec, SchemaError> {
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
     Ok(ToolSpec {
-        name: op.name.into(),
-        title: title_case(op.name),
+        title: title_case(&name),
+        name,
         description: op.description.into(),
         input_schema,
         output_schema,
@@ -207,6 +215,19 @@ mod tests {
         "changes",
     ];
 
+    const RECORD_OPERATIONS: [&str; 10] = [
+        "todo_read",
+        "todo_write",
+        "todo_add",
+        "todo_update",
+        "memory_store",
+        "memory_search",
+        "memory_get",
+        "memory_update",
+        "memory_delete",
+        "memory_list_collections",
+    ];
+
     #[test]
     fn every_layout_lists_flat_deterministic_tools() {
         for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
@@ -219,14 +240,25 @@ mod tests {
         }
         let granular = specs(ToolLayout::Granular, false).unwrap();
         let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, [&FILE_OPERATIONS[..], &TERMINAL_OPERATIONS[..]].concat());
+        assert_eq!(names, [&FILE_OPERATIONS[..], &TERMINAL_OPERATIONS[..], &RECORD_OPERATIONS[..]].concat());
         for tool in &granular {
             let reads = matches!(
                 tool.name.as_str(),
-                "read_file" | "list_dir" | "file_search" | "grep_search" | "changes" | "read_output" | "list_sessions"
+                "read_file"
+                    | "list_dir"
+                    | "file_search"
+                    | "grep_search"
+                    | "changes"
+                    | "read_output"
+                    | "list_sessions"
+                    | "todo_read"
+                    | "memory_search"
+                    | "memory_get"
+                    | "memory_list_collections"
             );
             assert_eq!(tool.annotations.read_only_hint, reads, "{}", tool.name);
-            assert_eq!(tool.annotations.destructive_hint, !reads && tool.name != "create_directory", "{}", tool.name);
+            let adds = matches!(tool.name.as_str(), "create_directory" | "todo_add" | "memory_store");
+            assert_eq!(tool.annotations.destructive_hint, !reads && !adds, "{}", tool.name);
             let exec = TERMINAL_OPERATIONS.contains(&tool.name.as_str()) && !reads;
             assert_eq!(tool.annotations.open_world_hint, exec, "{}", tool.name);
         }
@@ -254,6 +286,8 @@ mod tests {
         assert_eq!(listed, &json!(["read_file", "list_dir", "file_search", "grep_search", "changes"]));
         assert!(file.annotations.read_only_hint);
         assert_eq!(tools[1].input_schema["properties"]["operation"]["enum"], json!(TERMINAL_OPERATIONS));
+        let todo_ops = &tools[2].input_schema["properties"]["operation"]["enum"];
+        assert_eq!(todo_ops, &json!(["read", "write", "add", "update"]), "todos are the server's records, not files");
         let granular = specs(ToolLayout::Granular, true).unwrap();
         assert!(granular.iter().all(|t| t.name != "create_file" && t.name != "undo"));
     }

@@ -41,7 +41,14 @@ fn doctor_reports_config_roots_and_landlock() {
     assert!(stdout.starts_with(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION"))), "{stdout}");
     assert!(stdout.contains(&format!("roots:\n  {root}\n")), "{stdout}");
     assert!(stdout.contains("output budget: 5000 bytes"), "{stdout}");
-    assert!(stdout.contains("tool layout:   consolidated (file_operations, terminal_operations)"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "tool layout:   consolidated (file_operations, terminal_operations, todo_operations, memory_operations)"
+        ),
+        "{stdout}"
+    );
+    let database = ws.state_home.join("toolbelt-mcp/toolbelt.db");
+    assert!(stdout.contains(&format!("database:      {} (not created yet", database.display())), "{stdout}");
     assert!(stdout.contains("max edit:      10485760 bytes per file"), "{stdout}");
     assert!(stdout.contains("undo data:     at most 268435456 bytes per session"), "{stdout}");
     assert!(stdout.contains("landlock:      available"), "{stdout}");

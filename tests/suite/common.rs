@@ -153,6 +153,16 @@ impl Client {
         self.call("terminal_operations", op(operation, fields)).await
     }
 
+    /// Calls `todo_operations` with `operation` and its fields.
+    pub async fn todo(&self, operation: &str, fields: Value) -> Reply {
+        self.call("todo_operations", op(operation, fields)).await
+    }
+
+    /// Calls `memory_operations` with `operation` and its fields.
+    pub async fn memory(&self, operation: &str, fields: Value) -> Reply {
+        self.call("memory_operations", op(operation, fields)).await
+    }
+
     /// Runs a foreground command and returns the result (error or not).
     pub async fn run(&self, command: &str) -> Reply {
         self.term("run_command", json!({ "command": command })).await

@@ -33,7 +33,10 @@ async fn lists_flat_tools_deterministically() {
     let server = info.server_info.clone().unwrap();
     assert_eq!((server.name.as_str(), server.version.as_str()), ("toolbelt-mcp", env!("CARGO_PKG_VERSION")));
     let tools = client.service.list_all_tools().await.unwrap();
-    assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["file_operations", "terminal_operations"]);
+    assert_eq!(
+        tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(),
+        ["file_operations", "terminal_operations", "todo_operations", "memory_operations"]
+    );
     let terminal = serde_json::to_value(&tools[1]).unwrap();
     assert_flat(&terminal["inputSchema"], "");
     assert_flat(&terminal["outputSchema"], "");

@@ -418,10 +418,24 @@ async fn annotations_follow_what_operations_do() {
         let value = serde_json::to_value(&tool).unwrap();
         let read_only = matches!(
             tool.name.as_ref(),
-            "read_file" | "list_dir" | "file_search" | "grep_search" | "changes" | "read_output" | "list_sessions"
+            "read_file"
+                | "list_dir"
+                | "file_search"
+                | "grep_search"
+                | "changes"
+                | "read_output"
+                | "list_sessions"
+                | "todo_read"
+                | "memory_search"
+                | "memory_get"
+                | "memory_list_collections"
         );
         assert_eq!(value["annotations"]["readOnlyHint"], read_only, "{}", tool.name);
-        let idempotent = read_only || tool.name == "create_directory";
+        let idempotent = read_only
+            || matches!(
+                tool.name.as_ref(),
+                "create_directory" | "todo_write" | "todo_update" | "memory_store" | "memory_update"
+            );
         assert_eq!(value["annotations"]["idempotentHint"], idempotent, "{}", tool.name);
     }
     granular.close().await;

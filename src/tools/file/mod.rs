@@ -42,6 +42,7 @@ pub const TOOL: ToolDef = ToolDef {
         OperationDef::of::<undo::Undo>(),
         OperationDef::of::<changes::Changes>(),
     ],
+    granular_prefix: "",
 };
 
 /// `1.2 KiB`-style sizes for the model.

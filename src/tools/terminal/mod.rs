@@ -31,6 +31,7 @@ pub const TOOL: ToolDef = ToolDef {
         OperationDef::of::<list_sessions::ListSessions>(),
         OperationDef::of::<kill_session::KillSession>(),
     ],
+    granular_prefix: "",
 };
 
 /// A session's identity and state: part of every result about one session.

@@ -1,0 +1,538 @@
+//! Memories: notes kept per workspace (or globally) in named collections, deduplicated by a
+//! hash of their content, and searched with SQLite FTS5 (BM25 ranking, highlighted snippets).
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use sha2::{Digest, Sha256};
+
+use crate::store::{GLOBAL, StoreError, now_ms};
+
+/// Bytes a memory's content may have.
+pub const MAX_CONTENT: usize = 100_000;
+/// Tags a memory may have.
+const MAX_TAGS: usize = 20;
+/// Results one search may return.
+pub const MAX_LIMIT: u32 = 100;
+/// BM25 weights of the indexed columns: title, content, tags.
+const RANK: &str = "bm25(memories_fts, 4.0, 1.0, 2.0)";
+
+/// A memory as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    /// Its id.
+    pub id: i64,
+    /// Its workspace key ([`GLOBAL`] for the global scope).
+    pub workspace: String,
+    /// Its collection.
+    pub collection: String,
+    /// Its title (may be empty).
+    pub title: String,
+    /// Its content.
+    pub content: String,
+    /// Its tags, lowercase.
+    pub tags: Vec<String>,
+    /// When it was stored (ms since the epoch).
+    pub created_at: i64,
+    /// When it last changed.
+    pub updated_at: i64,
+}
+
+/// A memory to store, already checked by [`content`], [`title`] and [`tags`].
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    /// The text.
+    pub content: String,
+    /// A title.
+    pub title: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The collection.
+    pub collection: String,
+}
+
+/// What `store` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The memory's id.
+    pub id: i64,
+    /// The same content was already stored there: nothing changed.
+    pub duplicate: bool,
+}
+
+/// A search.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// FTS5 query text (or plain words).
+    pub text: String,
+    /// Only this collection.
+    pub collection: Option<String>,
+    /// Only memories with every one of these tags.
+    pub tags: Vec<String>,
+    /// Results per page.
+    pub limit: u32,
+    /// Results to skip.
+    pub offset: u32,
+}
+
+/// How the query text was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// As FTS5 syntax.
+    Fts,
+    /// As plain words, all required (the text was not valid FTS5 syntax).
+    Plain,
+    /// As plain words, any of them (no memory had all of them).
+    AnyWord,
+}
+
+impl Mode {
+    /// `fts`, `plain` or `any_word`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fts => "fts",
+            Self::Plain => "plain",
+            Self::AnyWord => "any_word",
+        }
+    }
+}
+
+/// One search result: a snippet, never the whole content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The memory's id.
+    pub id: i64,
+    /// Its collection.
+    pub collection: String,
+    /// Its title.
+    pub title: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The best-matching part of its content, matches in `**bold**`.
+    pub snippet: String,
+    /// Relevance (BM25, higher is better).
+    pub score: f64,
+    /// Characters of content.
+    pub chars: i64,
+    /// When it last changed.
+    pub updated_at: i64,
+}
+
+/// A page of search results.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The page.
+    pub hits: Vec<Hit>,
+    /// Matches in all.
+    pub total: i64,
+    /// How the query was read.
+    pub mode: Mode,
+}
+
+/// A collection of a scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    /// Its name.
+    pub name: String,
+    /// Memories in it.
+    pub count: i64,
+    /// When one of them last changed.
+    pub updated_at: i64,
+}
+
+/// Checked content: surrounding whitespace trimmed, not empty, within [`MAX_CONTENT`].
+pub fn content(text: &str) -> Result<String, StoreError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(StoreError::Rule("`content` is empty; give the text to remember".into()));
+    }
+    if text.len() > MAX_CONTENT {
+        return Err(StoreError::Rule(format!(
+            "`content` is {} bytes, over the {MAX_CONTENT}-byte limit for one memory; store the key facts, or split it into several memories",
+            text.len()
+        )));
+    }
+    Ok(text.to_string())
+}
+
+/// A checked title: one line of at most 200 characters.
+pub fn title(text: &str) -> Result<String, StoreError> {
+    let text = text.trim();
+    if text.contains('\n') || text.chars().count() > 200 {
+        return Err(StoreError::Rule(
+            "`title` must be one line of at most 200 characters; put the rest in `content`".into(),
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// Checked tags: trimmed, lowercase, without duplicates; at most 20 of at most 50 characters.
+pub fn tags(given: &[String]) -> Result<Vec<String>, StoreError> {
+    let mut tags: Vec<String> = Vec::new();
+    for tag in given {
+        let tag = tag.trim().to_lowercase();
+        if tag.is_empty() || tag.chars().count() > 50 || tag.contains(['\n', ',']) {
+            return Err(StoreError::Rule(format!(
+                "tag `{tag}` is not valid: tags are 1 to 50 characters without commas or newlines, e.g. `[\"build\", \"ci\"]`"
+            )));
+        }
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    if tags.len() > MAX_TAGS {
+        return Err(StoreError::Rule(format!("{} tags given; a memory takes at most {MAX_TAGS}", tags.len())));
+    }
+    Ok(tags)
+}
+
+fn hash(content: &str) -> String {
+    Sha256::digest(content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn tags_json(tags: &[String]) -> String {
+    serde_json::to_string(tags).unwrap_or_else(|_| "[]".into())
+}
+
+fn parse_tags(json: &str) -> Vec<String> {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+/// Stores `memory` in `workspace`, or finds the same content already in its collection.
+pub fn store(connection: &mut Connection, workspace: &str, memory: &NewMemory) -> Result<Stored, StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let hash = hash(&memory.content);
+    let existing = transaction
+        .prepare_cached("SELECT id FROM memories WHERE workspace = ?1 AND collection = ?2 AND hash = ?3")?
+        .query_row(params![workspace, memory.collection, hash], |row| row.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        return Ok(Stored { id, duplicate: true });
+    }
+    let now = now_ms();
+    transaction
+        .prepare_cached(
+            "INSERT INTO memories (workspace, collection, title, content, tags, hash, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+        )?
+        .execute(params![
+            workspace,
+            memory.collection,
+            memory.title,
+            memory.content,
+            tags_json(&memory.tags),
+            hash,
+            now
+        ])?;
+    let id = transaction.last_insert_rowid();
+    transaction.commit()?;
+    Ok(Stored { id, duplicate: false })
+}
+
+/// Memory `id`, if it belongs to `workspace` or the global scope.
+pub fn get(connection: &Connection, workspace: &str, id: i64) -> Result<Memory, StoreError> {
+    connection
+        .prepare_cached(
+            "SELECT id, workspace, collection, title, content, tags, created_at, updated_at
+             FROM memories WHERE id = ?1 AND workspace IN (?2, ?3)",
+        )?
+        .query_row(params![id, workspace, GLOBAL], |row| {
+            Ok(Memory {
+                id: row.get(0)?,
+                workspace: row.get(1)?,
+                collection: row.get(2)?,
+                title: row.get(3)?,
+                content: row.get(4)?,
+                tags: parse_tags(&row.get::<_, String>(5)?),
+                created_at: row.get(6)?,
+                updated_at: row.get(7)?,
+            })
+        })
+        .optional()?
+        .ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: i64) -> StoreError {
+    StoreError::NotFound(format!(
+        "no memory {id} in this workspace or the global scope; find ids with `search` or `list_collections`"
+    ))
+}
+
+/// Changes the given fields of memory `id`; returns it as now stored.
+pub fn update(
+    connection: &mut Connection,
+    workspace: &str,
+    id: i64,
+    (content, title, tags): (Option<String>, Option<String>, Option<Vec<String>>),
+) -> Result<Memory, StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut memory = get(&transaction, workspace, id)?;
+    if let Some(content) = content {
+        memory.content = content;
+    }
+    memory.title = title.unwrap_or(memory.title);
+    memory.tags = tags.unwrap_or(memory.tags);
+    memory.updated_at = now_ms();
+    let hash = hash(&memory.content);
+    let clash: Option<i64> = transaction
+        .prepare_cached("SELECT id FROM memories WHERE workspace = ?1 AND collection = ?2 AND hash = ?3 AND id != ?4")?
+        .query_row(params![memory.workspace, memory.collection, hash, id], |row| row.get(0))
+        .optional()?;
+    if let Some(other) = clash {
+        return Err(StoreError::Rule(format!(
+            "memory {other} already holds this content in collection `{}`; delete one of the two instead",
+            memory.collection
+        )));
+    }
+    transaction
+        .prepare_cached(
+            "UPDATE memories SET title = ?2, content = ?3, tags = ?4, hash = ?5, updated_at = ?6 WHERE id = ?1",
+        )?
+        .execute(params![id, memory.title, memory.content, tags_json(&memory.tags), hash, memory.updated_at])?;
+    transaction.commit()?;
+    Ok(memory)
+}
+
+/// Deletes memory `id`; returns what it was.
+pub fn delete(connection: &mut Connection, workspace: &str, id: i64) -> Result<Memory, StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let memory = get(&transaction, workspace, id)?;
+    transaction.prepare_cached("DELETE FROM memories WHERE id = ?1")?.execute([id])?;
+    transaction.commit()?;
+    Ok(memory)
+}
+
+/// The collections of `workspace`, by name.
+pub fn collections(connection: &Connection, workspace: &str) -> Result<Vec<Collection>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT collection, count(*), max(updated_at) FROM memories WHERE workspace = ?1
+         GROUP BY collection ORDER BY collection",
+    )?;
+    let rows = statement.query_map([workspace], |row| {
+        Ok(Collection { name: row.get(0)?, count: row.get(1)?, updated_at: row.get(2)? })
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The newest `limit` memories of a collection, newest first.
+pub fn recent(
+    connection: &Connection,
+    workspace: &str,
+    collection: &str,
+    limit: u32,
+) -> Result<Vec<Memory>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT id, workspace, collection, title, content, tags, created_at, updated_at FROM memories
+         WHERE workspace = ?1 AND collection = ?2 ORDER BY updated_at DESC, id DESC LIMIT ?3",
+    )?;
+    let rows = statement.query_map(params![workspace, collection, limit], |row| {
+        Ok(Memory {
+            id: row.get(0)?,
+            workspace: row.get(1)?,
+            collection: row.get(2)?,
+            title: row.get(3)?,
+            content: row.get(4)?,
+            tags: parse_tags(&row.get::<_, String>(5)?),
+            created_at: row.get(6)?,
+            updated_at: row.get(7)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Searches `workspace`: the text as FTS5 syntax first; if SQLite rejects it, as plain words
+/// (all required); if several plain words match nothing together, any of them.
+pub fn search(connection: &Connection, workspace: &str, query: &Query) -> Result<Found, StoreError> {
+    let words = words(&query.text);
+    if words.is_empty() {
+        return Err(StoreError::Rule(format!(
+            "`query` `{}` has no words to search for; give words (FTS5 syntax works too: `deploy AND staging`, `\"exact phrase\"`, `pars*`)",
+            query.text
+        )));
+    }
+    let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+    let (mut mode, mut page) = match ranked(connection, workspace, query, &query.text) {
+        Ok(page) => (Mode::Fts, page),
+        Err(err) if is_query_error(&err) => (Mode::Plain, ranked(connection, workspace, query, &quoted.join(" "))?),
+        Err(err) => return Err(err.into()),
+    };
+    if page.1 == 0 && words.len() > 1 && (mode == Mode::Plain || !has_operators(&query.text)) {
+        mode = Mode::AnyWord;
+        page = ranked(connection, workspace, query, &quoted.join(" OR "))?;
+    }
+    let (ids, total, fts) = page;
+    let mut snippet = connection.prepare_cached(
+        "SELECT m.collection, m.title, m.tags, length(m.content), m.updated_at,
+                snippet(memories_fts, 1, '**', '**', '…', 24)
+         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+         WHERE memories_fts MATCH ?1 AND memories_fts.rowid = ?2",
+    )?;
+    let mut hits = Vec::with_capacity(ids.len());
+    for (id, score) in ids {
+        let hit = snippet.query_row(params![fts, id], |row| {
+            Ok(Hit {
+                id,
+                collection: row.get(0)?,
+                title: row.get(1)?,
+                tags: parse_tags(&row.get::<_, String>(2)?),
+                chars: row.get(3)?,
+                updated_at: row.get(4)?,
+                snippet: row.get(5)?,
+                score: (-score * 100.0).round() / 100.0,
+            })
+        })?;
+        hits.push(hit);
+    }
+    Ok(Found { hits, total, mode })
+}
+
+/// One page of (id, bm25) for an FTS5 query, the number of matches, and the query run.
+type Page = (Vec<(i64, f64)>, i64, String);
+
+fn ranked(connection: &Connection, workspace: &str, query: &Query, fts: &str) -> rusqlite::Result<Page> {
+    // FTS5's ranking function cannot sit beside a window function: rank in a materialized
+    // step, then count and page over it.
+    let mut statement = connection.prepare_cached(&format!(
+        "WITH matches AS MATERIALIZED (
+             SELECT m.id AS id, {RANK} AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+             WHERE memories_fts MATCH ?1 AND m.workspace = ?2 AND (?3 IS NULL OR m.collection = ?3)
+               AND (SELECT count(*) FROM json_each(m.tags) WHERE value IN (SELECT value FROM json_each(?4))) = json_array_length(?4)
+         )
+         SELECT id, score, (SELECT count(*) FROM matches) FROM matches ORDER BY score, id LIMIT ?5 OFFSET ?6"
+    ))?;
+    let collection = query.collection.clone().map_or(SqlValue::Null, SqlValue::Text);
+    let tags = tags_json(&query.tags);
+    let mut total = 0;
+    let rows = statement.query_map(params![fts, workspace, collection, tags, query.limit, query.offset], |row| {
+        Ok((row.get::<_, i64>(0)?, row.get::<_, f64>(1)?, row.get::<_, i64>(2)?))
+    })?;
+    let mut page = Vec::new();
+    for row in rows {
+        let (id, score, count) = row?;
+        total = count;
+        page.push((id, score));
+    }
+    if page.is_empty() && query.offset > 0 {
+        // Past the last page: count the matches on their own.
+        total = search_count(connection, workspace, fts, (&collection, &tags))?;
+    }
+    Ok((page, total, fts.to_string()))
+}
+
+fn search_count(
+    connection: &Connection,
+    workspace: &str,
+    fts: &str,
+    (collection, tags): (&SqlValue, &str),
+) -> rusqlite::Result<i64> {
+    connection
+        .prepare_cached(
+            "SELECT count(*) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+             WHERE memories_fts MATCH ?1 AND m.workspace = ?2 AND (?3 IS NULL OR m.collection = ?3)
+               AND (SELECT count(*) FROM json_each(m.tags) WHERE value IN (SELECT value FROM json_each(?4))) = json_array_length(?4)",
+        )?
+        .query_row(params![fts, workspace, collection, tags], |r| r.get(0))
+}
+
+/// A query SQLite rejected (FTS5 syntax, an unknown column filter), not a failing database.
+fn is_query_error(err: &rusqlite::Error) -> bool {
+    let rusqlite::Error::SqliteFailure(failure, Some(message)) = err else { return false };
+    failure.code == ErrorCode::Unknown
+        && ["fts5", "syntax error", "no such column", "unterminated string", "unknown special query"]
+            .iter()
+            .any(|known| message.contains(known))
+}
+
+/// The words FTS5's `unicode61` tokenizer would see: runs of letters and digits.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+/// Whether the text uses FTS5 operators, so "any word" would change what was asked.
+fn has_operators(text: &str) -> bool {
+    text.contains(['"', '*', ':', '(', ')', '^', '+'])
+        || text.split_whitespace().any(|w| matches!(w, "AND" | "OR" | "NOT") || w.starts_with("NEAR"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> Connection {
+        let mut connection = Connection::open_in_memory().unwrap();
+        crate::store::migrations::migrate(&mut connection).unwrap();
+        connection
+    }
+
+    fn note(content: &str, tags: &[&str]) -> NewMemory {
+        NewMemory {
+            content: content.into(),
+            title: String::new(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            collection: "notes".into(),
+        }
+    }
+
+    fn query(text: &str) -> Query {
+        Query { text: text.into(), collection: None, tags: Vec::new(), limit: 10, offset: 0 }
+    }
+
+    #[test]
+    fn dedupes_by_content_within_a_collection_and_scope() {
+        let mut c = connection();
+        let first = store(&mut c, "/w", &note("the build uses cargo", &[])).unwrap();
+        assert_eq!(
+            store(&mut c, "/w", &note("the build uses cargo", &[])).unwrap(),
+            Stored { id: first.id, duplicate: true }
+        );
+        assert!(!store(&mut c, GLOBAL, &note("the build uses cargo", &[])).unwrap().duplicate);
+        assert!(get(&c, "/elsewhere", first.id).is_err());
+        assert_eq!(get(&c, "/w", first.id).unwrap().content, "the build uses cargo");
+    }
+
+    #[test]
+    fn searches_rank_snippet_and_fall_back() {
+        let mut c = connection();
+        store(&mut c, "/w", &note("deploy with the staging script, then check the logs", &["ops"])).unwrap();
+        store(&mut c, "/w", &note("tests run with cargo test", &["ci"])).unwrap();
+        let found = search(&c, "/w", &query("staging")).unwrap();
+        assert_eq!((found.total, found.mode), (1, Mode::Fts));
+        assert!(found.hits[0].snippet.contains("**staging**"), "{:?}", found.hits[0]);
+        for text in ["\"staging", "staging*)", "-staging", "NEAR(staging", "nocolumn:staging"] {
+            let found = search(&c, "/w", &query(text)).unwrap();
+            assert!(matches!(found.mode, Mode::Plain | Mode::AnyWord) && found.total == 1, "{text}: {found:?}");
+        }
+        let near = search(&c, "/w", &query("NEAR(staging logs, 5)")).unwrap();
+        assert_eq!((near.mode, near.total), (Mode::Fts, 1));
+        let any = search(&c, "/w", &query("staging cargo")).unwrap();
+        assert_eq!((any.mode, any.total), (Mode::AnyWord, 2));
+        let tagged = search(&c, "/w", &Query { tags: vec!["ci".into()], ..query("cargo OR staging") }).unwrap();
+        assert_eq!(tagged.total, 1);
+        assert!(search(&c, "/w", &query("***")).is_err());
+        let past = search(&c, "/w", &Query { offset: 5, ..query("cargo") }).unwrap();
+        assert_eq!((past.hits.len(), past.total), (0, 1));
+    }
+
+    #[test]
+    fn updates_keep_the_index_and_refuse_duplicates() {
+        let mut c = connection();
+        let a = store(&mut c, "/w", &note("alpha", &[])).unwrap().id;
+        let b = store(&mut c, "/w", &note("beta", &[])).unwrap().id;
+        update(&mut c, "/w", a, (Some("gamma".into()), None, Some(vec!["x".into()]))).unwrap();
+        assert_eq!(search(&c, "/w", &query("alpha")).unwrap().total, 0);
+        assert_eq!(search(&c, "/w", &query("gamma")).unwrap().hits[0].tags, ["x"]);
+        let clash = update(&mut c, "/w", b, (Some("gamma".into()), None, None)).unwrap_err();
+        assert!(clash.to_string().contains(&format!("memory {a} already holds this content")), "{clash}");
+        delete(&mut c, "/w", a).unwrap();
+        assert_eq!(search(&c, "/w", &query("gamma")).unwrap().total, 0);
+        assert_eq!(collections(&c, "/w").unwrap()[0].count, 1);
+    }
+
+    #[test]
+    fn inputs_are_checked() {
+        assert!(content("  ").is_err());
+        assert!(content(&"x".repeat(MAX_CONTENT + 1)).is_err());
+        assert_eq!(tags(&["Build".into(), "build".into(), " ci ".into()]).unwrap(), ["build", "ci"]);
+        assert!(tags(&["a,b".into()]).is_err());
+        assert!(title("two\nlines").is_err());
+    }
+}

@@ -1,0 +1,159 @@
+//! `search`: memories ranked by relevance (BM25), as short highlighted snippets.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::store::memory::{self, MAX_LIMIT, Mode, Query};
+use crate::store::timestamp;
+use crate::tools::memory::{Scope, titled};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `search` operation.
+pub struct Search;
+
+/// Arguments of `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// Words to look for (all of them; if no memory has all, any of them), or FTS5 syntax: `"exact phrase"`, `pars*`, `a OR b`, `a NOT b`, `NEAR(a b)`, `title:deploy`. Text that is not valid FTS5 is searched as plain words.
+    pub query: String,
+    /// Only this collection (default: every collection of the scope).
+    pub collection: Option<String>,
+    /// Only memories with every one of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Results per page (default 10, at most 100).
+    pub limit: Option<u32>,
+    /// Results to skip, for the next page (`next_offset` of the last result).
+    #[serde(default)]
+    pub offset: u32,
+    /// `workspace` (default: this workspace's memories) or `global` (shared by every workspace).
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// Structured result of `search`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The scope searched.
+    pub scope: Scope,
+    /// How the query was read: `fts` (FTS5 syntax), `plain` (not valid FTS5: as words, all required) or `any_word` (no memory had every word: any of them).
+    pub query_mode: String,
+    /// Matches in all.
+    pub total: i64,
+    /// This page, best first.
+    pub results: Vec<Hit>,
+    /// The `offset` of the next page, if there are more matches.
+    pub next_offset: Option<u32>,
+}
+
+/// One match.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Hit {
+    /// The memory's id, for `get`, `update` and `delete`.
+    pub id: i64,
+    /// Its collection.
+    pub collection: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The best-matching part of its content, matches in `**bold**`.
+    pub snippet: String,
+    /// Relevance (higher is better).
+    pub score: f64,
+    /// Characters of content (`get` returns all of it).
+    pub chars: i64,
+    /// When it last changed (UTC).
+    pub updated: String,
+}
+
+impl Operation for Search {
+    const NAME: &'static str = "search";
+    const DESCRIPTION: &'static str = "Find memories by relevance: words or FTS5 syntax over titles, content and tags, optionally in one collection or with given tags. Returns ids with highlighted snippets, paged by `limit`/`offset`; `get` an id for the whole text.";
+    const KIND: EffectKind = EffectKind::Read;
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Read(Vec::new())
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let limit = args.limit.unwrap_or(10);
+        if limit == 0 || limit > MAX_LIMIT {
+            return Err(ToolError::BadValue {
+                field: "limit",
+                value: limit.to_string(),
+                expected: format!("1 to {MAX_LIMIT} results per page"),
+            });
+        }
+        if let Some(collection) = &args.collection {
+            crate::store::check_name("collection", collection)?;
+        }
+        let query = Query {
+            text: args.query.clone(),
+            collection: args.collection,
+            tags: memory::tags(&args.tags)?,
+            limit,
+            offset: args.offset,
+        };
+        let workspace = args.scope.key(&call.context);
+        let found =
+            call.context.store.run("searching memories", move |c| memory::search(c, &workspace, &query)).await?;
+        let shown = found.hits.len() as u32;
+        let next_offset = (i64::from(args.offset + shown) < found.total).then_some(args.offset + shown);
+        let mut text = match (found.total, shown) {
+            (0, _) => format!("no memory matches `{}` ({} scope)", args.query, args.scope.as_str()),
+            (_, 0) => format!("{} memories match `{}`; none at offset {}", found.total, args.query, args.offset),
+            (total, _) => format!(
+                "{total} {} match `{}` ({} scope); {}–{}:",
+                if total == 1 { "memory" } else { "memories" },
+                args.query,
+                args.scope.as_str(),
+                args.offset + 1,
+                args.offset + shown
+            ),
+        };
+        match found.mode {
+            Mode::Fts => {}
+            Mode::Plain => text.push_str("\n(the query is not valid FTS5 syntax, so its words were searched for)"),
+            Mode::AnyWord => text.push_str("\n(no memory has every word, so these have some of them)"),
+        }
+        let mut results = Vec::with_capacity(found.hits.len());
+        for hit in found.hits {
+            let tags = if hit.tags.is_empty() { String::new() } else { format!(" [{}]", hit.tags.join(", ")) };
+            text.push_str(&format!(
+                "\n\n#{} in `{}`{}{tags} (score {:.2}, {} chars)\n{}",
+                hit.id,
+                hit.collection,
+                titled(&hit.title),
+                hit.score,
+                hit.chars,
+                hit.snippet
+            ));
+            results.push(Hit {
+                id: hit.id,
+                collection: hit.collection,
+                title: Some(hit.title).filter(|t| !t.is_empty()),
+                tags: hit.tags,
+                snippet: hit.snippet,
+                score: hit.score,
+                chars: hit.chars,
+                updated: timestamp(hit.updated_at),
+            });
+        }
+        if let Some(next) = next_offset {
+            text.push_str(&format!("\n\nmore: `offset: {next}` for the next page"));
+        }
+        let data = Output {
+            scope: args.scope,
+            query_mode: found.mode.as_str().into(),
+            total: found.total,
+            results,
+            next_offset,
+        };
+        Ok(Reply::new(text, data))
+    }
+}

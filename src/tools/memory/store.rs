@@ -1,0 +1,82 @@
+//! `store`: remember a note; the same content in the same collection is stored once.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::store::memory::{self, NewMemory};
+use crate::tools::memory::{Scope, changed, collection_name};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `store` operation.
+pub struct Store;
+
+/// Arguments of `store`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The text to remember (at most 100,000 bytes): a fact, a decision and its reason, a how-to.
+    pub content: String,
+    /// A short title.
+    pub title: Option<String>,
+    /// Tags to filter by later, e.g. `["build", "ci"]` (stored lowercase).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The collection (default `default`): letters, digits, `_`, `-`, `.`.
+    pub collection: Option<String>,
+    /// `workspace` (default: this workspace's memories) or `global` (shared by every workspace).
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// Structured result of `store`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The memory's id.
+    pub id: i64,
+    /// Its collection.
+    pub collection: String,
+    /// Its scope.
+    pub scope: Scope,
+    /// The same content was already stored there; nothing changed.
+    pub duplicate: bool,
+}
+
+impl Operation for Store {
+    const NAME: &'static str = "store";
+    const DESCRIPTION: &'static str = "Remember `content` (with an optional title and tags) in a collection; returns its id. The same content in the same collection and scope returns the existing id.";
+    const KIND: EffectKind = EffectKind::Record { destructive: false, idempotent: true };
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Record
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let new = NewMemory {
+            content: memory::content(&args.content)?,
+            title: memory::title(args.title.as_deref().unwrap_or_default())?,
+            tags: memory::tags(&args.tags)?,
+            collection: collection_name(args.collection)?,
+        };
+        let key = args.scope.key(&call.context);
+        let (workspace, memory) = (key.clone(), new.clone());
+        let stored = call.context.store.run("storing a memory", move |c| memory::store(c, &workspace, &memory)).await?;
+        let text = if stored.duplicate {
+            format!(
+                "already stored as memory {} in `{}` ({} scope); nothing changed (`update` changes its title or tags)",
+                stored.id,
+                new.collection,
+                args.scope.as_str()
+            )
+        } else {
+            changed(&call.context, &key, &new.collection);
+            format!("stored memory {} in `{}` ({} scope)", stored.id, new.collection, args.scope.as_str())
+        };
+        Ok(Reply::new(
+            text,
+            Output { id: stored.id, collection: new.collection, scope: args.scope, duplicate: stored.duplicate },
+        ))
+    }
+}

@@ -1,0 +1,92 @@
+//! `update`: change a memory's content, title or tags.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ToolError;
+use crate::store::{memory, timestamp};
+use crate::tools::memory::{Scope, changed};
+use crate::tools::todo::workspace;
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `update` operation.
+pub struct Update;
+
+/// Arguments of `update`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The memory's id (from `store` or `search`).
+    pub id: i64,
+    /// New content (replaces the old).
+    pub content: Option<String>,
+    /// New title (`""` removes it).
+    pub title: Option<String>,
+    /// New tags (replace the old; `[]` removes them).
+    pub tags: Option<Vec<String>>,
+}
+
+/// Structured result of `update`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Output {
+    /// The memory's id.
+    pub id: i64,
+    /// Its collection.
+    pub collection: String,
+    /// Its scope.
+    pub scope: Scope,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// When it last changed (UTC): now.
+    pub updated: String,
+}
+
+impl Operation for Update {
+    const NAME: &'static str = "update";
+    const DESCRIPTION: &'static str = "Change a memory's `content`, `title` or `tags` (the fields given replace the old ones); it is re-indexed for search.";
+    const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
+    type Args = Args;
+    type Output = Output;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Record
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
+        let mut fields = Vec::new();
+        let content = args.content.as_deref().map(memory::content).transpose()?;
+        let title = args.title.as_deref().map(memory::title).transpose()?;
+        let tags = args.tags.as_deref().map(memory::tags).transpose()?;
+        for (name, given) in [("content", content.is_some()), ("title", title.is_some()), ("tags", tags.is_some())] {
+            if given {
+                fields.push(name);
+            }
+        }
+        if fields.is_empty() {
+            return Err(ToolError::Store(crate::store::StoreError::Rule(
+                "nothing to update; give at least one of `content`, `title` or `tags`".into(),
+            )));
+        }
+        let workspace = workspace(&call.context);
+        let id = args.id;
+        let updated = call
+            .context
+            .store
+            .run("updating a memory", move |c| memory::update(c, &workspace, id, (content, title, tags)))
+            .await?;
+        changed(&call.context, &updated.workspace, &updated.collection);
+        let scope = Scope::of_key(&updated.workspace);
+        let text = format!("updated memory {} in `{}` ({})", updated.id, updated.collection, fields.join(", "));
+        let data = Output {
+            id: updated.id,
+            collection: updated.collection,
+            scope,
+            title: Some(updated.title).filter(|t| !t.is_empty()),
+            tags: updated.tags,
+            updated: timestamp(updated.updated_at),
+        };
+        Ok(Reply::new(text, data))
+    }
+}

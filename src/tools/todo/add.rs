@@ -1,0 +1,46 @@
+//! `add`: append items, numbered after the highest id.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::store::todos::{self, Draft};
+use crate::tools::todo::{ListOutput, list_name, workspace};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `add` operation.
+pub struct Add;
+
+/// Arguments of `add`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    pub list: Option<String>,
+    /// The items, in order: `{title, description?, status?, priority?, dependencies?, blocked_reason?, progress?, id?}`.
+    pub todos: Vec<Draft>,
+}
+
+impl Operation for Add {
+    const NAME: &'static str = "add";
+    const DESCRIPTION: &'static str =
+        "Append `todos` to the list; they get ids after the highest so far (or the free ids given).";
+    const KIND: EffectKind = EffectKind::Record { destructive: false, idempotent: false };
+    type Args = Args;
+    type Output = ListOutput;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Record
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
+        let name = list_name(args.list)?;
+        let workspace = workspace(&call.context);
+        let saved = call
+            .context
+            .store
+            .run("adding to a todo list", move |c| todos::add(c, &workspace, &name, args.todos))
+            .await?;
+        Ok(super::saved(&call.context, saved))
+    }
+}

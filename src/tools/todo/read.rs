@@ -1,0 +1,40 @@
+//! `read`: the list with its progress counts.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::store::todos;
+use crate::tools::todo::{ListOutput, list_name, reply, workspace};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `read` operation.
+pub struct Read;
+
+/// Arguments of `read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    pub list: Option<String>,
+}
+
+impl Operation for Read {
+    const NAME: &'static str = "read";
+    const DESCRIPTION: &'static str =
+        "Show the list: every item with its status, and the counts (completed, in progress, not started, blocked).";
+    const KIND: EffectKind = EffectKind::Read;
+    type Args = Args;
+    type Output = ListOutput;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Read(Vec::new())
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
+        let name = list_name(args.list)?;
+        let workspace = workspace(&call.context);
+        let list = call.context.store.run("reading a todo list", move |c| todos::read(c, &workspace, &name)).await?;
+        Ok(reply(list, None, Vec::new()))
+    }
+}

@@ -1,0 +1,45 @@
+//! `update`: change some fields of existing items.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::store::todos::{self, Patch};
+use crate::tools::todo::{ListOutput, list_name, workspace};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `update` operation.
+pub struct Update;
+
+/// Arguments of `update`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    pub list: Option<String>,
+    /// Changes, each `{id, status?, title?, description?, priority?, dependencies?, blocked_reason?, progress?}`; only the fields given change.
+    pub updates: Vec<Patch>,
+}
+
+impl Operation for Update {
+    const NAME: &'static str = "update";
+    const DESCRIPTION: &'static str = "Change fields of existing items by id, e.g. `[{\"id\": 2, \"status\": \"completed\"}, {\"id\": 3, \"status\": \"in_progress\"}]` (all changes apply together, so finishing one item and starting the next is one call).";
+    const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
+    type Args = Args;
+    type Output = ListOutput;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Record
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
+        let name = list_name(args.list)?;
+        let workspace = workspace(&call.context);
+        let saved = call
+            .context
+            .store
+            .run("updating a todo list", move |c| todos::update(c, &workspace, &name, args.updates))
+            .await?;
+        Ok(super::saved(&call.context, saved))
+    }
+}

@@ -1,0 +1,45 @@
+//! `write`: replace the whole list (completed items must stay).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::store::todos::{self, Draft};
+use crate::tools::todo::{ListOutput, list_name, workspace};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `write` operation.
+pub struct Write;
+
+/// Arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    pub list: Option<String>,
+    /// The items, in order: `{title, description?, status?, priority?, dependencies?, blocked_reason?, progress?, id?}`.
+    pub todos: Vec<Draft>,
+}
+
+impl Operation for Write {
+    const NAME: &'static str = "write";
+    const DESCRIPTION: &'static str = "Replace the list with `todos` (ids left out are numbered after the highest so far). Completed items must stay, with their id and title; start a new plan under another `list` name instead.";
+    const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
+    type Args = Args;
+    type Output = ListOutput;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Record
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
+        let name = list_name(args.list)?;
+        let workspace = workspace(&call.context);
+        let saved = call
+            .context
+            .store
+            .run("saving a todo list", move |c| todos::write(c, &workspace, &name, args.todos))
+            .await?;
+        Ok(super::saved(&call.context, saved))
+    }
+}
