@@ -69,6 +69,15 @@ fn generate<T: JsonSchema>(contract: Contract) -> Map<String, Value> {
 /// `additionalProperties` go (the server validates strictly itself).
 pub fn flatten(value: &mut Value) {
     let Value::Object(map) = value else { return };
+    // A nullable field may be absent: results drop `null` fields (see `Reply::finish`).
+    if let (Some(Value::Object(props)), Some(Value::Array(required))) = (map.get("properties"), map.get("required")) {
+        let kept: Vec<Value> = required
+            .iter()
+            .filter(|name| name.as_str().and_then(|n| props.get(n)).is_none_or(|p| !is_nullable(p)))
+            .cloned()
+            .collect();
+        map.insert("required".into(), Value::Array(kept));
+    }
     for key in ["$schema", "title", "format", "default", "$defs", "definitions", "additionalProperties"] {
         map.remove(key);
     }
@@ -119,8 +128,10 @@ pub fn flatten(value: &mut Value) {
     {
         map.insert("enum".into(), Value::Array(vec![c]));
     }
-    for child in map.values_mut() {
+    for (key, child) in map.iter_mut() {
         match child {
+            // Its keys are field names (a field may be called `title`), its values schemas.
+            Value::Object(fields) if key == "properties" => fields.values_mut().for_each(flatten),
             Value::Object(_) => flatten(child),
             Value::Array(items) => items.iter_mut().for_each(flatten),
             _ => {}
@@ -145,6 +156,16 @@ fn literal_union(branches: &[Value]) -> Option<(Vec<Value>, String)> {
         values.push(literal);
     }
     (!values.is_empty()).then(|| (values, notes.join("; ")))
+}
+
+/// Whether a schema admits `null` (a type list with `null`, or a union with a null branch).
+fn is_nullable(schema: &Value) -> bool {
+    let typed = schema.get("type").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t == "null"));
+    let union = ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema.get(*key).and_then(Value::as_array))
+        .any(|branches| branches.iter().any(is_null_schema));
+    typed || union
 }
 
 fn is_null_schema(value: &Value) -> bool {
@@ -301,6 +322,8 @@ mod tests {
     struct Item {
         /// A flag.
         flag: Option<bool>,
+        /// A field named like a schema keyword.
+        title: String,
     }
 
     #[test]
@@ -313,6 +336,8 @@ mod tests {
         assert_eq!(props["mode"]["enum"], json!(["fast", "slow"]));
         assert_eq!(props["mode"]["description"], "Which way. (`fast`: Quickly.; `slow`: Carefully.)");
         assert_eq!(props["items"]["items"]["properties"]["flag"]["type"], "boolean");
+        assert_eq!(props["items"]["items"]["properties"]["title"]["type"], "string", "fields keep keyword names");
+        assert_eq!(props["items"]["items"]["required"], json!(["title"]));
         assert_eq!(schema["required"], json!(["path"]));
     }
 

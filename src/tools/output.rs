@@ -63,9 +63,24 @@ impl<O: Serialize> Reply<O> {
         structured.insert("operation".into(), Value::from(operation));
         // Published schemas have no nullable types (hosts reject them), so an absent value is
         // an absent field: a `null` would fail clients that validate against `outputSchema`.
-        structured.extend(fields.into_iter().filter(|(_, value)| !value.is_null()));
+        structured.extend(fields.into_iter().filter(|(_, value)| !value.is_null()).map(|(key, mut value)| {
+            drop_nulls(&mut value);
+            (key, value)
+        }));
         structured.insert("truncated".into(), Value::Bool(self.truncated || cut));
         Ok(ToolOutput { text, structured, images: self.images, is_error: self.is_error })
+    }
+}
+
+/// Removes `null` fields from every object inside `value` (rows, items), as from the top.
+fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, field| !field.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }
 
@@ -108,6 +123,12 @@ mod tests {
         let keys: Vec<&String> = out.structured.keys().collect();
         assert_eq!(keys, ["operation", "count", "truncated"]);
         assert_eq!(out.structured["truncated"], true);
+        let nested = Reply::new(String::new(), serde_json::json!({"rows": [{"a": 1, "b": null}], "c": {"d": null}}));
+        let nested = nested.finish("op", 2000).unwrap();
+        assert_eq!(
+            Value::Object(nested.structured),
+            serde_json::json!({"operation": "op", "rows": [{"a": 1}], "c": {}, "truncated": false})
+        );
         let small = Reply::new("hi".into(), Data { count: 1, absent: None }).finish("op", 2000).unwrap();
         assert_eq!((small.text.as_str(), &small.structured["truncated"]), ("hi", &Value::Bool(false)));
     }
