@@ -3,9 +3,12 @@
 //!
 //! ```text
 //! cargo bench --bench stdio -- [--bin PATH] [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
+//!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS]
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
+//! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`
+//!   (default all; the `--tree` section runs whenever `--tree` is given).
 //! * `--runs`: cold-start runs (default 30). `--calls`: warm calls per request kind (default 1000).
 //! * `--tree DIR`: a large source tree (~28k files) for grep/file_search against ripgrep (`rg` on
 //!   PATH). Any big tree works; without network, build one from local sources, e.g.
@@ -18,6 +21,10 @@
 //!   bench workspace, else the workspace path is appended. Prefer a direct command over `npx`, e.g.
 //!   `npm install --prefix /tmp/mcpfs @modelcontextprotocol/server-filesystem` then
 //!   `--compare-cmd "node /tmp/mcpfs/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"`.
+//! * `--compare-memory-cmd "CMD ARGS"`: the official memory server, measured in the todo and
+//!   memory section (its `MEMORY_FILE_PATH` is set to a file in the bench workspace), e.g.
+//!   `npm install --prefix /tmp/mcpmem @modelcontextprotocol/server-memory` then
+//!   `--compare-memory-cmd "node /tmp/mcpmem/node_modules/@modelcontextprotocol/server-memory/dist/index.js"`.
 
 #![allow(
     clippy::expect_used,
@@ -28,6 +35,8 @@
     reason = "a benchmark binary: it prints its report and stops loudly on a broken setup"
 )]
 
+#[path = "stdio/records.rs"]
+mod records;
 #[path = "stdio/terminal.rs"]
 mod terminal;
 #[path = "stdio/writes.rs"]
@@ -54,6 +63,8 @@ struct Opts {
     runs: usize,
     calls: usize,
     compare: Option<String>,
+    compare_memory: Option<String>,
+    only: Option<String>,
 }
 
 fn parse_opts() -> Opts {
@@ -63,6 +74,8 @@ fn parse_opts() -> Opts {
         runs: 30,
         calls: 1000,
         compare: None,
+        compare_memory: None,
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -74,6 +87,8 @@ fn parse_opts() -> Opts {
             "--runs" => o.runs = val().parse().expect("--runs takes a number"),
             "--calls" => o.calls = val().parse().expect("--calls takes a number"),
             "--compare-cmd" => o.compare = Some(val()),
+            "--compare-memory-cmd" => o.compare_memory = Some(val()),
+            "--only" => o.only = Some(val()),
             other => panic!("unknown argument {other:?} (see the doc comment in benches/stdio.rs)"),
         }
     }
@@ -423,10 +438,22 @@ fn main() {
         servers.push(Server { name: format!("`{cmd}`"), argv });
     }
     println!("# toolbelt-mcp stdio bench\n\nbinary: `{}`", o.bin.display());
-    cold_start(&servers, o.runs);
-    warm_calls(&servers, &ws.0, o.calls);
-    writes::write_calls(&servers, &ws.0, o.calls);
-    terminal::terminal_calls(&o.bin, &ws.0, o.calls);
+    let run = |section: &str| o.only.as_deref().is_none_or(|only| only.split(',').any(|s| s == section));
+    if run("cold") {
+        cold_start(&servers, o.runs);
+    }
+    if run("warm") {
+        warm_calls(&servers, &ws.0, o.calls);
+    }
+    if run("writes") {
+        writes::write_calls(&servers, &ws.0, o.calls);
+    }
+    if run("terminal") {
+        terminal::terminal_calls(&o.bin, &ws.0, o.calls);
+    }
+    if run("records") {
+        records::record_calls(&o.bin, &ws.0, o.calls, o.compare_memory.as_deref());
+    }
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);
     if !counts_ok {

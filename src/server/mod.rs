@@ -5,6 +5,7 @@ mod approve;
 mod resources;
 mod roots;
 pub mod stdio;
+mod subscriptions;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -28,7 +29,7 @@ use crate::terminal::foreground::Progress;
 use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
-const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Results that were cut say so and say how to see the rest.";
+const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots, with a todo list and a memory. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Keep a plan for multi-step work with `todo_operations` (one item `in_progress` at a time; update items as you finish them), and remember what should outlive this session with `memory_operations` (`search` it before you start). Results that were cut say so and say how to see the rest.";
 
 /// One MCP connection: its configuration, its roots, and the tool listing.
 #[derive(Clone)]
@@ -37,7 +38,7 @@ pub struct Server {
     roots: Arc<roots::SessionRoots>,
     session: Arc<Session>,
     store: Arc<Store>,
-    subscriptions: Arc<resources::Subscriptions>,
+    subscriptions: Arc<subscriptions::Subscriptions>,
     tools: Arc<OnceLock<Result<Vec<Tool>, String>>>,
 }
 
@@ -233,7 +234,8 @@ impl ServerHandler for Server {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let wanted = context.accepted().resource_subscriptions.clone().unwrap_or_default();
-        let mut changes = resources::Changes::new(self);
+        let watched = wanted.clone();
+        let mut changes = subscriptions::Changes::new(self, Arc::new(move || watched.clone()));
         loop {
             let uri = tokio::select! {
                 () = context.cancelled() => return Ok(()),

@@ -1,17 +1,13 @@
 //! MCP resources: the policy (`toolbelt://policy`), the workspace's todo lists
 //! (`todo://{list}`) and memory collections (`memory://{collection}`,
-//! `memory://global/{collection}`), and `notifications/resources/updated` when a subscribed
-//! one changes, through legacy `resources/subscribe` or a 2026-07-28 `subscriptions/listen`.
+//! `memory://global/{collection}`): listing, templates and reading. Subscriptions are in
+//! `subscriptions.rs`.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
-
+use rmcp::ErrorData as McpError;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
-use rmcp::{ErrorData as McpError, Peer, RoleServer};
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::server::Server;
-use crate::store::{GLOBAL, Store, StoreError, memory, todos};
+use crate::store::{GLOBAL, StoreError, memory, todos};
 use crate::tools::{memory as memory_tool, todo};
 
 /// The resource showing the policy and the session's grants.
@@ -22,14 +18,22 @@ const COLLECTION_PAGE: u32 = 50;
 
 /// A resource this server has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Target {
+pub enum Target {
+    /// `toolbelt://policy`.
     Policy,
+    /// `todo://{list}`.
     Todo(String),
-    Memory { global: bool, collection: String },
+    /// `memory://{collection}` or `memory://global/{collection}`.
+    Memory {
+        /// The global scope's collection.
+        global: bool,
+        /// Its name.
+        collection: String,
+    },
 }
 
 /// What `uri` names, if it is one of ours (names checked as the tools check them).
-fn parse(uri: &str) -> Option<Target> {
+pub fn parse(uri: &str) -> Option<Target> {
     if uri == POLICY_URI {
         return Some(Target::Policy);
     }
@@ -197,73 +201,6 @@ fn collection_markdown(collection: &str, memories: &[memory::Memory], total: i64
 /// Whether `uri` can be subscribed to (a todo list or a memory collection).
 pub fn subscribable(uri: &str) -> bool {
     matches!(parse(uri), Some(Target::Todo(_) | Target::Memory { .. }))
-}
-
-/// The URIs a connection subscribed to with legacy `resources/subscribe`, and whether its
-/// forwarding task runs.
-#[derive(Debug, Default)]
-pub struct Subscriptions {
-    uris: Mutex<BTreeSet<String>>,
-    forwarding: std::sync::atomic::AtomicBool,
-}
-
-impl Subscriptions {
-    /// Adds `uri`; starts forwarding changes to `peer` on the first subscription.
-    pub fn subscribe(self: &Arc<Self>, server: &Server, uri: String, peer: Peer<RoleServer>) {
-        self.uris.lock().unwrap_or_else(PoisonError::into_inner).insert(uri);
-        if self.forwarding.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        let (subscriptions, mut changes) = (self.clone(), Changes::new(server));
-        tokio::spawn(async move {
-            while let Some(uri) = changes.next().await {
-                if subscriptions.contains(&uri) {
-                    let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
-                    if peer.notify_resource_updated(param).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-    }
-
-    /// Removes `uri`.
-    pub fn unsubscribe(&self, uri: &str) {
-        self.uris.lock().unwrap_or_else(PoisonError::into_inner).remove(uri);
-    }
-
-    fn contains(&self, uri: &str) -> bool {
-        self.uris.lock().unwrap_or_else(PoisonError::into_inner).contains(uri)
-    }
-}
-
-/// The changes made through the store to a connection's workspace or the global scope.
-pub struct Changes {
-    server: Server,
-    receiver: tokio::sync::broadcast::Receiver<crate::store::Changed>,
-}
-
-impl Changes {
-    /// Starts hearing about changes for `server`'s connection.
-    pub fn new(server: &Server) -> Self {
-        let store: &Arc<Store> = &server.store;
-        Self { receiver: store.subscribe(), server: server.clone() }
-    }
-
-    /// The URI of the next change that concerns the connection.
-    pub async fn next(&mut self) -> Option<String> {
-        loop {
-            match self.receiver.recv().await {
-                Ok(changed) => {
-                    if changed.workspace == GLOBAL || changed.workspace == self.server.workspace().await {
-                        return Some(changed.uri);
-                    }
-                }
-                Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "resource change notifications dropped"),
-                Err(RecvError::Closed) => return None,
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 mod error;
 pub mod memory;
 mod migrations;
+pub mod search;
 pub mod todo_rules;
 pub mod todos;
 
@@ -119,6 +120,8 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     };
     let mut connection = Connection::open_with_flags(path, mode | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     connection.busy_timeout(BUSY_TIMEOUT)?;
+    // Every statement the store runs stays prepared (there are about 30).
+    connection.set_prepared_statement_cache_capacity(64);
     connection.pragma_update(None, "foreign_keys", true)?;
     if write_protected {
         // Reads work on a current schema; every write then fails as read-only.

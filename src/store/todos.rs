@@ -236,6 +236,15 @@ pub fn update(
     change(connection, workspace, name, false, |current| todo_rules::patch(current, name, patches))
 }
 
+/// How many times list `name` was saved (0: never): changes whoever saves it.
+pub fn revision(connection: &Connection, workspace: &str, name: &str) -> Result<i64, StoreError> {
+    let found = connection
+        .prepare_cached("SELECT revision FROM todo_lists WHERE workspace = ?1 AND name = ?2")?
+        .query_row(params![workspace, name], |row| row.get(0))
+        .optional()?;
+    Ok(found.unwrap_or(0))
+}
+
 /// The workspace's lists that have items or were saved, by name.
 pub fn lists(connection: &Connection, workspace: &str) -> Result<Vec<Summary>, StoreError> {
     let mut statement = connection.prepare_cached(
@@ -246,6 +255,41 @@ pub fn lists(connection: &Connection, workspace: &str) -> Result<Vec<Summary>, S
     let rows = statement
         .query_map([workspace], |row| Ok(Summary { name: row.get(0)?, total: row.get(1)?, completed: row.get(2)? }))?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Writes the rows that differ between `before` and `after` (a typical `update` touches one).
+fn save_items(connection: &Connection, list_id: i64, before: &[Item], after: &[Item]) -> Result<(), StoreError> {
+    let kept: std::collections::BTreeSet<u32> = after.iter().map(|i| i.id).collect();
+    let mut remove = connection.prepare_cached("DELETE FROM todo_items WHERE list_id = ?1 AND id = ?2")?;
+    for gone in before.iter().filter(|old| !kept.contains(&old.id)) {
+        remove.execute(params![list_id, gone.id])?;
+    }
+    let mut upsert = connection.prepare_cached(
+        "INSERT INTO todo_items (list_id, id, position, title, description, status, priority, dependencies, blocked_reason, progress)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (list_id, id) DO UPDATE SET position = excluded.position, title = excluded.title,
+             description = excluded.description, status = excluded.status, priority = excluded.priority,
+             dependencies = excluded.dependencies, blocked_reason = excluded.blocked_reason, progress = excluded.progress",
+    )?;
+    for (position, item) in after.iter().enumerate() {
+        if before.get(position) == Some(item) {
+            continue;
+        }
+        let dependencies = serde_json::to_string(&item.dependencies).unwrap_or_else(|_| "[]".into());
+        upsert.execute(params![
+            list_id,
+            item.id,
+            position as i64,
+            item.title,
+            item.description,
+            item.status.as_str(),
+            item.priority.as_str(),
+            dependencies,
+            item.blocked_reason,
+            item.progress,
+        ])?;
+    }
+    Ok(())
 }
 
 /// One transaction: read the list, derive the new items, check every rule, save.
@@ -268,28 +312,7 @@ fn change(
          RETURNING id, revision",
         )?
         .query_row(params![workspace, name, now], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    transaction.prepare_cached("DELETE FROM todo_items WHERE list_id = ?1")?.execute([list_id])?;
-    {
-        let mut insert = transaction.prepare_cached(
-            "INSERT INTO todo_items (list_id, id, position, title, description, status, priority, dependencies, blocked_reason, progress)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?;
-        for (position, item) in items.iter().enumerate() {
-            let dependencies = serde_json::to_string(&item.dependencies).unwrap_or_else(|_| "[]".into());
-            insert.execute(params![
-                list_id,
-                item.id,
-                position as i64,
-                item.title,
-                item.description,
-                item.status.as_str(),
-                item.priority.as_str(),
-                dependencies,
-                item.blocked_reason,
-                item.progress,
-            ])?;
-        }
-    }
+    save_items(&transaction, list_id, &current.items, &items)?;
     transaction.commit()?;
     let list = TodoList { name: name.to_string(), items, revision, updated_at: Some(now) };
     Ok(Saved { list, changes, warnings })

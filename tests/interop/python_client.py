@@ -10,7 +10,8 @@ The script builds its own small temporary workspace (nested text files, a
 `BINARY serve --root WORKSPACE` through `mcp.client.stdio.stdio_client`, and
 checks the handshake, the `file_operations` tool schema, the four read
 operations, two failing calls, writes with undo, and `terminal_operations` (streams, exit
-codes, the sandbox, progress notifications, a background command and a PTY session). It prints one line per check and ends with
+codes, the sandbox, progress notifications, a background command and a PTY session),
+`todo_operations` and `memory_operations`, and the `todo://` resource with a subscription. It prints one line per check and ends with
 `N passed, M failed`; the exit status is 1 if any check failed.
 
 Set INTEROP_TIMEOUT_S to change the overall timeout (default 120 s) and VERBOSE=1 to print
@@ -315,10 +316,82 @@ async def check_terminal(session: ClientSession, root: Path) -> None:
     check("kill_session ends the PTY", not is_error(res) and structured(res).get("status") == "killed", short(res))
 
 
+async def call_tool(session: ClientSession, tool: str, args: dict) -> Any:
+    timeout = timedelta(seconds=CALL_TIMEOUT_S) if SDK_MAJOR < 2 else CALL_TIMEOUT_S
+    return await session.call_tool(tool, args, read_timeout_seconds=timeout)
+
+
+def resource_texts(read: Any) -> dict[str, str]:
+    """A resources/read result's texts by MIME type."""
+    return {field(c, "mime_type", "mimeType"): getattr(c, "text", "") for c in read.contents}
+
+
+async def check_records(session: ClientSession, updates: list[str]) -> None:
+    names = [t.name for t in (await session.list_tools()).tools]
+    check("tools/list lists todo_operations and memory_operations",
+          "todo_operations" in names and "memory_operations" in names, f"got {names}")
+    await session.subscribe_resource("todo://default")
+    res = await call_tool(session, "todo_operations", {"operation": "write", "todos": [
+        {"title": "Parse", "status": "completed"},
+        {"title": "Fix", "status": "in_progress", "dependencies": [1]},
+        {"title": "Test", "dependencies": [2]}]})
+    sc = structured(res)
+    check("todo write: counts and the whole list", not is_error(res) and sc.get("counts", {}).get("total") == 3
+          and sc.get("counts", {}).get("completed") == 1 and "[>] 2. Fix" in result_text(res), short(res))
+    res = await call_tool(session, "todo_operations", {"operation": "update", "updates": [
+        {"id": 2, "status": "completed"}, {"id": 3, "status": "in_progress"}]})
+    check("todo update: both changes in one call", not is_error(res)
+          and structured(res).get("counts", {}).get("completed") == 2, short(res))
+    res = await call_tool(session, "todo_operations", {"operation": "add", "todos": [{"title": "Loop", "dependencies": [4]}]})
+    check("todo rule: a self-dependency is an isError result naming the item", is_error(res)
+          and "item 4" in result_text(res) and "itself" in result_text(res), short(res))
+    for _ in range(50):
+        if "todo://default" in updates:
+            break
+        await anyio.sleep(0.1)
+    check("resources/subscribe: notifications/resources/updated for todo://default", "todo://default" in updates,
+          f"heard {updates}")
+    texts = resource_texts(await session.read_resource("todo://default"))
+    todo_json = json.loads(texts.get("application/json") or "{}")
+    check("resources/read todo://default: JSON and markdown", len(todo_json.get("todos", [])) == 3
+          and "- [>] 3. Test" in (texts.get("text/markdown") or ""), f"{texts}"[:300])
+    res = await call_tool(session, "memory_operations", {"operation": "store", "content": "Releases are tagged vX.Y.Z from main.",
+                                                    "title": "Release tags", "tags": ["release"], "collection": "howto"})
+    mid = structured(res).get("id")
+    check("memory store: id", not is_error(res) and isinstance(mid, int), short(res))
+    res = await call_tool(session, "memory_operations", {"operation": "store", "content": "Releases are tagged vX.Y.Z from main.",
+                                                    "collection": "howto"})
+    check("memory store again: same id, duplicate", structured(res).get("id") == mid
+          and structured(res).get("duplicate") is True, short(res))
+    res = await call_tool(session, "memory_operations", {"operation": "search", "query": "tagged \"from"})
+    results = structured(res).get("results") or []
+    check("memory search: FTS syntax error retried as words, snippet highlighted", not is_error(res)
+          and structured(res).get("query_mode") in ("plain", "any_word") and results
+          and "**tagged**" in results[0].get("snippet", ""), short(res))
+    res = await call_tool(session, "memory_operations", {"operation": "get", "id": mid})
+    check("memory get: whole content", structured(res).get("content") == "Releases are tagged vX.Y.Z from main.", short(res))
+    res = await call_tool(session, "memory_operations", {"operation": "list_collections"})
+    check("memory list_collections", [c.get("name") for c in structured(res).get("collections", [])] == ["howto"], short(res))
+    listed = [str(r.uri) for r in (await session.list_resources()).resources]
+    check("resources/list: the policy, todo://default and memory://howto",
+          {"toolbelt://policy", "todo://default", "memory://howto"} <= set(listed), f"{listed}")
+    res = await call_tool(session, "memory_operations", {"operation": "delete", "id": mid})
+    check("memory delete", structured(res).get("deleted") is True, short(res))
+
+
 async def run(binary: str, root: Path, errlog) -> None:
-    params = StdioServerParameters(command=binary, args=["serve", "--root", str(root)])
+    # A private state dir: the database of todos and memories is made there.
+    env = dict(os.environ, XDG_STATE_HOME=str(root.parent / "state"))
+    params = StdioServerParameters(command=binary, args=["serve", "--root", str(root)], env=env)
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        inner = getattr(message, "root", message)
+        if type(inner).__name__ == "ResourceUpdatedNotification":
+            updates.append(str(inner.params.uri))
+
     async with stdio_client(params, errlog=errlog) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             init = await session.initialize()
             info = field(init, "server_info", "serverInfo")
             version = field(init, "protocol_version", "protocolVersion")
@@ -326,7 +399,7 @@ async def run(binary: str, root: Path, errlog) -> None:
             print(f"     server {getattr(info, 'name', '?')} {getattr(info, 'version', '?')}, protocol {version}")
             steps = [check_tools(session), check_read_file(session, root), check_list_dir(session),
                      check_file_search(session), check_grep(session), check_errors(session),
-                     check_writes(session, root), check_terminal(session, root)]
+                     check_writes(session, root), check_terminal(session, root), check_records(session, updates)]
             for step in steps:
                 try:
                     await step

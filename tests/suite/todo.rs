@@ -302,6 +302,19 @@ async fn resource_reads_and_notifies_subscribers() {
     todo_on(&service, "update", json!({"updates": [{"id": 1, "status": "completed"}]})).await;
     let heard = tokio::time::timeout(Duration::from_secs(5), updates.recv()).await.expect("a second notification");
     assert_eq!(heard.as_deref(), Some("todo://default"), "the unsubscribed list sent nothing");
+
+    // Another server process on the same database: its change is found by polling.
+    let other = Client::start(&ws, &[]).await;
+    let added = other.todo("add", json!({"todos": [{"title": "From the other window"}]})).await;
+    assert!(!added.is_error, "{}", added.text);
+    let heard =
+        tokio::time::timeout(Duration::from_secs(5), updates.recv()).await.expect("a cross-process notification");
+    assert_eq!(heard.as_deref(), Some("todo://default"));
+    other.close().await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(2500), updates.recv()).await.is_err(),
+        "one change, one notification"
+    );
     service.cancel().await.unwrap();
 }
 
