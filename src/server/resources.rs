@@ -70,6 +70,7 @@ pub async fn list(server: &Server) -> Vec<Resource> {
         .with_mime_type("text/markdown");
     let mut listed = vec![policy];
     let workspace = server.workspace().await;
+    let workspace_key = workspace.clone();
     let found = server
         .store
         .run("listing resources", move |c| {
@@ -93,11 +94,9 @@ pub async fn list(server: &Server) -> Vec<Resource> {
     for list in lists {
         listed.push(todo_resource(&list.name, format!("{} of {} completed", list.completed, list.total)));
     }
-    for (key, collections) in [(String::from("workspace"), local), (GLOBAL.to_string(), global)] {
+    for (scope, key, collections) in [("workspace", workspace_key.as_str(), local), ("global", GLOBAL, global)] {
         for collection in collections {
-            let key = if key == GLOBAL { GLOBAL } else { "workspace" };
             let uri = memory_tool::uri(key, &collection.name);
-            let scope = if key == GLOBAL { "global" } else { "workspace" };
             listed.push(
                 Resource::new(&uri, format!("memory {}", collection.name))
                     .with_title(format!("Memories: {} ({scope})", collection.name))

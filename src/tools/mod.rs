@@ -153,6 +153,13 @@ pub struct Signals {
     pub tool: String,
 }
 
+impl Context {
+    /// The key of this workspace's todo lists and memories: the first root's path.
+    pub fn workspace(&self) -> String {
+        self.roots.first().display().to_string()
+    }
+}
+
 impl std::fmt::Debug for Signals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Signals").field("cancelled", &self.cancel.is_cancelled()).finish_non_exhaustive()

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::store::memory;
 use crate::tools::memory::{Scope, changed, titled};
-use crate::tools::todo::workspace;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `delete` operation.
@@ -47,7 +46,7 @@ impl Operation for Delete {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
-        let workspace = workspace(&call.context);
+        let workspace = call.context.workspace();
         let gone = call.context.store.run("deleting a memory", move |c| memory::delete(c, &workspace, args.id)).await?;
         changed(&call.context, &gone.workspace, &gone.collection);
         let scope = Scope::of_key(&gone.workspace);

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::store::{memory, timestamp};
 use crate::tools::memory::{Scope, titled};
-use crate::tools::todo::workspace;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `get` operation.
@@ -53,7 +52,7 @@ impl Operation for Get {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
-        let workspace = workspace(&call.context);
+        let workspace = call.context.workspace();
         let found = call.context.store.run("reading a memory", move |c| memory::get(c, &workspace, args.id)).await?;
         let scope = Scope::of_key(&found.workspace);
         let tags = if found.tags.is_empty() { String::new() } else { format!(" [{}]", found.tags.join(", ")) };

@@ -48,7 +48,7 @@ impl Scope {
     /// The store's key for this scope in `context`'s workspace.
     fn key(self, context: &Context) -> String {
         match self {
-            Self::Workspace => crate::tools::todo::workspace(context),
+            Self::Workspace => context.workspace(),
             Self::Global => GLOBAL.to_string(),
         }
     }

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::store::{memory, timestamp};
 use crate::tools::memory::{Scope, changed};
-use crate::tools::todo::workspace;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `update` operation.
@@ -69,7 +68,7 @@ impl Operation for Update {
                 "nothing to update; give at least one of `content`, `title` or `tags`".into(),
             )));
         }
-        let workspace = workspace(&call.context);
+        let workspace = call.context.workspace();
         let id = args.id;
         let updated = call
             .context

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::store::todos::{self, Draft};
-use crate::tools::todo::{ListOutput, list_name, workspace};
+use crate::tools::todo::{ListOutput, list_name};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `add` operation.
@@ -35,7 +35,7 @@ impl Operation for Add {
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let name = list_name(args.list)?;
-        let workspace = workspace(&call.context);
+        let workspace = call.context.workspace();
         let saved = call
             .context
             .store

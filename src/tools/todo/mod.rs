@@ -76,11 +76,6 @@ impl Counts {
     }
 }
 
-/// The workspace key of a call: its first root.
-pub fn workspace(context: &Context) -> String {
-    context.roots.first().display().to_string()
-}
-
 /// The list a call names, checked, or the default one.
 fn list_name(list: Option<String>) -> Result<String, crate::error::ToolError> {
     let name = list.unwrap_or_else(|| DEFAULT_LIST.to_string());
@@ -117,7 +112,7 @@ fn reply(list: TodoList, changes: Option<Vec<String>>, warnings: Vec<String>) ->
 
 /// The reply of a call that changed the list; subscribers of its resource hear of it.
 fn saved(context: &Context, saved: Saved) -> Reply<ListOutput> {
-    context.store.changed(&workspace(context), uri(&saved.list.name));
+    context.store.changed(&context.workspace(), uri(&saved.list.name));
     reply(saved.list, Some(saved.changes), saved.warnings)
 }
 

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::store::todos;
-use crate::tools::todo::{ListOutput, list_name, reply, workspace};
+use crate::tools::todo::{ListOutput, list_name, reply};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `read` operation.
@@ -33,7 +33,7 @@ impl Operation for Read {
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let name = list_name(args.list)?;
-        let workspace = workspace(&call.context);
+        let workspace = call.context.workspace();
         let list = call.context.store.run("reading a todo list", move |c| todos::read(c, &workspace, &name)).await?;
         Ok(reply(list, None, Vec::new()))
     }

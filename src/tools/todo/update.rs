@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::store::todos::{self, Patch};
-use crate::tools::todo::{ListOutput, list_name, workspace};
+use crate::tools::todo::{ListOutput, list_name};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `update` operation.
@@ -34,7 +34,7 @@ impl Operation for Update {
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let name = list_name(args.list)?;
-        let workspace = workspace(&call.context);
+        let workspace = call.context.workspace();
         let saved = call
             .context
             .store
