@@ -101,7 +101,10 @@ async fn every_operation_and_rule() {
         &client,
         "update",
         json!({"updates": [{"id": 5, "status": "in_progress"}]}),
-        &["item 3 (\"Run the tests\") and item 5 (\"Tell the whole team\") are both `in_progress`"],
+        &[
+            "item 3 (\"Run the tests\") and item 5 (\"Tell the whole team\") are both `in_progress`",
+            "\n\nunchanged todo list `default`: 2 of 5 items completed, 1 in progress, 1 blocked, 1 not started\n[x] 1.",
+        ],
     )
     .await;
     refused(
@@ -126,7 +129,7 @@ async fn every_operation_and_rule() {
         &client,
         "update",
         json!({"updates": [{"id": 9, "status": "completed"}]}),
-        &["no item 9 in list `default` (ids: 1, 2, 3, 4, 5)"],
+        &["no item 9 in list `default` (ids: 1, 2, 3, 4, 5)", "unchanged todo list `default`"],
     )
     .await;
     refused(

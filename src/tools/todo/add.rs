@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::store::todos::{self, Draft};
-use crate::tools::todo::{ListOutput, list_name};
+use crate::tools::todo::{ListOutput, list_name, refused};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `add` operation.
@@ -35,12 +35,16 @@ impl Operation for Add {
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let name = list_name(args.list)?;
-        let workspace = call.context.workspace();
-        let saved = call
+        let (workspace, list) = (call.context.workspace(), name.clone());
+        let result = call
             .context
             .store
-            .run("adding to a todo list", move |c| todos::add(c, &workspace, &name, args.todos))
-            .await?;
+            .run("adding to a todo list", move |c| todos::add(c, &workspace, &list, args.todos))
+            .await;
+        let saved = match result {
+            Ok(saved) => saved,
+            Err(err) => return Err(refused(&call.context, name, err).await),
+        };
         Ok(super::saved(&call.context, saved))
     }
 }

@@ -9,8 +9,10 @@ mod write;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::error::ToolError;
+use crate::store::StoreError;
 use crate::store::todo_rules::{percent, plural};
-use crate::store::todos::{Item, Priority, Saved, Status, TodoList};
+use crate::store::todos::{self, Item, Priority, Saved, Status, TodoList};
 use crate::tools::{Context, OperationDef, Reply, ToolDef};
 
 /// The `todo_operations` tool and its operations, in listing order.
@@ -77,7 +79,7 @@ impl Counts {
 }
 
 /// The list a call names, checked, or the default one.
-fn list_name(list: Option<String>) -> Result<String, crate::error::ToolError> {
+fn list_name(list: Option<String>) -> Result<String, ToolError> {
     let name = list.unwrap_or_else(|| DEFAULT_LIST.to_string());
     crate::store::check_name("list", &name)?;
     Ok(name)
@@ -114,6 +116,27 @@ fn reply(list: TodoList, changes: Option<Vec<String>>, warnings: Vec<String>) ->
 fn saved(context: &Context, saved: Saved) -> Reply<ListOutput> {
     context.store.changed(&context.workspace(), uri(&saved.list.name));
     reply(saved.list, Some(saved.changes), saved.warnings)
+}
+
+/// A refused change as an error that also shows the list as it stands (unchanged), so the
+/// agent corrects its picture along with its request.
+async fn refused(context: &Context, name: String, err: StoreError) -> ToolError {
+    let workspace = context.workspace();
+    let shown = match &err {
+        StoreError::Rule(_) | StoreError::NotFound(_) => {
+            context.store.run("reading a todo list", move |c| todos::read(c, &workspace, &name)).await.ok()
+        }
+        _ => None,
+    };
+    match (shown, err) {
+        (Some(list), StoreError::Rule(message)) => {
+            StoreError::Rule(format!("{message}\n\nunchanged {}", render(&list))).into()
+        }
+        (Some(list), StoreError::NotFound(message)) => {
+            StoreError::NotFound(format!("{message}\n\nunchanged {}", render(&list))).into()
+        }
+        (_, err) => err.into(),
+    }
 }
 
 /// The list as compact text: a summary line, then one line per item.
