@@ -288,21 +288,7 @@ pub fn recent(
 mod tests {
     use super::*;
     use crate::store::search::{Query, search};
-
-    fn connection() -> Connection {
-        let mut connection = Connection::open_in_memory().unwrap();
-        crate::store::migrations::migrate(&mut connection).unwrap();
-        connection
-    }
-
-    fn note(content: &str, tags: &[&str]) -> NewMemory {
-        NewMemory {
-            content: content.into(),
-            title: String::new(),
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            collection: "notes".into(),
-        }
-    }
+    use crate::store::testing::{connection, note};
 
     fn query(text: &str) -> Query {
         Query { text: text.into(), collection: None, tags: Vec::new(), limit: 10, offset: 0 }

@@ -168,6 +168,31 @@ pub fn check_name(field: &'static str, name: &str) -> Result<(), StoreError> {
     )))
 }
 
+/// Helpers for the store's unit tests.
+#[cfg(test)]
+pub mod testing {
+    use rusqlite::Connection;
+
+    use crate::store::memory::NewMemory;
+
+    /// A migrated in-memory database.
+    pub fn connection() -> Connection {
+        let mut connection = Connection::open_in_memory().unwrap();
+        crate::store::migrations::migrate(&mut connection).unwrap();
+        connection
+    }
+
+    /// A memory of collection `notes` with these tags.
+    pub fn note(content: &str, tags: &[&str]) -> NewMemory {
+        NewMemory {
+            content: content.into(),
+            title: String::new(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            collection: "notes".into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -206,22 +206,8 @@ fn has_operators(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::memory::{NewMemory, store};
-
-    fn connection() -> Connection {
-        let mut connection = Connection::open_in_memory().unwrap();
-        crate::store::migrations::migrate(&mut connection).unwrap();
-        connection
-    }
-
-    fn note(content: &str, tags: &[&str]) -> NewMemory {
-        NewMemory {
-            content: content.into(),
-            title: String::new(),
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            collection: "notes".into(),
-        }
-    }
+    use crate::store::memory::store;
+    use crate::store::testing::{connection, note};
 
     fn query(text: &str) -> Query {
         Query { text: text.into(), collection: None, tags: Vec::new(), limit: 10, offset: 0 }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::store::todos::{self, Draft};
-use crate::tools::todo::{ListOutput, list_name, refused};
+use crate::tools::todo::{ListOutput, change};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `add` operation.
@@ -34,17 +34,10 @@ impl Operation for Add {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
-        let name = list_name(args.list)?;
-        let (workspace, list) = (call.context.workspace(), name.clone());
-        let result = call
-            .context
-            .store
-            .run("adding to a todo list", move |c| todos::add(c, &workspace, &list, args.todos))
-            .await;
-        let saved = match result {
-            Ok(saved) => saved,
-            Err(err) => return Err(refused(&call.context, name, err).await),
-        };
-        Ok(super::saved(&call.context, saved))
+        let items = args.todos;
+        change(&call.context, args.list, "adding to a todo list", move |c, workspace, list| {
+            todos::add(c, workspace, list, items)
+        })
+        .await
     }
 }

@@ -112,10 +112,23 @@ fn reply(list: TodoList, changes: Option<Vec<String>>, warnings: Vec<String>) ->
     Reply::new(text, data)
 }
 
-/// The reply of a call that changed the list; subscribers of its resource hear of it.
-fn saved(context: &Context, saved: Saved) -> Reply<ListOutput> {
-    context.store.changed(&context.workspace(), uri(&saved.list.name));
-    reply(saved.list, Some(saved.changes), saved.warnings)
+/// Runs one change of list `list` (`action` says what, for errors) and replies with the list
+/// as saved (subscribers of its resource hear of it), or with why it was refused.
+async fn change(
+    context: &Context,
+    list: Option<String>,
+    action: &'static str,
+    apply: impl FnOnce(&mut rusqlite::Connection, &str, &str) -> Result<Saved, StoreError> + Send + 'static,
+) -> Result<Reply<ListOutput>, ToolError> {
+    let name = list_name(list)?;
+    let (workspace, list) = (context.workspace(), name.clone());
+    match context.store.run(action, move |c| apply(c, &workspace, &list)).await {
+        Ok(saved) => {
+            context.store.changed(&context.workspace(), uri(&saved.list.name));
+            Ok(reply(saved.list, Some(saved.changes), saved.warnings))
+        }
+        Err(err) => Err(refused(context, name, err).await),
+    }
 }
 
 /// A refused change as an error that also shows the list as it stands (unchanged), so the

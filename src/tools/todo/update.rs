@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::store::todos::{self, Patch};
-use crate::tools::todo::{ListOutput, list_name, refused};
+use crate::tools::todo::{ListOutput, change};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
 /// The `update` operation.
@@ -33,17 +33,10 @@ impl Operation for Update {
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
-        let name = list_name(args.list)?;
-        let (workspace, list) = (call.context.workspace(), name.clone());
-        let result = call
-            .context
-            .store
-            .run("updating a todo list", move |c| todos::update(c, &workspace, &list, args.updates))
-            .await;
-        let saved = match result {
-            Ok(saved) => saved,
-            Err(err) => return Err(refused(&call.context, name, err).await),
-        };
-        Ok(super::saved(&call.context, saved))
+        let items = args.updates;
+        change(&call.context, args.list, "updating a todo list", move |c, workspace, list| {
+            todos::update(c, workspace, list, items)
+        })
+        .await
     }
 }
