@@ -161,6 +161,21 @@ pub fn store(connection: &mut Connection, workspace: &str, memory: &NewMemory) -
     Ok(Stored { id, duplicate: false })
 }
 
+/// A memory from a row of `SELECT id, workspace, collection, title, content, tags,
+/// created_at, updated_at`.
+fn memory_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    Ok(Memory {
+        id: row.get(0)?,
+        workspace: row.get(1)?,
+        collection: row.get(2)?,
+        title: row.get(3)?,
+        content: row.get(4)?,
+        tags: parse_tags(&row.get::<_, String>(5)?),
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+    })
+}
+
 /// Memory `id`, if it belongs to `workspace` or the global scope.
 pub fn get(connection: &Connection, workspace: &str, id: i64) -> Result<Memory, StoreError> {
     connection
@@ -168,18 +183,7 @@ pub fn get(connection: &Connection, workspace: &str, id: i64) -> Result<Memory, 
             "SELECT id, workspace, collection, title, content, tags, created_at, updated_at
              FROM memories WHERE id = ?1 AND workspace IN (?2, ?3)",
         )?
-        .query_row(params![id, workspace, GLOBAL], |row| {
-            Ok(Memory {
-                id: row.get(0)?,
-                workspace: row.get(1)?,
-                collection: row.get(2)?,
-                title: row.get(3)?,
-                content: row.get(4)?,
-                tags: parse_tags(&row.get::<_, String>(5)?),
-                created_at: row.get(6)?,
-                updated_at: row.get(7)?,
-            })
-        })
+        .query_row(params![id, workspace, GLOBAL], memory_row)
         .optional()?
         .ok_or_else(|| not_found(id))
 }
@@ -269,18 +273,7 @@ pub fn recent(
         "SELECT id, workspace, collection, title, content, tags, created_at, updated_at FROM memories
          WHERE workspace = ?1 AND collection = ?2 ORDER BY updated_at DESC, id DESC LIMIT ?3",
     )?;
-    let rows = statement.query_map(params![workspace, collection, limit], |row| {
-        Ok(Memory {
-            id: row.get(0)?,
-            workspace: row.get(1)?,
-            collection: row.get(2)?,
-            title: row.get(3)?,
-            content: row.get(4)?,
-            tags: parse_tags(&row.get::<_, String>(5)?),
-            created_at: row.get(6)?,
-            updated_at: row.get(7)?,
-        })
-    })?;
+    let rows = statement.query_map(params![workspace, collection, limit], memory_row)?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
