@@ -17,8 +17,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the MCP server on stdio (stdout carries only the protocol; logs go to stderr).
-    Serve(CommonArgs),
+    /// Run the MCP server on stdio (stdout carries only the protocol; logs go to stderr), or
+    /// on streamable HTTP with `--http ADDR`.
+    Serve(ServeArgs),
     /// Write the published tool schemas to `schemas/` (or verify them with `--check`).
     Schemas(SchemasArgs),
     /// Report the resolved configuration, roots, state dir and Landlock support.
@@ -60,6 +61,53 @@ pub struct CommonArgs {
     /// `<state dir>/audit.jsonl`. Env: `TOOLBELT_AUDIT_LOG`.
     #[arg(long, value_name = "FILE|off")]
     pub audit_log: Option<PathBuf>,
+}
+
+/// Flags of `toolbelt-mcp serve`.
+#[derive(Debug, Default, Clone, Args)]
+pub struct ServeArgs {
+    /// The flags every command shares.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Streamable HTTP instead of stdio.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Flags of the streamable HTTP transport (`serve --http`).
+#[derive(Debug, Default, Clone, Args)]
+pub struct HttpArgs {
+    /// Serve streamable HTTP on this address instead of stdio, e.g. `127.0.0.1:8765` (port 0
+    /// picks a free port; the URL is printed on stderr). A non-loopback address needs a
+    /// bearer token.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// File holding the bearer token every HTTP request must carry
+    /// (`Authorization: Bearer TOKEN`). Env: `TOOLBELT_AUTH_TOKEN` (the token itself).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub auth_token_file: Option<PathBuf>,
+    /// Also accept this `Host` (name or `name:port`) besides the loopback names, e.g. the
+    /// name a reverse proxy or the team uses (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub allow_hosts: Vec<String>,
+    /// Also accept requests from this browser `Origin`, e.g. `https://app.example.com`
+    /// (repeatable; loopback origins are always accepted).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// Most MCP sessions open at once (default 32); more get `503`.
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_http_sessions: Option<usize>,
+    /// A session with no request for this long is closed and its commands killed
+    /// (default `30m`; e.g. `90s`, `2h`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "http")]
+    pub idle_timeout: Option<std::time::Duration>,
+    /// Largest request body accepted, in bytes (default 4 MiB); larger gets `413`.
+    #[arg(long, value_name = "BYTES", requires = "http")]
+    pub max_body_bytes: Option<usize>,
+    /// On `SIGTERM`/`SIGINT`, how long calls in flight may take to finish before they are
+    /// cancelled and every command is killed (default `10s`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "http")]
+    pub shutdown_grace: Option<std::time::Duration>,
 }
 
 /// Flags of `toolbelt-mcp schemas`.

@@ -354,6 +354,9 @@ pub enum ConfigError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// A `serve --http` setting that cannot be used; the message says what to send instead.
+    #[error("{0}")]
+    Http(String),
     /// No current directory and no root given.
     #[error("cannot determine the current directory ({0}); pass `--root DIR`")]
     NoCurrentDir(#[source] std::io::Error),

@@ -20,6 +20,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command, CommonArgs};
 use crate::config::Config;
+use crate::config::http::HttpConfig;
 
 fn main() -> ExitCode {
     // A sandboxed command's re-exec: confine this (still single-threaded) process, then exec.
@@ -28,17 +29,11 @@ fn main() -> ExitCode {
         return sandbox::exec::child_main(args.collect());
     }
     let cli = Cli::parse();
-    init_logging();
+    let http = matches!(&cli.command, Command::Serve(args) if args.http.http.is_some());
+    // Over HTTP, one log line per request at `info`; on stdio, warnings only.
+    init_logging(if http { "warn,toolbelt_mcp::server::http=info" } else { "warn" });
     let outcome = match &cli.command {
-        Command::Serve(args) => resolve(args).and_then(|config| {
-            // One connection: a single-threaded scheduler avoids cross-thread wake-ups per
-            // message; file work runs on the blocking pool and grep on its own threads.
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-            runtime.block_on(server::stdio::serve(config)).map(|()| true)
-        }),
+        Command::Serve(args) => resolve(&args.common).and_then(|config| serve(config, &args.http)),
         Command::Doctor(args) => resolve(args).and_then(|config| commands::doctor::run(&config)).map(|()| true),
         Command::Schemas(args) => commands::schemas::run(args),
     };
@@ -52,15 +47,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// Serves on stdio, or on HTTP when `--http` is given.
+fn serve(config: std::sync::Arc<Config>, args: &cli::HttpArgs) -> Result<bool, String> {
+    let http = HttpConfig::resolve(args, &|key| std::env::var_os(key)).map_err(|e| e.to_string())?;
+    let runtime = match http {
+        // Many sessions at once: a worker thread per core.
+        Some(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        // One connection: a single-threaded scheduler avoids cross-thread wake-ups per
+        // message; file work runs on the blocking pool and grep on its own threads.
+        None => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    }
+    .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    match http {
+        Some(http) => runtime.block_on(server::http::serve(config, http)),
+        None => runtime.block_on(server::stdio::serve(config)),
+    }
+    .map(|()| true)
+}
+
 fn resolve(args: &CommonArgs) -> Result<std::sync::Arc<Config>, String> {
     let cwd = std::env::current_dir().map_err(|e| error::ConfigError::NoCurrentDir(e).to_string())?;
     Config::resolve(args, &|key| std::env::var_os(key), &cwd).map_err(|e| e.to_string())
 }
 
-/// Logs go to stderr (stdout is the protocol); `RUST_LOG` sets the level (default `warn`).
-fn init_logging() {
+/// Logs go to stderr (stdout is the protocol); `RUST_LOG` sets the filter (default: `default`).
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

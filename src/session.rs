@@ -26,6 +26,8 @@ pub struct Session {
     pub id: String,
     /// Its background commands and PTY sessions.
     pub terminals: Terminals,
+    /// Cancelled when the connection ends: tasks serving it (subscriptions) stop.
+    pub closed: tokio_util::sync::CancellationToken,
     /// What the user allowed for the rest of the session.
     grants: Mutex<Vec<crate::policy::decide::Scope>>,
     history: Mutex<History>,
@@ -158,7 +160,15 @@ impl Session {
             cap,
             terminals: Terminals::new(config),
             grants: Mutex::new(Vec::new()),
+            closed: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// Ends the connection's state: its tasks stop and every command it started is ended
+    /// (`SIGTERM`, then `SIGKILL` after a second).
+    pub async fn close(&self) {
+        self.closed.cancel();
+        self.terminals.shutdown().await;
     }
 
     /// The grants "allow for this session" answers created.

@@ -99,6 +99,15 @@ pub struct Changed {
 }
 
 impl AuditLog {
+    /// Makes the records written so far durable (at shutdown).
+    pub fn flush(&self) {
+        if let Some((file, _)) = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut()
+            && let Err(err) = file.sync_data()
+        {
+            tracing::warn!(%err, "cannot flush the audit log");
+        }
+    }
+
     /// A log at `path` (none when `None`), rotated past `max_bytes`.
     pub fn new(path: Option<PathBuf>, max_bytes: u64) -> Self {
         Self { path, max_bytes, open: Arc::new(Mutex::new(None)) }

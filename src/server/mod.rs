@@ -2,12 +2,14 @@
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
 mod approve;
+pub mod http;
 mod resources;
 mod roots;
 pub mod stdio;
 mod subscriptions;
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use rmcp::model::{
@@ -19,6 +21,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::error::ToolError;
@@ -31,24 +34,66 @@ use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
 /// Guidance sent to clients in `initialize`.
 const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots, with a todo list and a memory. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Keep a plan for multi-step work with `todo_operations` (one item `in_progress` at a time; update items as you finish them), and remember what should outlive this session with `memory_operations` (`search` it before you start). Results that were cut say so and say how to see the rest.";
 
-/// One MCP connection: its configuration, its roots, and the tool listing.
+/// What every connection of the process shares: the configuration, the store, the tool
+/// listing, the calls in flight, and (over HTTP) the state of sessionless requests and the
+/// open sessions' state by transport session id.
+pub struct Shared {
+    config: Arc<Config>,
+    store: Arc<Store>,
+    tools: OnceLock<Result<Vec<Tool>, String>>,
+    calls: TaskTracker,
+    sessionless: Option<Arc<Session>>,
+    open: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Shared {
+    /// The shared part of a server. `sessionless` is the state of protocol 2026-07-28 requests
+    /// when they carry no connection (HTTP); on stdio the connection's own state serves them.
+    pub fn new(config: Arc<Config>, store: Arc<Store>, sessionless: bool) -> Arc<Self> {
+        let sessionless = sessionless.then(|| Arc::new(Session::new(&config)));
+        let (tools, calls, open) = (OnceLock::new(), TaskTracker::new(), Mutex::default());
+        Arc::new(Self { config, store, tools, calls, sessionless, open })
+    }
+
+    /// The calls in flight (closed and awaited on shutdown).
+    pub fn calls(&self) -> &TaskTracker {
+        &self.calls
+    }
+
+    /// Remembers the state of the transport session `key` until [`Shared::take_session`].
+    fn register_session(&self, key: String, session: Arc<Session>) {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(key, session);
+    }
+
+    /// The state of the transport session `key`, forgotten.
+    pub fn take_session(&self, key: &str) -> Option<Arc<Session>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(key)
+    }
+
+    /// Every state that may hold running commands: open sessions' and the sessionless one.
+    pub fn take_all_sessions(&self) -> Vec<Arc<Session>> {
+        let mut all: Vec<Arc<Session>> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
+        all.extend(self.sessionless.clone());
+        all
+    }
+}
+
+/// One MCP connection (or, over HTTP, one session or one sessionless request): its roots and
+/// state, over what the process shares.
 #[derive(Clone)]
 pub struct Server {
-    config: Arc<Config>,
+    shared: Arc<Shared>,
     roots: Arc<roots::SessionRoots>,
-    session: Arc<Session>,
-    store: Arc<Store>,
+    session: Arc<OnceLock<Arc<Session>>>,
     subscriptions: Arc<subscriptions::Subscriptions>,
-    tools: Arc<OnceLock<Result<Vec<Tool>, String>>>,
 }
 
 impl Server {
-    /// A server for one connection, keeping todos and memories in `store`.
-    pub fn new(config: Arc<Config>, store: Arc<Store>) -> Self {
-        let roots = Arc::new(roots::SessionRoots::new(Roots::new(config.roots.clone())));
-        let session = Arc::new(Session::new(&config));
-        let subscriptions = Arc::default();
-        Self { config, roots, session, store, subscriptions, tools: Arc::new(OnceLock::new()) }
+    /// A server for one connection.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let roots = Arc::new(roots::SessionRoots::new(Roots::new(shared.config.roots.clone())));
+        Self { shared, roots, session: Arc::default(), subscriptions: Arc::default() }
     }
 
     /// The workspace key of todo lists and memories: the first root.
@@ -56,20 +101,44 @@ impl Server {
         self.roots.current().await.first().display().to_string()
     }
 
-    /// The connection's state (the transport ends its terminal sessions on shutdown).
+    /// The connection's own state (created on first use).
     pub fn session(&self) -> Arc<Session> {
-        self.session.clone()
+        self.session.get_or_init(|| Arc::new(Session::new(&self.shared.config))).clone()
+    }
+
+    /// The state a request works on: a protocol 2026-07-28 request over HTTP has no
+    /// connection and uses the sessionless state; any other, the connection's own.
+    fn session_for(&self, meta: &rmcp::model::RequestMetaObject) -> Arc<Session> {
+        let modern = meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        match &self.shared.sessionless {
+            Some(sessionless) if modern => sessionless.clone(),
+            _ => self.session(),
+        }
     }
 
     /// The registry's tools as rmcp tools, built on first use and kept.
     fn tools(&self) -> Result<&Vec<Tool>, McpError> {
-        let built = self.tools.get_or_init(|| {
-            tools::specs(self.config.tool_layout, self.config.sandbox == crate::cli::SandboxMode::ReadOnly)
+        let config = &self.shared.config;
+        let built = self.shared.tools.get_or_init(|| {
+            tools::specs(config.tool_layout, config.sandbox == crate::cli::SandboxMode::ReadOnly)
                 .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
                 .map_err(|e| e.to_string())
         });
         built.as_ref().map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
     }
+}
+
+/// Removes, off the startup path, the temp files and spilled output a killed server left.
+pub fn sweep_leftovers(config: &Config) {
+    let journal = crate::sandbox::write::TempJournal::new(&config.state_dir);
+    let state_dir = config.state_dir.clone();
+    tokio::task::spawn_blocking(move || {
+        let removed = journal.sweep();
+        if removed > 0 {
+            tracing::info!(removed, "removed temp files left by a server that was killed mid-write");
+        }
+        crate::terminal::sweep_spills(&state_dir);
+    });
 }
 
 fn to_rmcp_tool(spec: ToolSpec) -> Tool {
@@ -145,7 +214,10 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
-        if !self.config.roots_explicit && request.capabilities.roots.is_some() {
+        if let Some(http::SessionKey(key)) = context.extensions.get::<http::SessionKey>() {
+            self.shared.register_session(key.clone(), self.session());
+        }
+        if !self.shared.config.roots_explicit && request.capabilities.roots.is_some() {
             self.roots.expect_client_roots();
         }
         self.negotiate_initialize(&request)
@@ -159,7 +231,7 @@ impl ServerHandler for Server {
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        if !self.config.roots_explicit {
+        if !self.shared.config.roots_explicit {
             let (roots, peer) = (self.roots.clone(), context.peer.clone());
             tokio::spawn(async move { roots.fetch(&peer).await });
         }
@@ -192,9 +264,9 @@ impl ServerHandler for Server {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let contents = resources::read(self, &request.uri).await?;
+        let contents = resources::read(self, &request.uri, &self.session_for(&context.meta)).await?;
         Ok(ReadResourceResponse::Complete(ReadResourceResult::new(contents)))
     }
 
@@ -213,7 +285,7 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        self.subscriptions.subscribe(self, request.uri, context.peer);
+        self.subscriptions.subscribe(self, request.uri, context.peer, self.session().closed.clone());
         Ok(())
     }
 
@@ -261,7 +333,8 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, McpError> {
         let started = Instant::now();
         let mut args = request.arguments.unwrap_or_default();
-        let operation = match tools::dispatch(self.config.tool_layout, &request.name, &mut args) {
+        let config = &self.shared.config;
+        let operation = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
             Ok(Some(operation)) => operation,
             Ok(None) => {
                 let names: Vec<String> = self.tools()?.iter().map(|t| format!("`{}`", t.name)).collect();
@@ -275,16 +348,12 @@ impl ServerHandler for Server {
         let roots = self.roots.current().await;
         let retry =
             Retry { input_responses: request.input_responses.clone(), request_state: request.request_state.clone() };
-        let signals =
-            Signals { tool: request.name.to_string(), ..signals(&context, self.config.approval_timeout, retry) };
-        let context = Arc::new(Context {
-            config: self.config.clone(),
-            roots,
-            session: self.session.clone(),
-            store: self.store.clone(),
-            signals,
-        });
-        let outcome = operation.call(args, context).await;
+        let signals = Signals { tool: request.name.to_string(), ..signals(&context, config.approval_timeout, retry) };
+        let session = self.session_for(&context.meta);
+        let context =
+            Arc::new(Context { config: config.clone(), roots, session, store: self.shared.store.clone(), signals });
+        // Tracked so that a graceful shutdown lets it finish.
+        let outcome = self.shared.calls.track_future(operation.call(args, context)).await;
         let elapsed = started.elapsed();
         match outcome {
             Ok(output) => {

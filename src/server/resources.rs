@@ -7,6 +7,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 
 use crate::server::Server;
+use crate::session::Session;
 use crate::store::{GLOBAL, StoreError, memory, todos};
 use crate::tools::{memory as memory_tool, todo};
 
@@ -72,6 +73,7 @@ pub async fn list(server: &Server) -> Vec<Resource> {
     let workspace = server.workspace().await;
     let workspace_key = workspace.clone();
     let found = server
+        .shared
         .store
         .run("listing resources", move |c| {
             let lists = todos::lists(c, &workspace)?;
@@ -134,16 +136,16 @@ pub fn templates() -> Vec<ResourceTemplate> {
 }
 
 /// The contents of `uri`.
-pub async fn read(server: &Server, uri: &str) -> Result<Vec<ResourceContents>, McpError> {
+pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<ResourceContents>, McpError> {
     match parse(uri).ok_or_else(|| not_found(uri))? {
         Target::Policy => {
-            let text = crate::policy::report::policy_report(&server.config, &server.session);
+            let text = crate::policy::report::policy_report(&server.shared.config, session);
             Ok(vec![ResourceContents::text(text, uri).with_mime_type("text/markdown")])
         }
         Target::Todo(name) => {
             let workspace = server.workspace().await;
             let key = workspace.clone();
-            let list = server.store.run("reading a todo list", move |c| todos::read(c, &key, &name)).await;
+            let list = server.shared.store.run("reading a todo list", move |c| todos::read(c, &key, &name)).await;
             let list = list.map_err(|err| store_error(&err))?;
             let json = serde_json::json!({
                 "list": list.name,
@@ -161,6 +163,7 @@ pub async fn read(server: &Server, uri: &str) -> Result<Vec<ResourceContents>, M
             let key = if global { GLOBAL.to_string() } else { server.workspace().await };
             let name = collection.clone();
             let found = server
+                .shared
                 .store
                 .run("reading a memory collection", move |c| {
                     Ok((memory::recent(c, &key, &name, COLLECTION_PAGE)?, memory::collections(c, &key)?))

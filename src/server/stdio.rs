@@ -14,25 +14,16 @@ use tokio::net::unix::pipe;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::Config;
-use crate::server::Server;
+use crate::server::{Server, Shared};
 
 /// Serves MCP on stdio until the client disconnects (stdin closes).
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
-    // Temp files a killed server left behind are removed off the startup path.
-    let journal = crate::sandbox::write::TempJournal::new(&config.state_dir);
-    let state_dir = config.state_dir.clone();
-    tokio::task::spawn_blocking(move || {
-        let removed = journal.sweep();
-        if removed > 0 {
-            tracing::info!(removed, "removed temp files left by a server that was killed mid-write");
-        }
-        crate::terminal::sweep_spills(&state_dir);
-    });
+    super::sweep_leftovers(&config);
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
     let mut hangup = signal(SignalKind::hangup()).map_err(|e| format!("cannot watch for SIGHUP: {e}"))?;
     let store = crate::store::Store::new(&config.state_dir);
-    let server = Server::new(config, store);
+    let server = Server::new(Shared::new(config, store, false));
     let session = server.session();
     let service = match pipes() {
         Some(pipes) => server.serve(pipes).await,
@@ -48,7 +39,7 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
         Err(err) => Err(format!("the MCP handshake failed: {err}")),
     };
     // Stdin closed, a signal, or a failed handshake: no command may outlive the server.
-    session.terminals.shutdown().await;
+    session.close().await;
     outcome
 }
 

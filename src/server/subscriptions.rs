@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 
 use crate::server::Server;
 use crate::server::resources::{Target, parse};
@@ -30,8 +31,9 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
-    /// Adds `uri`; starts forwarding changes to `peer` on the first subscription.
-    pub fn subscribe(&self, server: &Server, uri: String, peer: Peer<RoleServer>) {
+    /// Adds `uri`; starts forwarding changes to `peer` on the first subscription, until the
+    /// connection's state is `closed`.
+    pub fn subscribe(&self, server: &Server, uri: String, peer: Peer<RoleServer>, closed: CancellationToken) {
         self.uris.lock().unwrap_or_else(PoisonError::into_inner).insert(uri);
         if self.forwarding.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -41,7 +43,14 @@ impl Subscriptions {
             Arc::new(move || uris.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect());
         let mut changes = Changes::new(server, watched.clone());
         tokio::spawn(async move {
-            while let Some(uri) = changes.next().await {
+            loop {
+                let uri = tokio::select! {
+                    () = closed.cancelled() => return,
+                    next = changes.next() => match next {
+                        Some(uri) => uri,
+                        None => return,
+                    },
+                };
                 if watched().contains(&uri) {
                     let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
                     if peer.notify_resource_updated(param).await.is_err() {
@@ -73,7 +82,7 @@ impl Changes {
     pub fn new(server: &Server, watched: Watched) -> Self {
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        Self { receiver: server.store.subscribe(), server: server.clone(), watched, seen: BTreeMap::new(), poll }
+        Self { receiver: server.shared.store.subscribe(), server: server.clone(), watched, seen: BTreeMap::new(), poll }
     }
 
     /// The URI of the next change that concerns the connection (`None`: the store is gone).
@@ -120,12 +129,12 @@ impl Changes {
             Target::Todo(name) => {
                 let workspace = self.server.workspace().await;
                 let read = move |c: &mut rusqlite::Connection| Ok([todos::revision(c, &workspace, &name)?, 0, 0]);
-                self.server.store.run("checking a todo list for changes", read).await
+                self.server.shared.store.run("checking a todo list for changes", read).await
             }
             Target::Memory { global, collection } => {
                 let workspace = if global { GLOBAL.to_string() } else { self.server.workspace().await };
                 let read = move |c: &mut rusqlite::Connection| memory::fingerprint(c, &workspace, &collection);
-                self.server.store.run("checking a memory collection for changes", read).await
+                self.server.shared.store.run("checking a memory collection for changes", read).await
             }
         };
         found.inspect_err(|err| tracing::debug!(%err, uri, "cannot check a resource for changes")).ok()

@@ -24,6 +24,8 @@ pub struct Watch<'a> {
     pub timeout: Duration,
     /// The call's cancellation.
     pub cancel: &'a CancellationToken,
+    /// The end of the connection's state (a closed HTTP session, a server shutting down).
+    pub closed: &'a CancellationToken,
     /// Progress notifications, when the client asked for them.
     pub progress: Option<&'a Progress>,
 }
@@ -37,6 +39,8 @@ pub struct Finished {
     pub timed_out: bool,
     /// The call was cancelled and it was ended.
     pub cancelled: bool,
+    /// The connection's state ended (and so did the command).
+    pub closed: bool,
     /// Wall time.
     pub duration: Duration,
     /// The process group, if processes it started are still running.
@@ -65,11 +69,12 @@ pub async fn run(
     tokio::pin!(deadline);
     let first_tick = tokio::time::Instant::now() + Duration::from_secs(1);
     let mut ticker = tokio::time::interval_at(first_tick, Duration::from_secs(1));
-    let (status, timed_out, cancelled) = loop {
+    let (status, timed_out, cancelled, closed) = loop {
         tokio::select! {
-            exit = piped.child.wait() => break (exit.map(Status::of)?, false, false),
-            () = &mut deadline => break (end_group(&mut piped.child, pgid).await, true, false),
-            () = watch.cancel.cancelled() => break (end_group(&mut piped.child, pgid).await, false, true),
+            exit = piped.child.wait() => break (exit.map(Status::of)?, false, false, false),
+            () = &mut deadline => break (end_group(&mut piped.child, pgid).await, true, false, false),
+            () = watch.cancel.cancelled() => break (end_group(&mut piped.child, pgid).await, false, true, false),
+            () = watch.closed.cancelled() => break (end_group(&mut piped.child, pgid).await, false, true, true),
             _ = ticker.tick() => {
                 if let Some(progress) = watch.progress {
                     let bytes = logs[0].total() + logs[1].total();
@@ -86,7 +91,7 @@ pub async fn run(
     }
     guard.disarm();
     let lingering = group_alive(pgid).then_some(pgid);
-    Ok(Finished { status, timed_out, cancelled, duration: started.elapsed(), lingering })
+    Ok(Finished { status, timed_out, cancelled, closed, duration: started.elapsed(), lingering })
 }
 
 async fn futures_join(tasks: Vec<tokio::task::JoinHandle<()>>) {

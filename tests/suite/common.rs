@@ -211,3 +211,20 @@ pub fn op(operation: &str, fields: Value) -> Value {
     map.insert("operation".into(), json!(operation));
     Value::Object(map)
 }
+
+/// Whether process `pid` is gone (or a zombie waiting for its parent).
+pub fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits up to `secs` for `pid` to be gone.
+pub async fn wait_gone(pid: u32, secs: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline && !gone(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    gone(pid)
+}

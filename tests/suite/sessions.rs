@@ -5,23 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{Client, Workspace};
-
-/// Whether process `pid` is gone (or a zombie).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-async fn wait_gone(pid: u32, secs: u64) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline && !gone(pid) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    gone(pid)
-}
+use super::common::{Client, Workspace, gone, wait_gone};
 
 /// Reads a session until `pred` holds on everything read so far (or 10 s pass).
 async fn read_until(client: &Client, id: &str, pred: impl Fn(&str) -> bool) -> (String, Value) {

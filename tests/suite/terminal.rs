@@ -11,27 +11,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
 
-use super::common::{BIN, Client, Workspace, op};
-
-/// Whether process `pid` is gone (or a zombie waiting for its parent).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-/// Waits up to `secs` for `pid` to be gone.
-async fn wait_gone(pid: u32, secs: u64) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        if gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    gone(pid)
-}
+use super::common::{BIN, Client, Workspace, op, wait_gone};
 
 #[tokio::test]
 async fn exit_codes_streams_stdin_env_and_cwd() {

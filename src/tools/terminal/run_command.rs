@@ -150,7 +150,12 @@ impl Operation for RunCommand {
             Arc::new(OutputLog::with_spill(terminals.ring_bytes, Some((spill_after, path))))
         };
         let logs = [log("stdout"), log("stderr")];
-        let watch = Watch { timeout, cancel: &context.signals.cancel, progress: context.signals.progress.as_deref() };
+        let watch = Watch {
+            timeout,
+            cancel: &context.signals.cancel,
+            closed: &context.session.closed,
+            progress: context.signals.progress.as_deref(),
+        };
         let finished = foreground::run(&launch, stdin, &logs, watch).await.map_err(spawn_error)?;
         if let Some(pgid) = finished.lingering {
             terminals.linger(pgid);
@@ -174,6 +179,9 @@ impl Operation for RunCommand {
         }
         let duration_ms = finished.duration.as_millis() as u64;
         let headline = match (finished.timed_out, finished.cancelled) {
+            _ if finished.closed => format!(
+                "ended after {duration_ms} ms because the session closed (the server is shutting down, or the session was idle or deleted); the process group was ended"
+            ),
             (true, _) => format!(
                 "timed out after {duration_ms} ms; the process group was ended ({})",
                 describe_status(finished.status)

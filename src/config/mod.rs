@@ -12,6 +12,8 @@ use crate::error::ConfigError;
 use crate::policy::audit::AuditLog;
 use crate::sandbox::fs;
 
+pub mod http;
+
 /// Default text budget of one tool result, in bytes.
 pub const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024;
 /// Smallest and largest accepted text budgets: big enough for a useful answer, small enough

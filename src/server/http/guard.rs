@@ -1,0 +1,175 @@
+//! The HTTP front door, around rmcp's service: `/health`, the bearer token, the session limit,
+//! actionable `403`s for a refused `Host` or `Origin`, and one log line per request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::config::http::Token;
+use crate::server::http::disconnect;
+use crate::server::http::sessions::Sessions;
+
+/// The path of the health check (no token, no details).
+pub const HEALTH: &str = "/health";
+const SESSION_HEADER: &str = "mcp-session-id";
+const TOO_LARGE: &str = "the request body is larger than this server accepts (`--max-body-bytes`); send less at once";
+
+/// What the front door checks against.
+pub struct Guard {
+    /// The bearer token, if one is configured.
+    pub token: Option<Token>,
+    /// The sessions (for the limit).
+    pub sessions: Arc<Sessions>,
+    /// The largest body read when a request must be looked into.
+    pub max_body_bytes: usize,
+}
+
+/// Checks and logs one request.
+pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.to_string());
+    let asked_session = header_text(request.headers(), SESSION_HEADER);
+    let response = check(&guard, request, next).await;
+    let session = asked_session.or_else(|| header_text(response.headers(), SESSION_HEADER));
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1000.0,
+        peer = peer.as_deref().unwrap_or("-"),
+        session = session.as_deref().unwrap_or("-"),
+        "http request"
+    );
+    response
+}
+
+async fn check(guard: &Guard, mut request: Request, next: Next) -> Response {
+    if request.uri().path() == HEALTH {
+        return next.run(request).await;
+    }
+    if let Some(token) = &guard.token
+        && !bearer(request.headers()).is_some_and(|presented| token.matches(presented.as_bytes()))
+    {
+        let mut response = refuse(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized: send the server's token as `Authorization: Bearer TOKEN` (the token in the server's `--auth-token-file` or `TOOLBELT_AUTH_TOKEN`)",
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"toolbelt-mcp\""));
+        return response;
+    }
+    let may_open_session = request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
+    if may_open_session && guard.sessions.count().await >= guard.sessions.max() {
+        // Full: look into the body (only now), to refuse a new session but serve the rest.
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body_bytes).await else {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE);
+        };
+        if is_initialize(&bytes) {
+            let message = format!(
+                "this server already serves its maximum of {} MCP sessions; retry later, close unused sessions (HTTP `DELETE` with their `Mcp-Session-Id`), or start it with a higher `--max-http-sessions`",
+                guard.sessions.max()
+            );
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, &message);
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
+    let host = header_text(request.headers(), header::HOST.as_str());
+    let origin = header_text(request.headers(), header::ORIGIN.as_str());
+    let session = header_text(request.headers(), SESSION_HEADER);
+    // A call of a session: note its id, to cancel it if the client disconnects.
+    let mut call = None;
+    if let Some(session) = session.filter(|_| request.method() == Method::POST) {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body_bytes).await else {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE);
+        };
+        call = disconnect::request_id(&bytes).map(|id| (session, id));
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
+    let response = next.run(request).await;
+    if let Some((session, id)) = call
+        && is_event_stream(response.headers())
+    {
+        return disconnect::watch(response, guard.sessions.clone(), session, id);
+    }
+    if response.status() != StatusCode::FORBIDDEN {
+        return response;
+    }
+    // rmcp refused the `Host` or `Origin` (DNS-rebinding protection): say how to allow it.
+    let said = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
+    let message = if String::from_utf8_lossy(&said).contains("Host") {
+        let host = host.unwrap_or_default();
+        format!(
+            "forbidden: this server does not answer to `Host: {host}` (protection against DNS rebinding); connect through `localhost` or `127.0.0.1`, or, if this name is yours, start the server with `--allow-host {host}`"
+        )
+    } else {
+        let origin = origin.unwrap_or_default();
+        format!(
+            "forbidden: requests from the web page at `Origin: {origin}` are refused (only pages served from this machine may call it); if that page should use this server, start it with `--allow-origin {origin}`"
+        )
+    };
+    refuse(StatusCode::FORBIDDEN, &message)
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// Whether a body is (or, in a batch, holds) an `initialize` request.
+fn is_initialize(body: &Bytes) -> bool {
+    let method_is = |v: &serde_json::Value| v.get("method").and_then(|m| m.as_str()) == Some("initialize");
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Array(batch)) => batch.iter().any(method_is),
+        Ok(message) => method_is(&message),
+        Err(_) => false,
+    }
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{message}\n")).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_from_the_authorization_header() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(bearer(&headers), None);
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer  abc "));
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&headers), None);
+    }
+
+    #[test]
+    fn initialize_requests_are_recognised() {
+        assert!(is_initialize(&Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#)));
+        assert!(is_initialize(&Bytes::from_static(br#"[{"method":"initialize"}]"#)));
+        assert!(!is_initialize(&Bytes::from_static(br#"{"method":"tools/list"}"#)));
+        assert!(!is_initialize(&Bytes::from_static(b"not json")));
+    }
+}

@@ -1,0 +1,116 @@
+//! Serving MCP over streamable HTTP (rmcp's service on axum): sessions for clients before
+//! protocol 2026-07-28, sessionless requests for later ones, behind the front door in
+//! [`guard`]. On `SIGTERM`/`SIGINT`/`SIGHUP` it stops accepting, gives calls in flight a grace
+//! period, closes every session, ends every command and makes the audit log durable.
+
+mod disconnect;
+pub mod guard;
+mod sessions;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+pub use sessions::SessionKey;
+
+use crate::config::Config;
+use crate::config::http::HttpConfig;
+use crate::server::http::guard::{Guard, HEALTH};
+use crate::server::http::sessions::Sessions;
+use crate::server::{Server, Shared};
+
+/// The MCP endpoint.
+pub const ENDPOINT: &str = "/mcp";
+/// How long open connections get to finish once everything else has stopped.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Serves MCP on `http.addr` until a signal asks it to stop.
+pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> {
+    super::sweep_leftovers(&config);
+    let mut signals = Signals::new()?;
+    let store = crate::store::Store::new(&config.state_dir);
+    let shared = Shared::new(config.clone(), store, true);
+    let sessions = Arc::new(Sessions::new(shared.clone(), http.max_sessions, http.idle_timeout));
+    let stop_sessions = CancellationToken::new();
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(http.allowed_hosts.clone())
+        .with_allowed_origins(http.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(http.max_body_bytes)
+        .with_cancellation_token(stop_sessions.clone());
+    let for_factory = shared.clone();
+    let mcp = StreamableHttpService::new(move || Ok(Server::new(for_factory.clone())), sessions.clone(), mcp_config);
+    let guard =
+        Arc::new(Guard { token: http.token.clone(), sessions: sessions.clone(), max_body_bytes: http.max_body_bytes });
+    let app = Router::new()
+        .route(HEALTH, get(|| async { "ok\n" }))
+        .route_service(ENDPOINT, mcp)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+
+    let listener = tokio::net::TcpListener::bind(http.addr).await.map_err(|err| {
+        format!("cannot listen on `{}`: {err}; pick another address or port (port 0 picks a free one)", http.addr)
+    })?;
+    let local = listener.local_addr().map_err(|err| format!("cannot read the address listened on: {err}"))?;
+    let token_note = if http.token.is_some() { "; every request needs the bearer token" } else { "" };
+    let _ = writeln!(std::io::stderr(), "toolbelt-mcp: serving MCP on http://{local}{ENDPOINT}{token_note}");
+
+    let accepting = CancellationToken::new();
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    let serving = axum::serve(listener, service).with_graceful_shutdown(accepting.clone().cancelled_owned());
+    let mut serving = tokio::spawn(async move { serving.await });
+    let outcome = tokio::select! {
+        name = signals.next() => {
+            tracing::warn!(signal = name, "shutting down: no new connections; calls in flight get {:?}", http.shutdown_grace);
+            Ok(())
+        }
+        ended = &mut serving => ended.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string()))
+            .map_err(|err| format!("the HTTP server stopped: {err}")),
+    };
+    accepting.cancel();
+    shared.calls().close();
+    if tokio::time::timeout(http.shutdown_grace, shared.calls().wait()).await.is_err() {
+        tracing::warn!(calls = shared.calls().len(), "calls still running after the grace period are cancelled");
+    }
+    // Every command ends (`SIGTERM`, then `SIGKILL`), so the calls still running answer...
+    futures::future::join_all(shared.take_all_sessions().iter().map(|session| session.close())).await;
+    let _ = tokio::time::timeout(DRAIN, shared.calls().wait()).await;
+    // ...before the sessions and their streams close.
+    stop_sessions.cancel();
+    sessions.close_all().await;
+    if tokio::time::timeout(DRAIN, serving).await.is_err() {
+        tracing::debug!("connections still open after the drain period are dropped");
+    }
+    config.audit.flush();
+    outcome
+}
+
+/// `SIGTERM`, `SIGINT` and `SIGHUP`.
+struct Signals([tokio::signal::unix::Signal; 3]);
+
+impl Signals {
+    fn new() -> Result<Self, String> {
+        let watch = |kind: SignalKind, name: &str| signal(kind).map_err(|e| format!("cannot watch for {name}: {e}"));
+        Ok(Self([
+            watch(SignalKind::terminate(), "SIGTERM")?,
+            watch(SignalKind::interrupt(), "SIGINT")?,
+            watch(SignalKind::hangup(), "SIGHUP")?,
+        ]))
+    }
+
+    /// The name of the next signal received.
+    async fn next(&mut self) -> &'static str {
+        let [terminate, interrupt, hangup] = &mut self.0;
+        tokio::select! {
+            _ = terminate.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+            _ = hangup.recv() => "SIGHUP",
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! Streamable HTTP (`serve --http`): both protocol eras through rmcp's HTTP client, isolated
+//! sessions, the front door (Host, Origin, token, body size, session limit), the idle
+//! timeout, cancellation on disconnect, progress over SSE, and shutdown without orphans.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    ProgressNotificationParam, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::common::{BIN, Client, Workspace, gone, op, unpack, wait_gone};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// A `serve --http 127.0.0.1:0` server; killed when dropped.
+struct HttpServer {
+    child: tokio::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    /// What it wrote on stderr so far.
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpServer {
+    async fn start(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_at(ws, "127.0.0.1:0", extra, env).await
+    }
+
+    async fn start_at(ws: &Workspace, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = tokio::process::Command::new(BIN);
+        command
+            .args(["serve", "--http", addr, "--root", ws.root.to_str().unwrap()])
+            .args(extra)
+            .env_remove("TOOLBELT_AUTH_TOKEN")
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let base = loop {
+            let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap();
+            let line = line.expect("the server printed its URL before exiting");
+            stderr.lock().unwrap().push(line.clone());
+            if let Some(url) = line.split("serving MCP on ").nth(1) {
+                let url = url.split_whitespace().next().unwrap().trim_end_matches(';');
+                break url.strip_suffix("/mcp").unwrap().to_string();
+            }
+        };
+        let keep = stderr.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                keep.lock().unwrap().push(line);
+            }
+        });
+        Self { child, base, stderr }
+    }
+
+    fn url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        StreamableHttpClientTransport::from_config(config)
+    }
+
+    /// A client that opens a session (protocol before 2026-07-28).
+    async fn client(&self) -> Client {
+        Client { service: ().serve(self.transport(None)).await.unwrap(), pid: None }
+    }
+
+    /// A protocol 2026-07-28 client (no session: every request stands alone).
+    async fn modern(&self) -> RunningService<RoleClient, ClientConfig> {
+        let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("modern", "0"));
+        let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        info.serve_with_lifecycle(self.transport(None), lifecycle).await.unwrap()
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+    }
+
+    fn logged(&self, needle: &str) -> bool {
+        self.stderr.lock().unwrap().iter().any(|line| line.contains(needle))
+    }
+}
+
+/// A raw `initialize` POST.
+fn initialize_body() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+}
+
+async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String, reqwest::header::HeaderMap) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    (status, response.text().await.unwrap_or_default(), headers)
+}
+
+#[tokio::test]
+async fn both_protocol_eras_list_and_call_and_health_answers() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let health = reqwest::get(format!("{}/health", server.base)).await.unwrap();
+    assert_eq!((health.status().as_u16(), health.text().await.unwrap()), (200, "ok\n".to_string()));
+
+    let legacy = server.client().await;
+    let tools = legacy.service.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["file_operations", "terminal_operations", "todo_operations", "memory_operations"]);
+    let read = legacy.file(json!({"operation": "read_file", "path": "README.md"})).await;
+    assert!(!read.is_error && read.text.contains("Fixture"), "{}", read.text);
+
+    let modern = server.modern().await;
+    assert_eq!(modern.peer().list_all_tools().await.unwrap().len(), 4);
+    let args = op("grep_search", json!({"pattern": "fn "})).as_object().unwrap().clone();
+    let found = unpack(
+        modern.peer().call_tool(CallToolRequestParams::new("file_operations").with_arguments(args)).await.unwrap(),
+    );
+    assert!(!found.is_error && found.text.contains("src/lib.rs"), "{}", found.text);
+    legacy.close().await;
+    modern.cancel().await.unwrap();
+    assert!(server.logged("http request") && server.logged("status=200"), "one log line per request");
+}
+
+#[tokio::test]
+async fn sessions_keep_their_commands_and_changes_to_themselves() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let (a, b) = (server.client().await, server.client().await);
+    let started = a.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    assert_eq!(a.term("list_sessions", json!({})).await.structured["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(b.term("list_sessions", json!({})).await.structured["sessions"].as_array().unwrap().len(), 0);
+    let foreign = b.term("read_output", json!({"session_id": id})).await;
+    assert!(foreign.is_error, "session b must not see a's command: {}", foreign.text);
+    assert!(!a.file(json!({"operation": "create_file", "path": "by-a.txt", "content": "a"})).await.is_error);
+    let undo_b = b.file(json!({"operation": "undo"})).await;
+    assert!(undo_b.is_error, "b has nothing to undo: {}", undo_b.text);
+    assert!(ws.root.join("by-a.txt").exists());
+    assert!(!a.file(json!({"operation": "undo"})).await.is_error);
+    assert!(!ws.root.join("by-a.txt").exists());
+    // Todo lists are shared by workspace, as on stdio.
+    assert!(!a.todo("add", json!({"todos": [{"title": "shared"}]})).await.is_error);
+    assert_eq!(b.todo("read", json!({})).await.structured["todos"][0]["title"], "shared");
+    // Closing a's session (HTTP DELETE) ends its command; b is untouched.
+    a.close().await;
+    assert!(wait_gone(pid, 5).await, "closing the session must end its command {pid}");
+    assert!(!b.run("true").await.is_error);
+    b.close().await;
+}
+
+#[tokio::test]
+async fn wrong_host_and_foreign_origin_get_403_with_the_flag_to_use() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--allow-origin", "https://app.example.com"], &[]).await;
+    let url = server.url();
+    let (status, text, _) = post(&url, &initialize_body(), &[("host", "evil.example:80")]).await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("`Host: evil.example:80`") && text.contains("--allow-host"), "{text}");
+    let (status, text, _) = post(&url, &initialize_body(), &[("origin", "http://evil.example")]).await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("`Origin: http://evil.example`") && text.contains("--allow-origin"), "{text}");
+    for allowed in ["http://localhost:3000", "https://app.example.com"] {
+        let (status, text, _) = post(&url, &initialize_body(), &[("origin", allowed)]).await;
+        assert_eq!(status, 200, "{allowed}: {text}");
+    }
+    let (status, _, _) = post(&url, &initialize_body(), &[("host", "localhost")]).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_token_is_required_on_every_request_but_health() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[("TOOLBELT_AUTH_TOKEN", TOKEN)]).await;
+    let url = server.url();
+    let (status, text, headers) = post(&url, &initialize_body(), &[]).await;
+    assert_eq!(status, 401, "{text}");
+    assert!(text.contains("Authorization: Bearer"), "{text}");
+    assert!(headers.get("www-authenticate").unwrap().to_str().unwrap().starts_with("Bearer"));
+    let wrong = format!("Bearer {TOKEN}x");
+    assert_eq!(post(&url, &initialize_body(), &[("authorization", &wrong)]).await.0, 401);
+    assert_eq!(post(&url, &initialize_body(), &[("authorization", "Bearer ")]).await.0, 401);
+    let health = reqwest::get(format!("{}/health", server.base)).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200, "health needs no token");
+
+    let refused = ().serve(server.transport(None)).await;
+    assert!(refused.is_err(), "an rmcp client without the token is refused");
+    let client = Client { service: ().serve(server.transport(Some(TOKEN))).await.unwrap(), pid: None };
+    assert!(!client.file(json!({"operation": "list_dir"})).await.is_error);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn refuses_to_start_on_a_public_address_without_a_token() {
+    let ws = Workspace::new();
+    let output = tokio::process::Command::new(BIN)
+        .args(["serve", "--http", "0.0.0.0:0", "--root", ws.root.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env_remove("TOOLBELT_AUTH_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("refusing to serve `0.0.0.0:0` without a bearer token"), "{stderr}");
+    assert!(stderr.contains("--auth-token-file"), "{stderr}");
+
+    let token_file = ws.config_home.join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let public =
+        HttpServer::start_at(&ws, "0.0.0.0:0", &["--auth-token-file", token_file.to_str().unwrap()], &[]).await;
+    let url = public.url().replace("0.0.0.0", "127.0.0.1");
+    let bearer = format!("Bearer {TOKEN}");
+    assert_eq!(post(&url, &initialize_body(), &[]).await.0, 401);
+    assert_eq!(post(&url, &initialize_body(), &[("authorization", &bearer)]).await.0, 200);
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_get_413() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--max-body-bytes", "4096"], &[]).await;
+    let client = server.client().await;
+    let big = client.file(json!({"operation": "create_file", "path": "small.txt", "content": "x".repeat(1000)})).await;
+    assert!(!big.is_error, "{}", big.text);
+    let mut body = initialize_body();
+    body["params"]["clientInfo"]["name"] = json!("x".repeat(8000));
+    let (status, text, _) = post(&server.url(), &body, &[]).await;
+    assert_eq!(status, 413, "{text}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_session_limit_answers_503_until_one_closes() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--max-http-sessions", "2"], &[]).await;
+    let (a, b) = (server.client().await, server.client().await);
+    let (status, text, _) = post(&server.url(), &initialize_body(), &[]).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("maximum of 2 MCP sessions") && text.contains("--max-http-sessions"), "{text}");
+    // Requests of open sessions and of 2026-07-28 clients (no session) are still served.
+    assert!(!a.run("true").await.is_error);
+    let modern = server.modern().await;
+    assert_eq!(modern.peer().list_all_tools().await.unwrap().len(), 4);
+    a.close().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut status = 0;
+    while Instant::now() < deadline && status != 200 {
+        status = post(&server.url(), &initialize_body(), &[]).await.0;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 200, "a closed session frees its place");
+    b.close().await;
+    modern.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_session_is_closed_and_its_commands_killed() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--idle-timeout", "2s"], &[]).await;
+    let client = server.client().await;
+    let started = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
+    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(!gone(pid), "still running before the timeout");
+    assert!(wait_gone(pid, 8).await, "the idle session's command {pid} survived");
+    assert!(server.logged("session closed"), "{:?}", server.stderr.lock().unwrap());
+}
+
+/// Counts progress notifications.
+#[derive(Clone, Default)]
+struct Progress(Arc<AtomicUsize>);
+
+impl ClientHandler for Progress {
+    async fn on_progress(&self, _params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn run_request(command: &str) -> ClientRequest {
+    let args = op("run_command", json!({ "command": command })).as_object().unwrap().clone();
+    ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("terminal_operations").with_arguments(args),
+    ))
+}
+
+async fn read_pid(file: &std::path::Path) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{} was never written", file.display());
+}
+
+#[tokio::test]
+async fn long_calls_stream_progress_and_a_dropped_client_cancels_them() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let counter = Progress::default();
+    let service = counter.clone().serve(server.transport(None)).await.unwrap();
+    let handle =
+        service.send_cancellable_request(run_request("sleep 2.3; echo done"), PeerRequestOptions::no_options()).await;
+    handle.unwrap().await_response().await.unwrap();
+    assert!(counter.0.load(Ordering::SeqCst) >= 2, "progress notifications arrive over SSE while it runs");
+
+    let pid_file = ws.root.join("cancelled.pid");
+    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let _pending = service.send_cancellable_request(run_request(&command), PeerRequestOptions::no_options()).await;
+    let pid = read_pid(&pid_file).await;
+    // The client goes away without a word: its connection closes.
+    drop(_pending);
+    drop(service);
+    assert!(wait_gone(pid, 10).await, "the call of a client that disconnected kept running ({pid})");
+}
+
+#[tokio::test]
+async fn sigterm_finishes_then_kills_everything_and_exits() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--shutdown-grace", "1s"], &[]).await;
+    let client = server.client().await;
+    let bg = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
+    let bg_pid: u32 = bg.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    let pid_file = ws.root.join("fg.pid");
+    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let peer = client.service.peer().clone();
+    let running = tokio::spawn(async move { peer.send_request(run_request(&command)).await });
+    let fg_pid = read_pid(&pid_file).await;
+    let modern = server.modern().await;
+    let args = op("run_command", json!({"command": "echo $$; exec sleep 300", "background": true}));
+    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args.as_object().unwrap().clone());
+    let sessionless = unpack(modern.peer().call_tool(params).await.unwrap());
+    let sessionless_pid: u32 = sessionless.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+
+    let started = Instant::now();
+    let server_pid = server.pid();
+    server.signal(rustix::process::Signal::TERM);
+    assert!(wait_gone(server_pid, 10).await, "the server exits after SIGTERM");
+    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+    for pid in [bg_pid, fg_pid, sessionless_pid] {
+        assert!(gone(pid), "process {pid} outlived the server");
+    }
+    assert!(server.logged("shutting down"));
+    // The call in flight was answered before the server went away.
+    let answered = tokio::time::timeout(Duration::from_secs(5), running).await.expect("an answer").unwrap().unwrap();
+    let text = format!("{answered:?}");
+    assert!(text.contains("because the session closed"), "{text}");
+}
+
+#[tokio::test]
+async fn a_connection_dropped_mid_call_cancels_the_call() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let (status, _, headers) = post(&server.url(), &initialize_body(), &[]).await;
+    assert_eq!(status, 200);
+    let session = headers.get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    let with_session = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&server.url(), &initialized, &with_session).await.0, 202);
+    let pid_file = ws.root.join("dropped.pid");
+    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "terminal_operations", "arguments": {"operation": "run_command", "command": command}}});
+    let mut request = reqwest::Client::new()
+        .post(server.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(call.to_string());
+    for (name, value) in with_session {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let pid = read_pid(&pid_file).await;
+    drop(response);
+    assert!(wait_gone(pid, 10).await, "the call of a dropped connection kept running ({pid})");
+}
