@@ -1,14 +1,16 @@
-//! Stdio benchmark: drives `toolbelt-mcp serve` over raw newline-delimited JSON-RPC and prints
-//! markdown tables, every figure next to a baseline measured in the same run.
+//! Benchmark: drives `toolbelt-mcp serve` over raw newline-delimited JSON-RPC (and, in the `http`
+//! section, `serve --http` under load) and prints markdown tables, every figure next to a
+//! baseline measured in the same run.
 //!
 //! ```text
 //! cargo bench --bench stdio -- [--bin PATH] [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
-//!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS]
+//!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS] [--http-calls N]
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
-//! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`
-//!   (default all; the `--tree` section runs whenever `--tree` is given).
+//! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`,
+//!   `http` (default all; the `--tree` section runs whenever `--tree` is given).
+//! * `--http-calls N`: calls per session in the `http` load (default 200; 32 sessions at once).
 //! * `--runs`: cold-start runs (default 30). `--calls`: warm calls per request kind (default 1000).
 //! * `--tree DIR`: a large source tree (~28k files) for grep/file_search against ripgrep (`rg` on
 //!   PATH). Any big tree works; without network, build one from local sources, e.g.
@@ -35,6 +37,8 @@
     reason = "a benchmark binary: it prints its report and stops loudly on a broken setup"
 )]
 
+#[path = "stdio/http.rs"]
+mod http;
 #[path = "stdio/records.rs"]
 mod records;
 #[path = "stdio/terminal.rs"]
@@ -65,6 +69,7 @@ struct Opts {
     compare: Option<String>,
     compare_memory: Option<String>,
     only: Option<String>,
+    http_calls: usize,
 }
 
 fn parse_opts() -> Opts {
@@ -76,6 +81,7 @@ fn parse_opts() -> Opts {
         compare: None,
         compare_memory: None,
         only: None,
+        http_calls: 200,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -89,6 +95,7 @@ fn parse_opts() -> Opts {
             "--compare-cmd" => o.compare = Some(val()),
             "--compare-memory-cmd" => o.compare_memory = Some(val()),
             "--only" => o.only = Some(val()),
+            "--http-calls" => o.http_calls = val().parse().expect("--http-calls takes a number"),
             other => panic!("unknown argument {other:?} (see the doc comment in benches/stdio.rs)"),
         }
     }
@@ -453,6 +460,9 @@ fn main() {
     }
     if run("records") {
         records::record_calls(&o.bin, &ws.0, o.calls, o.compare_memory.as_deref());
+    }
+    if run("http") {
+        http::http_load(&o.bin, &ws.0, o.http_calls);
     }
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);

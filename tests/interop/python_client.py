@@ -11,7 +11,9 @@ The script builds its own small temporary workspace (nested text files, a
 checks the handshake, the `file_operations` tool schema, the four read
 operations, two failing calls, writes with undo, and `terminal_operations` (streams, exit
 codes, the sandbox, progress notifications, a background command and a PTY session),
-`todo_operations` and `memory_operations`, and the `todo://` resource with a subscription. It prints one line per check and ends with
+`todo_operations` and `memory_operations`, and the `todo://` resource with a subscription; then
+the same binary with `serve --http` through the SDK's streamable HTTP client (token, health,
+two isolated sessions, SIGTERM). It prints one line per check and ends with
 `N passed, M failed`; the exit status is 1 if any check failed.
 
 Set INTEROP_TIMEOUT_S to change the overall timeout (default 120 s) and VERBOSE=1 to print
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.streams.buffered
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -379,6 +382,86 @@ async def check_records(session: ClientSession, updates: list[str]) -> None:
     check("memory delete", structured(res).get("deleted") is True, short(res))
 
 
+async def start_http(binary: str, root: Path, env: dict, errlog) -> tuple[Any, str]:
+    """`BINARY serve --http 127.0.0.1:0`; returns the process and its URL (read from stderr)."""
+    proc = await anyio.open_process([binary, "serve", "--http", "127.0.0.1:0", "--root", str(root)],
+                                    env=env, stdin=None, stdout=None)
+    line = b""
+    buffered = anyio.streams.buffered.BufferedByteReceiveStream(proc.stderr)
+    with anyio.fail_after(10):
+        while b"serving MCP on " not in line:
+            line = await buffered.receive_until(b"\n", 4096)
+            errlog.write(line.decode(errors="replace") + "\n")
+    url = line.decode().split("serving MCP on ", 1)[1].split()[0].rstrip(";")
+
+    async def drain() -> None:
+        try:
+            while True:
+                errlog.write((await buffered.receive(4096)).decode(errors="replace"))
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            pass
+    return proc, url, drain
+
+
+def http_client_cm(url: str, token: str):
+    """The SDK's streamable HTTP client with the bearer token (2.x and 1.x spellings)."""
+    import mcp.client.streamable_http as transport
+    headers = {"Authorization": f"Bearer {token}"}
+    if hasattr(transport, "streamable_http_client"):
+        client = transport.create_mcp_http_client(headers=headers)
+        return transport.streamable_http_client(url, http_client=client)
+    return transport.streamablehttp_client(url, headers=headers)
+
+
+async def check_http(binary: str, root: Path, errlog) -> None:
+    """The same server over streamable HTTP: token, health, two isolated sessions."""
+    token = "interop-token-0123456789abcdef"
+    env = dict(os.environ, XDG_STATE_HOME=str(root.parent / "state-http"), TOOLBELT_AUTH_TOKEN=token)
+    proc, url, drain = await start_http(binary, root, env, errlog)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain)
+        try:
+            import urllib.request, urllib.error
+            base = url.rsplit("/mcp", 1)[0]
+            health = await anyio.to_thread.run_sync(lambda: urllib.request.urlopen(base + "/health").read())
+            check("http: /health answers without the token", health == b"ok\n", f"{health!r}")
+            def unauthorized() -> int:
+                req = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+                try:
+                    return urllib.request.urlopen(req).status
+                except urllib.error.HTTPError as e:
+                    return e.code
+            status = await anyio.to_thread.run_sync(unauthorized)
+            check("http: a request without the token gets 401", status == 401, f"{status}")
+            async with http_client_cm(url, token) as streams_a, http_client_cm(url, token) as streams_b:
+                read_a, write_a = streams_a[0], streams_a[1]
+                read_b, write_b = streams_b[0], streams_b[1]
+                async with ClientSession(read_a, write_a) as a, ClientSession(read_b, write_b) as b:
+                    init = await a.initialize()
+                    await b.initialize()
+                    version = field(init, "protocol_version", "protocolVersion")
+                    check("http: initialize", bool(version), f"{init}")
+                    print(f"     over HTTP: protocol {version}")
+                    tools = await a.list_tools()
+                    names = [t.name for t in tools.tools]
+                    check("http: tools/list", names == ["file_operations", "terminal_operations",
+                                                        "todo_operations", "memory_operations"], f"{names}")
+                    read = await call(a, {"operation": "read_file", "path": "README.md"})
+                    check("http: read_file", not is_error(read) and "Demo" in result_text(read), short(read))
+                    bg = await term(a, {"operation": "run_command", "command": "sleep 30", "background": True})
+                    check("http: background command in session a", not is_error(bg), short(bg))
+                    listed_a = structured(await term(a, {"operation": "list_sessions"})).get("sessions", [])
+                    listed_b = structured(await term(b, {"operation": "list_sessions"})).get("sessions", [])
+                    check("http: sessions are isolated", len(listed_a) == 1 and listed_b == [],
+                          f"a={listed_a} b={listed_b}")
+        finally:
+            proc.terminate()
+            with anyio.fail_after(15):
+                code = await proc.wait()
+            check("http: SIGTERM ends the server cleanly", code == 0, f"exit {code}")
+            tg.cancel_scope.cancel()
+
+
 async def run(binary: str, root: Path, errlog) -> None:
     # A private state dir: the database of todos and memories is made there.
     env = dict(os.environ, XDG_STATE_HOME=str(root.parent / "state"))
@@ -441,6 +524,12 @@ def main() -> int:
 async def _with_timeout(binary: str, root: Path, errlog) -> None:
     with anyio.fail_after(OVERALL_TIMEOUT_S):
         await run(binary, root, errlog)
+        try:
+            await check_http(binary, root, errlog)
+        except Exception as e:
+            check("http: checks completed", False, f"{type(e).__name__}: {e}")
+            if os.environ.get("VERBOSE"):
+                traceback.print_exc()
 
 
 if __name__ == "__main__":

@@ -108,6 +108,20 @@ async fn every_config_in_mcp_json_example_starts_and_lists_tools() {
     let servers = example["mcpServers"].as_object().unwrap();
     assert!(!servers.is_empty());
     for (name, server) in servers {
+        if let Some(url) = server["url"].as_str() {
+            // An HTTP host config: a server started here stands in for the URL.
+            assert!(url.ends_with("/mcp") && server["type"] == "http", "{name}: {server}");
+            let header = server["headers"]["Authorization"].as_str();
+            let token = "example-token-0123456789abcdef";
+            let env: &[(&str, &str)] = if header.is_some() { &[("TOOLBELT_AUTH_TOKEN", token)] } else { &[] };
+            let http = super::http::HttpServer::start(&ws, &[], env).await;
+            let bearer = header.map(|h| h.replace("${TOOLBELT_AUTH_TOKEN}", token));
+            let token = bearer.as_deref().map(|b| b.strip_prefix("Bearer ").unwrap());
+            let service = rmcp::ServiceExt::serve((), http.transport(token)).await.unwrap();
+            assert_eq!(service.list_all_tools().await.unwrap().len(), 4, "{name}");
+            service.cancel().await.unwrap();
+            continue;
+        }
         assert_eq!(server["command"], "/absolute/path/to/toolbelt-mcp", "{name}");
         let args: Vec<String> = server["args"]
             .as_array()

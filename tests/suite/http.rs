@@ -22,7 +22,7 @@ use super::common::{BIN, Client, Workspace, gone, op, unpack, wait_gone};
 const TOKEN: &str = "test-token-0123456789abcdef";
 
 /// A `serve --http 127.0.0.1:0` server; killed when dropped.
-struct HttpServer {
+pub struct HttpServer {
     child: tokio::process::Child,
     /// `http://127.0.0.1:PORT`.
     base: String,
@@ -31,7 +31,7 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    async fn start(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
+    pub async fn start(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
         Self::start_at(ws, "127.0.0.1:0", extra, env).await
     }
 
@@ -78,7 +78,7 @@ impl HttpServer {
         self.child.id().unwrap()
     }
 
-    fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
+    pub fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
         if let Some(token) = token {
             config = config.auth_header(token);
@@ -411,4 +411,7 @@ async fn a_connection_dropped_mid_call_cancels_the_call() {
     let pid = read_pid(&pid_file).await;
     drop(response);
     assert!(wait_gone(pid, 10).await, "the call of a dropped connection kept running ({pid})");
+    let deleted = reqwest::Client::new().delete(server.url()).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(deleted.status().as_u16(), 204, "a closed session answers 204 No Content");
+    assert_eq!(post(&server.url(), &initialized, &with_session).await.0, 404, "the session is gone");
 }

@@ -3,7 +3,7 @@
 mod cli;
 pub mod common;
 mod confinement;
-mod http;
+pub mod http;
 mod list_dir;
 mod memory;
 mod policy;

@@ -95,7 +95,12 @@ async fn check(guard: &Guard, mut request: Request, next: Next) -> Response {
         call = disconnect::request_id(&bytes).map(|id| (session, id));
         request = Request::from_parts(parts, Body::from(bytes));
     }
-    let response = next.run(request).await;
+    let deleting = request.method() == Method::DELETE;
+    let mut response = next.run(request).await;
+    if deleting && response.status() == StatusCode::ACCEPTED {
+        // rmcp answers a closed session with 202; clients (the Python SDK) expect 200 or 204.
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     if let Some((session, id)) = call
         && is_event_stream(response.headers())
     {

@@ -63,6 +63,13 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
 
     let accepting = CancellationToken::new();
     let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    // Answers go out in several writes (headers, SSE events): without `TCP_NODELAY`, Nagle's
+    // algorithm meets the client's delayed ACK and a call waits ~40 ms.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(%err, "cannot set TCP_NODELAY");
+        }
+    });
     let serving = axum::serve(listener, service).with_graceful_shutdown(accepting.clone().cancelled_owned());
     let mut serving = tokio::spawn(async move { serving.await });
     let outcome = tokio::select! {
