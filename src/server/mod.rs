@@ -43,6 +43,8 @@ pub struct Shared {
     tools: OnceLock<Result<Vec<Tool>, String>>,
     calls: TaskTracker,
     sessionless: Option<Arc<Session>>,
+    /// When a request last used the sessionless state.
+    sessionless_used: Mutex<Instant>,
     open: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -52,7 +54,15 @@ impl Shared {
     pub fn new(config: Arc<Config>, store: Arc<Store>, sessionless: bool) -> Arc<Self> {
         let sessionless = sessionless.then(|| Arc::new(Session::new(&config)));
         let (tools, calls, open) = (OnceLock::new(), TaskTracker::new(), Mutex::default());
-        Arc::new(Self { config, store, tools, calls, sessionless, open })
+        let sessionless_used = Mutex::new(Instant::now());
+        Arc::new(Self { config, store, tools, calls, sessionless, sessionless_used, open })
+    }
+
+    /// The sessionless state, if no request has used it for `idle` (and no call runs).
+    pub fn idle_sessionless(&self, idle: std::time::Duration) -> Option<Arc<Session>> {
+        let used = *self.sessionless_used.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = used.elapsed() >= idle && self.calls.is_empty();
+        self.sessionless.clone().filter(|_| idle)
     }
 
     /// The calls in flight (closed and awaited on shutdown).
@@ -111,7 +121,10 @@ impl Server {
     fn session_for(&self, meta: &rmcp::model::RequestMetaObject) -> Arc<Session> {
         let modern = meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         match &self.shared.sessionless {
-            Some(sessionless) if modern => sessionless.clone(),
+            Some(sessionless) if modern => {
+                *self.shared.sessionless_used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+                sessionless.clone()
+            }
             _ => self.session(),
         }
     }

@@ -163,9 +163,16 @@ impl Terminals {
         });
     }
 
-    /// Ends everything: `SIGTERM` to every group, `SIGKILL` to what is left after a second,
-    /// then removes spilled output and the private temp dir.
+    /// Ends everything: every process (see [`Terminals::end_processes`]), then spilled output
+    /// and the private temp dir.
     pub async fn shutdown(&self) {
+        self.end_processes().await;
+        self.remove_scratch();
+    }
+
+    /// Ends every process started here: `SIGTERM` to every group, `SIGKILL` to what is left
+    /// after a second. Returns how many groups there were.
+    pub async fn end_processes(&self) -> usize {
         let groups = self.live_groups();
         for pgid in &groups {
             signal_group(*pgid, Signal::TERM);
@@ -177,7 +184,7 @@ impl Terminals {
         for pgid in &groups {
             signal_group(*pgid, Signal::KILL);
         }
-        self.remove_scratch();
+        groups.len()
     }
 
     /// The process groups that may still have processes: running sessions' and the ones

@@ -106,6 +106,15 @@ impl HttpServer {
     fn logged(&self, needle: &str) -> bool {
         self.stderr.lock().unwrap().iter().any(|line| line.contains(needle))
     }
+
+    /// Waits up to 5 s for a line of stderr holding `needle`.
+    async fn logs(&self, needle: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.logged(needle) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.logged(needle)
+    }
 }
 
 /// A raw `initialize` POST.
@@ -151,7 +160,7 @@ async fn both_protocol_eras_list_and_call_and_health_answers() {
     assert!(!found.is_error && found.text.contains("src/lib.rs"), "{}", found.text);
     legacy.close().await;
     modern.cancel().await.unwrap();
-    assert!(server.logged("http request") && server.logged("status=200"), "one log line per request");
+    assert!(server.logs("http request").await && server.logged("status=200"), "one log line per request");
 }
 
 #[tokio::test]
@@ -297,7 +306,29 @@ async fn an_idle_session_is_closed_and_its_commands_killed() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!gone(pid), "still running before the timeout");
     assert!(wait_gone(pid, 8).await, "the idle session's command {pid} survived");
-    assert!(server.logged("session closed"), "{:?}", server.stderr.lock().unwrap());
+    assert!(server.logs("session closed").await, "{:?}", server.stderr.lock().unwrap());
+}
+
+#[tokio::test]
+async fn idle_sessionless_commands_are_ended_too() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--idle-timeout", "2s"], &[]).await;
+    let modern = server.modern().await;
+    let args = op("run_command", json!({"command": "echo $$; exec sleep 300", "background": true}));
+    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args.as_object().unwrap().clone());
+    let started = unpack(modern.peer().call_tool(params).await.unwrap());
+    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(!gone(pid), "still running before the timeout");
+    assert!(wait_gone(pid, 8).await, "the idle sessionless command {pid} survived");
+    assert!(server.logs("their commands were ended").await, "{:?}", server.stderr.lock().unwrap());
+    // The state itself stays usable.
+    let listed = modern.peer().call_tool(
+        CallToolRequestParams::new("terminal_operations")
+            .with_arguments(op("list_sessions", json!({})).as_object().unwrap().clone()),
+    );
+    assert!(!unpack(listed.await.unwrap()).is_error);
+    modern.cancel().await.unwrap();
 }
 
 /// Counts progress notifications.
@@ -352,6 +383,21 @@ async fn long_calls_stream_progress_and_a_dropped_client_cancels_them() {
 }
 
 #[tokio::test]
+async fn a_2026_client_that_goes_away_mid_call_cancels_it() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let modern = server.modern().await;
+    let pid_file = ws.root.join("modern.pid");
+    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let pending = modern.send_cancellable_request(run_request(&command), PeerRequestOptions::no_options()).await;
+    let pid = read_pid(&pid_file).await;
+    assert!(!gone(pid));
+    drop(pending);
+    drop(modern);
+    assert!(wait_gone(pid, 10).await, "the sessionless call of a client that went away kept running ({pid})");
+}
+
+#[tokio::test]
 async fn sigterm_finishes_then_kills_everything_and_exits() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &["--shutdown-grace", "1s"], &[]).await;
@@ -377,7 +423,7 @@ async fn sigterm_finishes_then_kills_everything_and_exits() {
     for pid in [bg_pid, fg_pid, sessionless_pid] {
         assert!(gone(pid), "process {pid} outlived the server");
     }
-    assert!(server.logged("shutting down"));
+    assert!(server.logs("shutting down").await);
     // The call in flight was answered before the server went away.
     let answered = tokio::time::timeout(Duration::from_secs(5), running).await.expect("an answer").unwrap().unwrap();
     let text = format!("{answered:?}");

@@ -16,11 +16,18 @@ use rmcp::transport::streamable_http_server::SessionManager;
 
 use crate::server::http::sessions::Sessions;
 
+/// The fields of a JSON-RPC message that say whether it is a request, and which.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    id: Option<serde_json::Value>,
+    method: Option<serde::de::IgnoredAny>,
+}
+
 /// The id of the JSON-RPC request in a body, if it is one request (not a notification).
 pub fn request_id(body: &Bytes) -> Option<serde_json::Value> {
-    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
-    message.get("method")?;
-    message.get("id").cloned()
+    let message: Envelope = serde_json::from_slice(body).ok()?;
+    message.method?;
+    message.id
 }
 
 /// `response`, whose end before completion cancels request `id` of `session`.

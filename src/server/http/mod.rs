@@ -61,6 +61,7 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     let token_note = if http.token.is_some() { "; every request needs the bearer token" } else { "" };
     let _ = writeln!(std::io::stderr(), "toolbelt-mcp: serving MCP on http://{local}{ENDPOINT}{token_note}");
 
+    tokio::spawn(reap_sessionless(shared.clone(), http.idle_timeout, stop_sessions.clone()));
     let accepting = CancellationToken::new();
     let service = app.into_make_service_with_connect_info::<SocketAddr>();
     // Answers go out in several writes (headers, SSE events): without `TCP_NODELAY`, Nagle's
@@ -96,6 +97,25 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     }
     config.audit.flush();
     outcome
+}
+
+/// The idle timeout for requests without a session (protocol 2026-07-28): when none has come
+/// for `idle`, the commands they started are ended, as a session's would be.
+async fn reap_sessionless(shared: Arc<Shared>, idle: Duration, stop: CancellationToken) {
+    let mut tick = tokio::time::interval((idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(60)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Some(sessionless) = shared.idle_sessionless(idle) {
+            let ended = sessionless.terminals.end_processes().await;
+            if ended > 0 {
+                tracing::info!(groups = ended, "no sessionless request for {idle:?}; their commands were ended");
+            }
+        }
+    }
 }
 
 /// `SIGTERM`, `SIGINT` and `SIGHUP`.
