@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::common::{BIN, Client, Workspace, gone, op, unpack, wait_gone};
+use super::policy::Asker;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -190,6 +191,38 @@ async fn sessions_keep_their_commands_and_changes_to_themselves() {
     assert!(wait_gone(pid, 5).await, "closing the session must end its command {pid}");
     assert!(!b.run("true").await.is_error);
     b.close().await;
+}
+
+#[tokio::test]
+async fn a_grant_for_the_session_stays_in_its_session() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &["--approval", "on-write"], &[]).await;
+    let (asker_a, asker_b) = (Asker::default(), Asker::default());
+    let a = asker_a.clone().serve(server.transport(None)).await.unwrap();
+    let b = asker_b.clone().serve(server.transport(None)).await.unwrap();
+    let create = |path: &str| {
+        let args = op("create_file", json!({"path": path, "content": "x"})).as_object().unwrap().clone();
+        CallToolRequestParams::new("file_operations").with_arguments(args)
+    };
+    asker_a.answer(&["allow_session"]);
+    assert!(!unpack(a.peer().call_tool(create("notes/a1.txt")).await.unwrap()).is_error);
+    assert!(!unpack(a.peer().call_tool(create("notes/a2.txt")).await.unwrap()).is_error);
+    assert_eq!(asker_a.asked(), 1, "asked over HTTP once; the grant covers the second write");
+    let refused = unpack(b.peer().call_tool(create("notes/b1.txt")).await.unwrap());
+    assert_eq!(asker_b.asked(), 1, "the other session is asked: a's grant is not its own");
+    assert!(refused.is_error && !ws.root.join("notes/b1.txt").exists(), "{}", refused.text);
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+
+    // A 2026-07-28 client is asked through an input-required result and retries with the answer.
+    let asker = Asker::default();
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let modern = asker.clone().serve_with_lifecycle(server.transport(None), lifecycle).await.unwrap();
+    asker.answer(&["allow_once"]);
+    let made = unpack(modern.call_tool(create("modern.txt")).await.unwrap());
+    assert!(!made.is_error && ws.root.join("modern.txt").exists(), "{}", made.text);
+    assert_eq!(asker.asked(), 1);
+    modern.cancel().await.unwrap();
 }
 
 #[tokio::test]

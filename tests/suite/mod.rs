@@ -6,7 +6,7 @@ mod confinement;
 pub mod http;
 mod list_dir;
 mod memory;
-mod policy;
+pub mod policy;
 mod protocol;
 mod read_file;
 mod roots;

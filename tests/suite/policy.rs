@@ -19,7 +19,7 @@ use super::common::{BIN, Reply, Workspace, op, unpack};
 /// A client that declares elicitation and answers from a script: `allow_once`,
 /// `allow_session`, `deny` (with a note), or `timeout` (answers too late).
 #[derive(Clone, Default)]
-struct Asker {
+pub struct Asker {
     answers: Arc<Mutex<VecDeque<&'static str>>>,
     asked: Arc<Mutex<Vec<String>>>,
 }
@@ -50,11 +50,11 @@ impl ClientHandler for Asker {
 }
 
 impl Asker {
-    fn answer(&self, answers: &[&'static str]) {
+    pub fn answer(&self, answers: &[&'static str]) {
         self.answers.lock().unwrap().extend(answers);
     }
 
-    fn asked(&self) -> usize {
+    pub fn asked(&self) -> usize {
         self.asked.lock().unwrap().len()
     }
 }
