@@ -169,10 +169,9 @@ async fn sessions_keep_their_commands_and_changes_to_themselves() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &[], &[]).await;
     let (a, b) = (server.client().await, server.client().await);
-    let started = a.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
-    assert!(!started.is_error, "{}", started.text);
+    let started = a.term("run_command", background_sleep()).await;
+    let pid = pid_of(&started);
     let id = started.structured["session_id"].as_str().unwrap().to_string();
-    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
     assert_eq!(a.term("list_sessions", json!({})).await.structured["sessions"].as_array().unwrap().len(), 1);
     assert_eq!(b.term("list_sessions", json!({})).await.structured["sessions"].as_array().unwrap().len(), 0);
     let foreign = b.term("read_output", json!({"session_id": id})).await;
@@ -334,8 +333,7 @@ async fn an_idle_session_is_closed_and_its_commands_killed() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &["--idle-timeout", "2s"], &[]).await;
     let client = server.client().await;
-    let started = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
-    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    let pid = pid_of(&client.term("run_command", background_sleep()).await);
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!gone(pid), "still running before the timeout");
     assert!(wait_gone(pid, 8).await, "the idle session's command {pid} survived");
@@ -347,10 +345,7 @@ async fn idle_sessionless_commands_are_ended_too() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &["--idle-timeout", "2s"], &[]).await;
     let modern = server.modern().await;
-    let args = op("run_command", json!({"command": "echo $$; exec sleep 300", "background": true}));
-    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args.as_object().unwrap().clone());
-    let started = unpack(modern.peer().call_tool(params).await.unwrap());
-    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    let pid = sessionless_background(&modern).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!gone(pid), "still running before the timeout");
     assert!(wait_gone(pid, 8).await, "the idle sessionless command {pid} survived");
@@ -381,6 +376,32 @@ fn run_request(command: &str) -> ClientRequest {
     ))
 }
 
+/// `run_command` fields of a background `sleep 300` that prints its pid first.
+fn background_sleep() -> Value {
+    json!({"command": "echo $$; exec sleep 300", "background": true})
+}
+
+/// The pid a [`background_sleep`] printed.
+fn pid_of(started: &super::common::Reply) -> u32 {
+    assert!(!started.is_error, "{}", started.text);
+    started.structured["stdout"].as_str().unwrap().trim().parse().unwrap()
+}
+
+/// A [`background_sleep`] started by a 2026-07-28 client (no session); its pid.
+async fn sessionless_background(modern: &RunningService<RoleClient, ClientConfig>) -> u32 {
+    let args = op("run_command", background_sleep()).as_object().unwrap().clone();
+    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args);
+    pid_of(&unpack(modern.peer().call_tool(params).await.unwrap()))
+}
+
+/// A foreground `sleep 300` that first writes its pid to `<root>/<name>.pid`: the file and
+/// the command.
+fn sleep_writing_pid(ws: &Workspace, name: &str) -> (std::path::PathBuf, String) {
+    let file = ws.root.join(format!("{name}.pid"));
+    let command = format!("echo $$ > {}; exec sleep 300", file.display());
+    (file, command)
+}
+
 async fn read_pid(file: &std::path::Path) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
@@ -405,8 +426,7 @@ async fn long_calls_stream_progress_and_a_dropped_client_cancels_them() {
     handle.unwrap().await_response().await.unwrap();
     assert!(counter.0.load(Ordering::SeqCst) >= 2, "progress notifications arrive over SSE while it runs");
 
-    let pid_file = ws.root.join("cancelled.pid");
-    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let (pid_file, command) = sleep_writing_pid(&ws, "cancelled");
     let _pending = service.send_cancellable_request(run_request(&command), PeerRequestOptions::no_options()).await;
     let pid = read_pid(&pid_file).await;
     // The client goes away without a word: its connection closes.
@@ -420,8 +440,7 @@ async fn a_2026_client_that_goes_away_mid_call_cancels_it() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &[], &[]).await;
     let modern = server.modern().await;
-    let pid_file = ws.root.join("modern.pid");
-    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let (pid_file, command) = sleep_writing_pid(&ws, "modern");
     let pending = modern.send_cancellable_request(run_request(&command), PeerRequestOptions::no_options()).await;
     let pid = read_pid(&pid_file).await;
     assert!(!gone(pid));
@@ -435,18 +454,13 @@ async fn sigterm_finishes_then_kills_everything_and_exits() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &["--shutdown-grace", "1s"], &[]).await;
     let client = server.client().await;
-    let bg = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
-    let bg_pid: u32 = bg.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
-    let pid_file = ws.root.join("fg.pid");
-    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let bg_pid = pid_of(&client.term("run_command", background_sleep()).await);
+    let (pid_file, command) = sleep_writing_pid(&ws, "fg");
     let peer = client.service.peer().clone();
     let running = tokio::spawn(async move { peer.send_request(run_request(&command)).await });
     let fg_pid = read_pid(&pid_file).await;
     let modern = server.modern().await;
-    let args = op("run_command", json!({"command": "echo $$; exec sleep 300", "background": true}));
-    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args.as_object().unwrap().clone());
-    let sessionless = unpack(modern.peer().call_tool(params).await.unwrap());
-    let sessionless_pid: u32 = sessionless.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    let sessionless_pid = sessionless_background(&modern).await;
 
     let started = Instant::now();
     let server_pid = server.pid();
@@ -473,8 +487,7 @@ async fn a_connection_dropped_mid_call_cancels_the_call() {
     let with_session = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(post(&server.url(), &initialized, &with_session).await.0, 202);
-    let pid_file = ws.root.join("dropped.pid");
-    let command = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let (pid_file, command) = sleep_writing_pid(&ws, "dropped");
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "terminal_operations", "arguments": {"operation": "run_command", "command": command}}});
     let mut request = reqwest::Client::new()
