@@ -429,6 +429,8 @@ fn verdict(same: bool) -> &'static str {
 }
 
 fn main() {
+    // reqwest is built without a default TLS provider (the agent installs ring's).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let o = parse_opts();
     assert!(o.bin.exists(), "server binary {} not found (build with `cargo build --release`)", o.bin.display());
     let ws = Workspace::create();

@@ -24,6 +24,74 @@ pub enum Command {
     Schemas(SchemasArgs),
     /// Report the resolved configuration, roots, state dir and Landlock support.
     Doctor(CommonArgs),
+    /// Run a coding agent on a task: an LLM (Anthropic or any OpenAI-compatible API) using
+    /// the tools of `toolbelt-mcp serve` (started as a child) or of another MCP server.
+    /// Progress goes to stderr, the final answer to stdout. Exit codes: 0 done, 1 error,
+    /// 2 max turns or token budget reached, 3 denied or interrupted.
+    Agent(AgentArgs),
+}
+
+/// Flags of `toolbelt-mcp agent`.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// The flags every command shares; they are passed on to the `serve` child.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The task. Without it, the task is read from stdin (when stdin is not a terminal).
+    #[arg(short = 'p', long = "prompt", value_name = "TASK")]
+    pub prompt: Option<String>,
+    /// The API: `anthropic` (Messages API) or `openai` (Chat Completions, also Ollama,
+    /// llama.cpp, vLLM, OpenRouter). Default: `anthropic` when `ANTHROPIC_API_KEY` is set,
+    /// else `openai` when `OPENAI_API_KEY` or `--base-url` is given.
+    #[arg(long, value_enum, value_name = "API")]
+    pub provider: Option<crate::agent::provider::Kind>,
+    /// The model (default for `anthropic`: `claude-sonnet-4-5`; required for `openai`).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The API's base URL, e.g. `http://localhost:11434/v1` for Ollama (default:
+    /// `https://api.anthropic.com` or `https://api.openai.com/v1`).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default `ANTHROPIC_API_KEY` or
+    /// `OPENAI_API_KEY`).
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
+    /// Most model turns (one turn is one model reply).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub max_turns: u32,
+    /// Stop once this many tokens (input + output, over all turns) are used.
+    #[arg(long, value_name = "N")]
+    pub max_tokens_total: Option<u64>,
+    /// Most tokens the model may write per turn (default for `anthropic`: 8192).
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u32>,
+    /// How long one request to the model may take (e.g. `90s`, `10m`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10m")]
+    pub request_timeout: std::time::Duration,
+    /// Offer only these tools (comma-separated or repeated; `tool` or `tool.operation`).
+    #[arg(long = "allow-tools", value_name = "NAMES", value_delimiter = ',')]
+    pub allow_tools: Vec<String>,
+    /// Never offer these tools (comma-separated or repeated; `tool` or `tool.operation`).
+    #[arg(long = "deny-tools", value_name = "NAMES", value_delimiter = ',')]
+    pub deny_tools: Vec<String>,
+    /// Accept every question the server asks (approvals) without asking. Without it, a
+    /// terminal asks you, and a headless run declines.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print one JSON summary on stdout instead of the final answer.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the whole conversation to this file as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// Use the streamable HTTP MCP server at this URL instead of starting one (a bearer
+    /// token is taken from `TOOLBELT_AUTH_TOKEN`).
+    #[arg(long, value_name = "URL", conflicts_with = "server_cmd")]
+    pub server_url: Option<String>,
+    /// Start this MCP server (stdio) instead of `toolbelt-mcp serve`, e.g.
+    /// `--server-cmd "npx -y @modelcontextprotocol/server-filesystem ."`.
+    #[arg(long, value_name = "CMD")]
+    pub server_cmd: Option<String>,
 }
 
 /// Flags shared by every command that resolves a configuration.

@@ -1,5 +1,6 @@
 //! Entry point: parse the command line, set up logging on stderr, run the subcommand.
 
+mod agent;
 mod cli;
 mod commands;
 mod config;
@@ -29,6 +30,12 @@ fn main() -> ExitCode {
         return sandbox::exec::child_main(args.collect());
     }
     let cli = Cli::parse();
+    if let Command::Agent(args) = &cli.command {
+        // The agent's stderr is its progress display: warnings only, whatever `RUST_LOG` says
+        // of the other commands.
+        init_logging("warn");
+        return agent::main(args);
+    }
     let http = matches!(&cli.command, Command::Serve(args) if args.http.http.is_some());
     // Over HTTP, one log line per request at `info`; on stdio, warnings only.
     init_logging(if http { "warn,toolbelt_mcp::server::http=info" } else { "warn" });
@@ -36,6 +43,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => resolve(&args.common).and_then(|config| serve(config, &args.http)),
         Command::Doctor(args) => resolve(args).and_then(|config| commands::doctor::run(&config)).map(|()| true),
         Command::Schemas(args) => commands::schemas::run(args),
+        Command::Agent(_) => Ok(true),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -120,6 +120,12 @@ pub fn remove_state_dir(path: &Path) {
     let _ = std::fs::remove_dir_all(path);
 }
 
+/// Creates (or truncates) a file the CLI user named, such as the agent's `--transcript`: the
+/// user's own choice, not a tool operation, so it is not confined to a root.
+pub fn create_user_file(path: &Path) -> io::Result<File> {
+    File::create(path)
+}
+
 /// Appends to a small private file (mode 0600) in `dir`, creating `dir` (mode 0700) if needed.
 pub fn append_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
     use std::io::Write;

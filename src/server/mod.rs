@@ -160,11 +160,21 @@ fn to_rmcp_tool(spec: ToolSpec) -> Tool {
         .destructive(spec.annotations.destructive_hint)
         .idempotent(spec.annotations.idempotent_hint)
         .open_world(spec.annotations.open_world_hint);
-    Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
+    let tool = Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
         .with_title(spec.title)
         .with_raw_output_schema(Arc::new(spec.output_schema))
-        .with_annotations(annotations)
+        .with_annotations(annotations);
+    if spec.read_only_operations.is_empty() {
+        return tool;
+    }
+    let mut meta = rmcp::model::JsonObject::new();
+    meta.insert(READ_ONLY_OPERATIONS.into(), spec.read_only_operations.into());
+    tool.with_meta(rmcp::model::MetaObject(meta))
 }
+
+/// The tool `_meta` key listing the `operation` values that only read (see
+/// `ToolSpec::read_only_operations`); the agent runs such calls in parallel.
+pub const READ_ONLY_OPERATIONS: &str = "toolbelt-mcp/readOnlyOperations";
 
 fn to_result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text)];

@@ -23,6 +23,10 @@ pub struct ToolSpec {
     pub output_schema: Map<String, Value>,
     /// Behaviour hints.
     pub annotations: Annotations,
+    /// The `operation` values that only read (consolidated tools, which mix reads and
+    /// writes): listed in the tool's `_meta` so clients can run such calls in parallel.
+    #[serde(skip)]
+    pub read_only_operations: Vec<&'static str>,
 }
 
 /// MCP tool annotations, exact for what the tool's operations can do.
@@ -107,6 +111,11 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
         input_schema,
         output_schema,
         annotations: Annotations::of(operations.iter().map(|op| op.kind)),
+        read_only_operations: operations
+            .iter()
+            .filter(|op| matches!(op.kind, EffectKind::Read))
+            .map(|op| op.name)
+            .collect(),
     })
 }
 
@@ -130,6 +139,7 @@ fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> 
         input_schema,
         output_schema,
         annotations: Annotations::of(std::iter::once(op.kind)),
+        read_only_operations: Vec::new(),
     })
 }
 

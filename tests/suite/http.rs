@@ -37,6 +37,8 @@ impl HttpServer {
     }
 
     async fn start_at(ws: &Workspace, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        // reqwest is built without a default TLS provider (the agent installs ring's).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut command = tokio::process::Command::new(BIN);
         command
             .args(["serve", "--http", addr, "--root", ws.root.to_str().unwrap()])
@@ -71,7 +73,8 @@ impl HttpServer {
         Self { child, base, stderr }
     }
 
-    fn url(&self) -> String {
+    /// The MCP endpoint.
+    pub fn url(&self) -> String {
         format!("{}/mcp", self.base)
     }
 

@@ -1,10 +1,12 @@
 //! Test suites, one per area.
 
+mod agent;
 mod cli;
 pub mod common;
 mod confinement;
 pub mod http;
 mod list_dir;
+mod llm;
 mod memory;
 pub mod policy;
 mod protocol;

@@ -1,0 +1,51 @@
+//! Ctrl-C and SIGTERM for the agent: each Ctrl-C is one event, so the loop decides what it
+//! means (cancel the running tool call, or stop); SIGTERM stops at once.
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+/// A signal the loop acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Ctrl-C (SIGINT).
+    Interrupt,
+    /// SIGTERM or SIGHUP.
+    Terminate,
+}
+
+/// The signals received and not yet acted on.
+pub struct Interrupts {
+    received: mpsc::UnboundedReceiver<Signal>,
+}
+
+impl Interrupts {
+    /// Starts listening (replacing the default of dying on these signals).
+    pub fn listen() -> std::io::Result<Self> {
+        let (sender, received) = mpsc::unbounded_channel();
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut hangup = signal(SignalKind::hangup())?;
+        tokio::spawn(async move {
+            loop {
+                let signal = tokio::select! {
+                    Some(()) = interrupt.recv() => Signal::Interrupt,
+                    Some(()) = terminate.recv() => Signal::Terminate,
+                    Some(()) = hangup.recv() => Signal::Terminate,
+                    else => return,
+                };
+                if sender.send(signal).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Self { received })
+    }
+
+    /// The next signal (pending forever once the listener is gone).
+    pub async fn next(&mut self) -> Signal {
+        match self.received.recv().await {
+            Some(signal) => signal,
+            None => std::future::pending().await,
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! `toolbelt-mcp agent`: a coding agent that is an MCP client of `toolbelt-mcp serve` (or of
+//! another server) and drives an LLM through its tools. This file wires the pieces: the task,
+//! the provider, the connection, the loop, and what is printed at the end.
+
+mod calls;
+pub mod client;
+pub mod handler;
+pub mod interrupt;
+pub mod prompt;
+pub mod provider;
+pub mod report;
+pub mod settings;
+pub mod tools;
+pub mod turns;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::cli::AgentArgs;
+use client::Connection;
+use report::{Reporter, Transcript, thousands};
+use turns::{Agent, Limits, Run, Stop};
+
+/// Exit code: a setup or provider error.
+const EXIT_ERROR: u8 = 1;
+/// Exit code: `--max-turns` or `--max-tokens-total` reached.
+const EXIT_LIMIT: u8 = 2;
+/// Exit code: a question was declined, or the run was interrupted.
+const EXIT_DENIED: u8 = 3;
+
+/// Runs the agent; the exit code says how it ended.
+pub fn main(args: &AgentArgs) -> ExitCode {
+    // TLS for the provider and for `--server-url`: rustls with ring (see Cargo.toml).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let reporter = Arc::new(Reporter::new());
+    let setup = match settings::Setup::resolve(args, &|key| std::env::var_os(key)) {
+        Ok(setup) => setup,
+        Err(err) => return fail(&reporter, &err.to_string()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&reporter, &format!("cannot start the async runtime: {err}")),
+    };
+    match runtime.block_on(run(args, setup, reporter.clone())) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => fail(&reporter, &message),
+    }
+}
+
+fn fail(reporter: &Reporter, message: &str) -> ExitCode {
+    reporter.line(format_args!("toolbelt-mcp agent: {message}"));
+    ExitCode::from(EXIT_ERROR)
+}
+
+async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) -> Result<u8, String> {
+    let started = Instant::now();
+    let notify_to = reporter.clone();
+    let notify: provider::http::Notify = Arc::new(move |line| notify_to.line(format_args!("  {line}")));
+    let provider = provider::build(setup.provider.clone(), notify).map_err(|e| e.to_string())?;
+    let mut transcript = Transcript::create(args.transcript.as_deref())
+        .map_err(|e| format!("cannot create the transcript file: {e}; pass a writable `--transcript` path"))?;
+    let mut interrupts = interrupt::Interrupts::listen().map_err(|e| format!("cannot listen for Ctrl-C: {e}"))?;
+    let denied = Arc::new(AtomicUsize::new(0));
+    let handler = handler::Handler::new(setup.answering, reporter.clone(), denied.clone());
+    let connection = Connection::open(&setup.target, handler).await?;
+    let tools = tools::Toolset::new(&connection.tools, &setup.filter);
+    if tools.defs.is_empty() {
+        let listed = connection_tool_names(&connection);
+        connection.close().await;
+        return Err(format!(
+            "no tool is left to offer the model (the server has {listed}); loosen `--allow-tools` / `--deny-tools`"
+        ));
+    }
+    let system = prompt::system_prompt(&setup.root, prompt::read_agents_md(&setup.root).as_deref());
+    reporter.line(format_args!(
+        "agent: {} · {} · {} tools · {}",
+        provider.label(),
+        connection.server,
+        tools.defs.len(),
+        setup.root.display()
+    ));
+    transcript.write(
+        &reporter,
+        &json!({"type": "start", "provider": provider.label(), "server": connection.server, "tools": tools.names(), "system": system}),
+    );
+    let limits = Limits {
+        max_turns: args.max_turns,
+        max_tokens_total: args.max_tokens_total,
+        max_output_tokens: setup.max_output_tokens,
+    };
+    let mut agent = Agent {
+        provider: provider.as_ref(),
+        connection: &connection,
+        tools: &tools,
+        reporter: &reporter,
+        transcript: &mut transcript,
+        interrupts: &mut interrupts,
+        denied: denied.clone(),
+        system: &system,
+        limits,
+    };
+    let outcome = agent.run(&setup.task).await;
+    connection.close().await;
+    let denied = denied.load(Ordering::Relaxed);
+    let code = exit_code(&outcome.stop, denied);
+    let summary = summary(&outcome, denied, code, started, &provider.label(), &tools);
+    transcript.write(&reporter, &json!({"type": "end", "summary": summary}));
+    report_end(&reporter, &outcome, denied, code, started);
+    let mut out = std::io::stdout().lock();
+    let printed = if args.json {
+        writeln!(out, "{summary}")
+    } else if outcome.final_answer.is_empty() {
+        Ok(())
+    } else {
+        writeln!(out, "{}", outcome.final_answer)
+    };
+    printed.map_err(|e| format!("cannot write to stdout: {e}"))?;
+    Ok(code)
+}
+
+fn connection_tool_names(connection: &Connection) -> String {
+    let names: Vec<String> = connection.tools.iter().map(|t| format!("`{}`", t.name)).collect();
+    if names.is_empty() { "none".into() } else { names.join(", ") }
+}
+
+/// How a run maps to the exit code.
+fn exit_code(stop: &Stop, denied: usize) -> u8 {
+    match stop {
+        Stop::Completed if denied == 0 => 0,
+        Stop::Completed | Stop::Interrupted => EXIT_DENIED,
+        Stop::MaxTurns | Stop::TokenBudget => EXIT_LIMIT,
+        Stop::Error(_) => EXIT_ERROR,
+    }
+}
+
+/// The `--json` summary (also the transcript's last line).
+fn summary(
+    run: &Run,
+    denied: usize,
+    code: u8,
+    started: Instant,
+    provider: &str,
+    tools: &tools::Toolset,
+) -> serde_json::Value {
+    json!({
+        "final_answer": run.final_answer,
+        "stop_reason": run.stop.name(),
+        "error": match &run.stop { Stop::Error(message) => Some(message), _ => None },
+        "exit_code": code,
+        "turns": run.turns,
+        "tool_calls": run.calls,
+        "denied": denied,
+        "tokens": {"input": run.usage.input, "output": run.usage.output},
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "provider": provider,
+        "tools": tools.names(),
+    })
+}
+
+/// The last stderr lines: how it ended, and why when it was not a plain success.
+fn report_end(reporter: &Reporter, run: &Run, denied: usize, code: u8, started: Instant) {
+    reporter.line(format_args!(
+        "agent: {} · {} turns · {} tool calls · {} in / {} out tokens · {:.1} s · exit {code}",
+        run.stop.name(),
+        run.turns,
+        run.calls.len(),
+        thousands(run.usage.input),
+        thousands(run.usage.output),
+        started.elapsed().as_secs_f64()
+    ));
+    match &run.stop {
+        Stop::Error(message) => reporter.line(format_args!("toolbelt-mcp agent: {message}")),
+        Stop::MaxTurns => {
+            reporter.line("agent: the turn limit was reached before the model finished; raise `--max-turns`")
+        }
+        Stop::TokenBudget => {
+            reporter.line("agent: the token budget was used up before the model finished; raise `--max-tokens-total`")
+        }
+        Stop::Completed | Stop::Interrupted => {}
+    }
+    if denied > 0 {
+        reporter.line(format_args!(
+            "agent: {denied} question(s) from the server were declined; pass `--yes` to accept them, or run on a terminal to answer"
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_stop() {
+        assert_eq!(exit_code(&Stop::Completed, 0), 0);
+        assert_eq!(exit_code(&Stop::Completed, 1), 3);
+        assert_eq!(exit_code(&Stop::Interrupted, 0), 3);
+        assert_eq!(exit_code(&Stop::MaxTurns, 2), 2);
+        assert_eq!(exit_code(&Stop::TokenBudget, 0), 2);
+        assert_eq!(exit_code(&Stop::Error("x".into()), 0), 1);
+    }
+}

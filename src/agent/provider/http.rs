@@ -1,0 +1,282 @@
+//! The providers' HTTP client: JSON POSTs over reqwest and rustls, with timeouts, retries on
+//! 408/409/429/5xx with exponential backoff that honours `retry-after`, and errors that show
+//! the provider's own message.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::Settings;
+
+/// Retries after the first attempt.
+const RETRIES: u32 = 5;
+/// The first backoff; it doubles per retry.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest single wait, whatever `retry-after` says.
+const LONGEST_WAIT: Duration = Duration::from_secs(60);
+/// How much of a provider's error body a message shows.
+const MESSAGE_CHARS: usize = 600;
+
+/// What went wrong talking to the provider.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The key was refused.
+    #[error(
+        "{provider} refused the API key (HTTP {status}): {message}; check the key in `{key_env}` (or name another variable with `--api-key-env`)"
+    )]
+    Unauthorized {
+        /// The provider's label.
+        provider: String,
+        /// 401 or 403.
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// The variable the key came from.
+        key_env: String,
+    },
+    /// The request was refused as invalid.
+    #[error(
+        "{provider} rejected the request (HTTP {status}): {message}; check `--model`, `--base-url` and `--provider`"
+    )]
+    Rejected {
+        /// The provider's label.
+        provider: String,
+        /// The status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// Retries ran out.
+    #[error("{provider} still failed after {attempts} attempts (last: {last}); try again later")]
+    GaveUp {
+        /// The provider's label.
+        provider: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        last: String,
+    },
+    /// Nothing answers at the URL.
+    #[error(
+        "cannot reach {provider} at `{url}`: {detail}; check `--base-url`, that the server is running, and its TLS certificate"
+    )]
+    Unreachable {
+        /// The provider's label.
+        provider: String,
+        /// The endpoint.
+        url: String,
+        /// Why.
+        detail: String,
+    },
+    /// The answer was not what the wire format promises.
+    #[error(
+        "{provider} answered with something that is not a reply of this API ({detail}); check `--provider` and `--base-url`"
+    )]
+    Malformed {
+        /// The provider's label.
+        provider: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("cannot set up the HTTP client: {0}")]
+    Setup(String),
+}
+
+/// Called with a line to show when a request is retried.
+pub type Notify = Arc<dyn Fn(String) + Send + Sync>;
+
+/// A JSON-over-HTTP client for one provider.
+pub struct Client {
+    http: reqwest::Client,
+    label: String,
+    key_env: String,
+    notify: Option<Notify>,
+}
+
+impl Client {
+    /// A client with the settings' timeout, speaking TLS through rustls.
+    pub fn new(settings: &Settings) -> Result<Self, ProviderError> {
+        // `agent::main` installed rustls' provider; installing again is a harmless no-op.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .timeout(settings.timeout)
+            .user_agent(concat!("toolbelt-mcp/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Setup(e.to_string()))?;
+        let label = format!("{} ({})", settings.kind.name(), settings.model);
+        Ok(Self { http, label, key_env: settings.key_env.clone(), notify: None })
+    }
+
+    /// Shows retries through `notify`.
+    pub fn with_notify(mut self, notify: Notify) -> Self {
+        self.notify = Some(notify);
+        self
+    }
+
+    /// The provider's label, e.g. `anthropic (claude-…)`.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// POSTs `body` to `url` with `headers`, retrying what is worth retrying, and returns the
+    /// JSON answer.
+    pub async fn post(&self, url: &str, headers: HeaderMap, body: &Value) -> Result<Value, ProviderError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let failure = match self.http.post(url).headers(headers.clone()).json(body).send().await {
+                Ok(response) if response.status().is_success() => {
+                    let text = response.text().await.map_err(|e| self.malformed(e.to_string()))?;
+                    return serde_json::from_str(&text).map_err(|e| self.malformed(format!("not JSON: {e}")));
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    let wait = retry_after(response.headers());
+                    let message = error_message(&response.text().await.unwrap_or_default());
+                    if !retried(status) {
+                        return Err(self.refused(status, message));
+                    }
+                    Failure { what: format!("HTTP {} {message}", status.as_u16()), wait }
+                }
+                Err(err) if err.is_connect() => {
+                    let detail = causes(&err);
+                    return Err(ProviderError::Unreachable { provider: self.label.clone(), url: url.into(), detail });
+                }
+                Err(err) if err.is_timeout() => Failure { what: "the request timed out".into(), wait: None },
+                Err(err) => Failure { what: format!("the connection failed ({err})"), wait: None },
+            };
+            if attempt > RETRIES {
+                return Err(ProviderError::GaveUp {
+                    provider: self.label.clone(),
+                    attempts: attempt,
+                    last: failure.what,
+                });
+            }
+            let wait = failure.wait.unwrap_or(FIRST_BACKOFF * 2u32.pow(attempt - 1)).min(LONGEST_WAIT);
+            if let Some(notify) = &self.notify {
+                notify(format!(
+                    "{}: {}; retry {attempt} of {RETRIES} in {:.1} s",
+                    self.label,
+                    failure.what,
+                    wait.as_secs_f64()
+                ));
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn refused(&self, status: StatusCode, message: String) -> ProviderError {
+        let provider = self.label.clone();
+        match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => ProviderError::Unauthorized {
+                provider,
+                status: status.as_u16(),
+                message,
+                key_env: self.key_env.clone(),
+            },
+            _ => ProviderError::Rejected { provider, status: status.as_u16(), message },
+        }
+    }
+
+    /// An answer that does not fit the wire format.
+    pub fn malformed(&self, detail: String) -> ProviderError {
+        ProviderError::Malformed { provider: self.label.clone(), detail }
+    }
+}
+
+/// A failed attempt worth retrying.
+struct Failure {
+    what: String,
+    wait: Option<Duration>,
+}
+
+/// The causes of an error (`a: b: c`), which for connection failures hold the reason
+/// (refused, DNS, certificate); the error itself only repeats the URL.
+fn causes(err: &dyn std::error::Error) -> String {
+    let Some(first) = err.source() else { return err.to_string() };
+    let mut text = first.to_string();
+    let mut source = first.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text = format!("{text}: {said}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Whether a status is worth another attempt: timeouts, conflicts, rate limits, overload and
+/// server errors.
+fn retried(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error()
+}
+
+/// The wait a `retry-after-ms` or `retry-after` (seconds) header asks for.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &str| {
+        headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    number("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+}
+
+/// The provider's message in an error body (`error.message`, `message`, or the text itself).
+fn error_message(body: &str) -> String {
+    let parsed = serde_json::from_str::<Value>(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message").or_else(|| v.get("message")).or_else(|| v.get("error")).and_then(Value::as_str)
+    });
+    let text = message.unwrap_or(body).trim();
+    let text = if text.is_empty() { "(no message)" } else { text };
+    match text.char_indices().nth(MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_messages_are_found_in_both_formats() {
+        let anthropic = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        assert_eq!(error_message(anthropic), "invalid x-api-key");
+        let openai = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
+        assert_eq!(error_message(openai), "Incorrect API key provided");
+        assert_eq!(error_message(r#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(error_message("  Bad Gateway \n"), "Bad Gateway");
+        assert_eq!(error_message(""), "(no message)");
+        assert!(error_message(&"x".repeat(2000)).ends_with('…'));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_milliseconds() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+        headers.clear();
+        headers.insert("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn only_transient_statuses_are_retried() {
+        for code in [408, 409, 429, 500, 502, 503, 504, 529] {
+            assert!(retried(StatusCode::from_u16(code).unwrap()), "{code}");
+        }
+        for code in [400, 401, 403, 404, 422] {
+            assert!(!retried(StatusCode::from_u16(code).unwrap()), "{code}");
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! What the agent shows while it works: progress lines on stderr (a live status line when
+//! stderr is a terminal), and the transcript file (the whole conversation as JSON lines).
+
+use std::fmt::Display;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Spinner frames of the live status line.
+const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/// How long a call runs before a plain (non-terminal) stderr gets a "still running" line.
+pub const STILL_RUNNING_EVERY: Duration = Duration::from_secs(15);
+
+/// Progress on stderr.
+pub struct Reporter {
+    tty: bool,
+    live: Mutex<bool>,
+}
+
+impl Reporter {
+    /// A reporter on this process's stderr.
+    pub fn new() -> Self {
+        Self { tty: std::io::stderr().is_terminal(), live: Mutex::new(false) }
+    }
+
+    /// Whether stderr is a terminal (live status lines are drawn).
+    pub fn is_tty(&self) -> bool {
+        self.tty
+    }
+
+    /// Prints a line, replacing the live status line if one is shown.
+    pub fn line(&self, text: impl Display) {
+        let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut err = std::io::stderr().lock();
+        if std::mem::take(&mut *live) {
+            let _ = write!(err, "\r\x1b[2K");
+        }
+        let _ = writeln!(err, "{text}");
+    }
+
+    /// Draws the live status line (terminals only): a spinner frame chosen by `elapsed`.
+    pub fn live(&self, text: &str, elapsed: Duration) {
+        if !self.tty {
+            return;
+        }
+        let frame = FRAMES[(elapsed.as_millis() / 100) as usize % FRAMES.len()];
+        let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{frame} {text} {:.1} s", elapsed.as_secs_f64());
+        let _ = err.flush();
+        *live = true;
+    }
+
+    /// Removes the live status line.
+    pub fn clear_live(&self) {
+        let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if std::mem::take(&mut *live) {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// A ticker for work in progress: the live line on a terminal, else a line every
+/// [`STILL_RUNNING_EVERY`].
+pub struct Ticker {
+    started: Instant,
+    said: Duration,
+}
+
+impl Ticker {
+    /// A ticker starting now.
+    pub fn new() -> Self {
+        Self { started: Instant::now(), said: Duration::ZERO }
+    }
+
+    /// How long since the start.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Shows that `what` is still running.
+    pub fn tick(&mut self, reporter: &Reporter, what: &str) {
+        let elapsed = self.elapsed();
+        if reporter.is_tty() {
+            reporter.live(what, elapsed);
+        } else if elapsed >= self.said + STILL_RUNNING_EVERY {
+            self.said = elapsed;
+            reporter.line(format_args!("  … {what}: still running after {} s", elapsed.as_secs()));
+        }
+    }
+}
+
+/// The transcript: one JSON object per line, written as the run goes (a crash keeps what was
+/// written).
+pub struct Transcript {
+    file: Option<std::fs::File>,
+}
+
+impl Transcript {
+    /// A transcript written to `path` (created or truncated), or none.
+    pub fn create(path: Option<&Path>) -> std::io::Result<Self> {
+        let file = path.map(crate::sandbox::fs::create_user_file).transpose()?;
+        Ok(Self { file })
+    }
+
+    /// Writes one event; a failing write is reported once and stops the transcript.
+    pub fn write(&mut self, reporter: &Reporter, event: &Value) {
+        let Some(file) = self.file.as_mut() else { return };
+        let mut line = event.to_string();
+        line.push('\n');
+        if let Err(err) = file.write_all(line.as_bytes()) {
+            reporter.line(format_args!("agent: cannot write the transcript ({err}); it stops here"));
+            self.file = None;
+        }
+    }
+}
+
+/// `text` cut to `max` characters on one line, with `…` when cut.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+/// `n` with thousands separators (`12,345`).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
+        assert_eq!(one_line("abcdefgh", 3), "abc…");
+        assert_eq!(one_line("ééé", 2), "éé…");
+    }
+
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

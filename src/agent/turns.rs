@@ -1,0 +1,250 @@
+//! The loop: ask the model, run the tool calls it asks for through MCP (`calls.rs`),
+//! feed the results back, until it answers without a tool call or a limit stops it.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::client::Connection;
+use super::interrupt::{Interrupts, Signal};
+use super::provider::{Block, Finish, Message, Provider, Request, Role, Usage};
+use super::report::{Reporter, Ticker, Transcript, one_line, thousands};
+use super::tools::Toolset;
+
+/// What bounds a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most model turns.
+    pub max_turns: u32,
+    /// Most tokens (in + out) over the run.
+    pub max_tokens_total: Option<u64>,
+    /// Most output tokens per turn.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// The model answered without a tool call.
+    Completed,
+    /// `--max-turns` was reached with tool calls still asked for.
+    MaxTurns,
+    /// `--max-tokens-total` was used up.
+    TokenBudget,
+    /// Ctrl-C (twice, or with nothing to cancel) or SIGTERM.
+    Interrupted,
+    /// The provider failed.
+    Error(String),
+}
+
+impl Stop {
+    /// The name in summaries.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxTurns => "max_turns",
+            Self::TokenBudget => "token_budget",
+            Self::Interrupted => "interrupted",
+            Self::Error(_) => "error",
+        }
+    }
+}
+
+/// One tool call, as the summary lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    /// The turn that asked for it.
+    pub turn: u32,
+    /// The tool.
+    pub tool: String,
+    /// Its `operation`, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// Its arguments on one line, cut.
+    pub arguments: String,
+    /// `ok`, `error`, `denied`, `rejected` (malformed or not offered) or `cancelled`.
+    pub outcome: &'static str,
+    /// How long it took.
+    pub ms: u64,
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The model's last text.
+    pub final_answer: String,
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Every tool call.
+    pub calls: Vec<CallRecord>,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// Everything the loop works with.
+pub struct Agent<'a> {
+    /// The model.
+    pub provider: &'a dyn Provider,
+    /// The MCP server.
+    pub connection: &'a Connection,
+    /// What the model may call.
+    pub tools: &'a Toolset,
+    /// Progress on stderr.
+    pub reporter: &'a Reporter,
+    /// The JSONL transcript.
+    pub transcript: &'a mut Transcript,
+    /// Ctrl-C and SIGTERM.
+    pub interrupts: &'a mut Interrupts,
+    /// Questions the user (or the headless default) said no to.
+    pub denied: Arc<AtomicUsize>,
+    /// The system prompt.
+    pub system: &'a str,
+    /// The bounds.
+    pub limits: Limits,
+}
+
+impl Agent<'_> {
+    /// Runs `task` to its end.
+    pub async fn run(&mut self, task: &str) -> Run {
+        let mut messages = vec![Message { role: Role::User, content: vec![Block::text(task)] }];
+        self.transcript.write(
+            self.reporter,
+            &json!({"type": "message", "turn": 0, "role": "user", "content": messages[0].content}),
+        );
+        let mut run = Run {
+            final_answer: String::new(),
+            stop: Stop::Completed,
+            turns: 0,
+            calls: Vec::new(),
+            usage: Usage::default(),
+        };
+        loop {
+            if run.turns >= self.limits.max_turns {
+                run.stop = Stop::MaxTurns;
+                break;
+            }
+            if self.limits.max_tokens_total.is_some_and(|max| run.usage.input + run.usage.output >= max) {
+                run.stop = Stop::TokenBudget;
+                break;
+            }
+            let reminder = self.connection.todo_reminder().await.map(|list| {
+                format!("<reminder>\nThe current todo list (keep it current as you work):\n\n{list}</reminder>")
+            });
+            let turn = run.turns + 1;
+            if let Some(text) = &reminder {
+                self.transcript.write(self.reporter, &json!({"type": "reminder", "turn": turn, "text": text}));
+            }
+            let request = Request {
+                system: self.system,
+                messages: &messages,
+                tools: &self.tools.defs,
+                reminder: reminder.as_deref(),
+                max_output_tokens: self.limits.max_output_tokens,
+            };
+            let started = Instant::now();
+            let reply = match self.ask(request, turn).await {
+                Some(Ok(reply)) => reply,
+                Some(Err(err)) => {
+                    run.stop = Stop::Error(err);
+                    break;
+                }
+                None => {
+                    run.stop = Stop::Interrupted;
+                    break;
+                }
+            };
+            run.turns = turn;
+            run.usage.input += reply.usage.input;
+            run.usage.output += reply.usage.output;
+            self.reporter.line(format_args!(
+                "turn {turn} · {:.1} s · {} in / {} out tokens",
+                started.elapsed().as_secs_f64(),
+                thousands(reply.usage.input),
+                thousands(reply.usage.output)
+            ));
+            self.transcript.write(
+                self.reporter,
+                &json!({"type": "message", "turn": turn, "role": "assistant", "content": reply.content, "usage": reply.usage, "finish": reply.finish}),
+            );
+            let text: Vec<String> = reply
+                .content
+                .iter()
+                .filter_map(|b| if let Block::Text { text } = b { Some(text.clone()) } else { None })
+                .collect();
+            if !text.is_empty() {
+                run.final_answer = text.join("\n");
+            }
+            let asked: Vec<Block> =
+                reply.content.iter().filter(|b| matches!(b, Block::ToolCall { .. })).cloned().collect();
+            let finish = reply.finish;
+            messages.push(Message { role: Role::Assistant, content: reply.content });
+            if asked.is_empty() {
+                match finish {
+                    Finish::Length => self.reporter.line(
+                        "agent: the model hit its output limit; its answer may be cut (raise `--max-output-tokens`)",
+                    ),
+                    Finish::Refused => self.reporter.line("agent: the model refused or its answer was filtered"),
+                    Finish::Done => {}
+                }
+                break;
+            }
+            if !text.is_empty() {
+                self.reporter.line(format_args!("  {}", one_line(&text.join(" "), 200)));
+            }
+            if turn >= self.limits.max_turns {
+                run.stop = Stop::MaxTurns;
+                break;
+            }
+            let (results, interrupted) = self.run_calls(turn, asked, &mut run.calls).await;
+            self.transcript
+                .write(self.reporter, &json!({"type": "message", "turn": turn, "role": "user", "content": results}));
+            messages.push(Message { role: Role::User, content: results });
+            if interrupted {
+                run.stop = Stop::Interrupted;
+                break;
+            }
+            if self.connection.is_gone() {
+                run.stop = Stop::Error(format!(
+                    "the MCP server ({}) went away during the run; its messages above say why",
+                    self.connection.server
+                ));
+                break;
+            }
+        }
+        run
+    }
+
+    /// Asks the model, showing a live line meanwhile; `None` when interrupted.
+    async fn ask(&mut self, request: Request<'_>, turn: u32) -> Option<Result<super::provider::Reply, String>> {
+        let mut ticker = Ticker::new();
+        let mut tick = tokio::time::interval(tick_period(self.reporter));
+        let reply = self.provider.complete(request);
+        tokio::pin!(reply);
+        loop {
+            tokio::select! {
+                reply = &mut reply => {
+                    self.reporter.clear_live();
+                    return Some(reply.map_err(|e| e.to_string()));
+                }
+                signal = self.interrupts.next() => {
+                    self.reporter.line(match signal {
+                        Signal::Interrupt => "agent: Ctrl-C while the model was thinking: stopping",
+                        Signal::Terminate => "agent: terminated: stopping",
+                    });
+                    return None;
+                }
+                _ = tick.tick() => ticker.tick(self.reporter, &format!("turn {turn}: waiting for the model")),
+            }
+        }
+    }
+}
+
+/// How often the live line is redrawn (or, off a terminal, checked).
+pub(super) fn tick_period(reporter: &Reporter) -> Duration {
+    if reporter.is_tty() { Duration::from_millis(100) } else { Duration::from_secs(1) }
+}

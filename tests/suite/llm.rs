@@ -1,0 +1,262 @@
+//! A scripted LLM provider on 127.0.0.1:0 for the agent tests. It speaks the Anthropic
+//! Messages API (`/v1/messages`) and the OpenAI-compatible Chat Completions API
+//! (`/v1/chat/completions`) and replays a fixture conversation from `fixtures/llm/`, checking
+//! each request: its shape, that every tool call of the previous reply got its result, and
+//! that the new messages contain what the fixture expects.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// Which wire format the agent is pointed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Anthropic,
+    OpenAi,
+}
+
+impl Wire {
+    pub const BOTH: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
+
+    /// `--provider` value.
+    pub fn provider(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "anthropic",
+            Wire::OpenAi => "openai",
+        }
+    }
+
+    /// The key variable the agent reads.
+    pub fn key_env(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "ANTHROPIC_API_KEY",
+            Wire::OpenAi => "OPENAI_API_KEY",
+        }
+    }
+}
+
+/// The API key the scripted provider expects.
+pub const KEY: &str = "test-key-123";
+
+#[derive(Default)]
+struct Script {
+    turns: VecDeque<Value>,
+    requests: Vec<Value>,
+    failures: Vec<String>,
+    /// Tool call ids of the last reply, which the next request must answer.
+    pending: BTreeSet<String>,
+    replies: usize,
+}
+
+/// A running scripted provider.
+pub struct ScriptedLlm {
+    pub wire: Wire,
+    pub base_url: String,
+    script: Arc<Mutex<Script>>,
+}
+
+impl ScriptedLlm {
+    /// Serves `fixtures/llm/<name>.json` in `wire` format.
+    pub async fn start(name: &str, wire: Wire) -> Self {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm").join(format!("{name}.json"));
+        let fixture: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let turns = fixture["turns"].as_array().unwrap().iter().cloned().collect();
+        let script = Arc::new(Mutex::new(Script { turns, ..Script::default() }));
+        let app = axum::Router::new()
+            .route("/v1/messages", axum::routing::post(anthropic))
+            .route("/v1/chat/completions", axum::routing::post(openai))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let base_url = match wire {
+            Wire::Anthropic => format!("http://{addr}"),
+            Wire::OpenAi => format!("http://{addr}/v1"),
+        };
+        Self { wire, base_url, script }
+    }
+
+    /// The request bodies received, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.script.lock().unwrap().requests.clone()
+    }
+
+    /// Panics if a request broke an expectation or the script was not played to its end.
+    pub fn assert_played(&self) {
+        let script = self.script.lock().unwrap();
+        assert!(script.failures.is_empty(), "the scripted provider saw: {:#?}", script.failures);
+        assert!(script.turns.is_empty(), "{} scripted turns were not asked for", script.turns.len());
+    }
+}
+
+async fn anthropic(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: String) -> Response {
+    let body: Value = serde_json::from_str(&body).unwrap_or_default();
+    let mut problems = Vec::new();
+    if headers.get("x-api-key").and_then(|v| v.to_str().ok()) != Some(KEY) {
+        problems.push("no `x-api-key` with the key".to_string());
+    }
+    if headers.get("anthropic-version").is_none() {
+        problems.push("no `anthropic-version`".into());
+    }
+    if !body["max_tokens"].is_u64() || !body["tools"][0]["input_schema"].is_object() {
+        problems.push("no `max_tokens` or no tool with `input_schema`".into());
+    }
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    let answered = ids(&last, "tool_use_id");
+    answer(&script, body.clone(), vec![last], answered, problems, Wire::Anthropic).await
+}
+
+async fn openai(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: String) -> Response {
+    let body: Value = serde_json::from_str(&body).unwrap_or_default();
+    let mut problems = Vec::new();
+    let bearer = format!("Bearer {KEY}");
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(bearer.as_str()) {
+        problems.push("no `Authorization: Bearer` with the key".to_string());
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if messages.first().map(|m| &m["role"]) != Some(&json!("system"))
+        || !body["tools"][0]["function"]["parameters"].is_object()
+    {
+        problems.push("no system message first, or no tool with `function.parameters`".into());
+    }
+    let since = messages.iter().rposition(|m| m["role"] == "assistant").map_or(1, |i| i + 1);
+    let new: Vec<Value> = messages[since.min(messages.len())..].to_vec();
+    let answered = new.iter().flat_map(|m| ids(m, "tool_call_id")).collect();
+    answer(&script, body.clone(), new, answered, problems, Wire::OpenAi).await
+}
+
+/// Every string value under `key` anywhere in `value`.
+fn ids(value: &Value, key: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    walk(value, "", &mut |k, v| {
+        if k == key
+            && let Some(s) = v.as_str()
+        {
+            found.insert(s.to_string());
+        }
+    });
+    found
+}
+
+/// All the text in `values`, joined.
+fn texts(values: &[Value]) -> String {
+    let mut all = String::new();
+    for value in values {
+        walk(value, "", &mut |_, v| {
+            if let Some(s) = v.as_str() {
+                all.push_str(s);
+                all.push('\n');
+            }
+        });
+    }
+    all
+}
+
+/// Calls `f` with every scalar in `value` and the key it is under (`""` at the top).
+fn walk(value: &Value, key: &str, f: &mut dyn FnMut(&str, &Value)) {
+    match value {
+        Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, k, f)),
+        Value::Array(items) => items.iter().for_each(|v| walk(v, key, f)),
+        _ => f(key, value),
+    }
+}
+
+async fn answer(
+    script: &Mutex<Script>,
+    body: Value,
+    new: Vec<Value>,
+    answered: BTreeSet<String>,
+    mut problems: Vec<String>,
+    wire: Wire,
+) -> Response {
+    let (turn, n) = {
+        let mut script = script.lock().unwrap();
+        script.requests.push(body);
+        let n = script.requests.len();
+        let Some(turn) = script.turns.pop_front() else {
+            script.failures.push(format!("request {n}: the script has no more turns"));
+            return (StatusCode::BAD_REQUEST, "the script has no more turns").into_response();
+        };
+        if turn.get("status").is_none() {
+            let text = texts(&new);
+            for expected in turn["expect"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                if !text.contains(expected) {
+                    problems.push(format!("the new messages lack {expected:?}; they hold:\n{text}"));
+                }
+            }
+            if answered != script.pending {
+                problems.push(format!("results for {answered:?}, but the calls were {:?}", script.pending));
+            }
+        }
+        script.failures.extend(problems.into_iter().map(|p| format!("request {n}: {p}")));
+        (turn, n)
+    };
+    if let Some(ms) = turn["delay_ms"].as_u64() {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    if let Some(status) = turn["status"].as_u64() {
+        let mut response = (StatusCode::from_u16(status as u16).unwrap(), json_body(&turn["body"])).into_response();
+        if let Some(after) = turn["retry_after"].as_str() {
+            response.headers_mut().insert("retry-after", after.parse().unwrap());
+        }
+        return response;
+    }
+    let mut script = script.lock().unwrap();
+    script.replies += 1;
+    let reply = &turn["reply"];
+    let calls: Vec<(String, &Value)> = reply["calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (format!("call_{n}_{i}"), c))
+        .collect();
+    script.pending = calls.iter().map(|(id, _)| id.clone()).collect();
+    json_body(&render(wire, reply["text"].as_str(), &calls)).into_response()
+}
+
+fn json_body(value: &Value) -> impl IntoResponse {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], value.to_string())
+}
+
+/// A reply in the wire format; a call with `raw_arguments` sends them as they are.
+fn render(wire: Wire, text: Option<&str>, calls: &[(String, &Value)]) -> Value {
+    match wire {
+        Wire::Anthropic => {
+            let mut content: Vec<Value> = text.map(|t| json!({"type": "text", "text": t})).into_iter().collect();
+            for (id, call) in calls {
+                let input = call.get("raw_arguments").cloned().unwrap_or_else(|| call["arguments"].clone());
+                content.push(json!({"type": "tool_use", "id": id, "name": call["name"], "input": input}));
+            }
+            json!({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "scripted", "content": content,
+                "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+                "usage": {"input_tokens": 100, "output_tokens": 20}
+            })
+        }
+        Wire::OpenAi => {
+            let tool_calls: Vec<Value> = calls
+                .iter()
+                .map(|(id, call)| {
+                    let arguments =
+                        call.get("raw_arguments").cloned().unwrap_or_else(|| json!(call["arguments"].to_string()));
+                    json!({"id": id, "type": "function", "function": {"name": call["name"], "arguments": arguments}})
+                })
+                .collect();
+            let mut message = json!({"role": "assistant", "content": text});
+            if !tool_calls.is_empty() {
+                message["tool_calls"] = Value::Array(tool_calls);
+            }
+            json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "model": "scripted",
+                "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+            })
+        }
+    }
+}
