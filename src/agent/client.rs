@@ -108,10 +108,11 @@ impl Connection {
         match self.service.call_tool(params).await {
             Ok(result) => {
                 let mut content: Vec<Block> = result.content.iter().filter_map(block).collect();
-                if content.is_empty()
-                    && let Some(structured) = &result.structured_content
-                {
-                    content.push(Block::text(structured.to_string()));
+                if content.is_empty() {
+                    // Providers want something in a result: the structured result, or a note.
+                    let text =
+                        result.structured_content.as_ref().map_or_else(|| "(no output)".to_string(), Value::to_string);
+                    content.push(Block::text(text));
                 }
                 Outcome { content, is_error: result.is_error.unwrap_or(false) }
             }

@@ -57,12 +57,12 @@ impl Handler {
                 None
             }
             Answering::Terminal => {
-                self.reporter.clear_live();
+                self.reporter.set_asking(true);
                 let (message, schema) = (message.to_string(), schema.clone());
-                tokio::task::spawn_blocking(move || ask_on_terminal(&message, &schema, &mut stdin_line))
-                    .await
-                    .ok()
-                    .flatten()
+                let answer =
+                    tokio::task::spawn_blocking(move || ask_on_terminal(&message, &schema, &mut stdin_line)).await;
+                self.reporter.set_asking(false);
+                answer.ok().flatten()
             }
         };
         match answer {
@@ -162,9 +162,14 @@ pub fn auto_accept(schema: &Value) -> Value {
 
 /// Asks the form on the terminal, reading answers with `read_line`; `None` declines.
 pub fn ask_on_terminal(message: &str, schema: &Value, read_line: &mut dyn FnMut() -> Option<String>) -> Option<Value> {
-    let mut err = std::io::stderr().lock();
-    use std::io::Write;
-    let _ = writeln!(err, "\n? {message}");
+    // stderr is locked per write, never while waiting for the user: other threads report too.
+    let say = |text: &str| {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    };
+    say(&format!("\n? {message}\n"));
     let mut answer = Map::new();
     for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
         let about = property
@@ -175,8 +180,7 @@ pub fn ask_on_terminal(message: &str, schema: &Value, read_line: &mut dyn FnMut(
         let options = choices(property);
         if !options.is_empty() {
             let listed: Vec<String> = options.iter().enumerate().map(|(n, o)| format!("[{}] {o}", n + 1)).collect();
-            let _ = write!(err, "  {name}{about}\n  {}  (empty: decline) > ", listed.join("  "));
-            let _ = err.flush();
+            say(&format!("  {name}{about}\n  {}  (empty: decline) > ", listed.join("  ")));
             let line = read_line()?;
             let line = line.trim();
             let picked = line
@@ -187,8 +191,7 @@ pub fn ask_on_terminal(message: &str, schema: &Value, read_line: &mut dyn FnMut(
             answer.insert(name.clone(), Value::String(picked?.clone()));
             continue;
         }
-        let _ = write!(err, "  {name}{about} > ");
-        let _ = err.flush();
+        say(&format!("  {name}{about} > "));
         let line = read_line()?;
         let line = line.trim();
         let value = match property.get("type").and_then(Value::as_str) {

@@ -47,7 +47,10 @@ pub fn main(args: &AgentArgs) -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return fail(&reporter, &format!("cannot start the async runtime: {err}")),
     };
-    match runtime.block_on(run(args, setup, reporter.clone())) {
+    let outcome = runtime.block_on(run(args, setup, reporter.clone()));
+    // A question may still be waiting for a line on stdin: do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(message) => fail(&reporter, &message),
     }

@@ -5,6 +5,7 @@ use std::fmt::Display;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -18,12 +19,22 @@ pub const STILL_RUNNING_EVERY: Duration = Duration::from_secs(15);
 pub struct Reporter {
     tty: bool,
     live: Mutex<bool>,
+    /// A question is being asked on the terminal: the live line must not draw over it.
+    asking: AtomicBool,
 }
 
 impl Reporter {
     /// A reporter on this process's stderr.
     pub fn new() -> Self {
-        Self { tty: std::io::stderr().is_terminal(), live: Mutex::new(false) }
+        Self { tty: std::io::stderr().is_terminal(), live: Mutex::new(false), asking: AtomicBool::new(false) }
+    }
+
+    /// Stops (or resumes) drawing the live line while the user answers a question.
+    pub fn set_asking(&self, asking: bool) {
+        self.asking.store(asking, Ordering::Relaxed);
+        if asking {
+            self.clear_live();
+        }
     }
 
     /// Whether stderr is a terminal (live status lines are drawn).
@@ -43,7 +54,7 @@ impl Reporter {
 
     /// Draws the live status line (terminals only): a spinner frame chosen by `elapsed`.
     pub fn live(&self, text: &str, elapsed: Duration) {
-        if !self.tty {
+        if !self.tty || self.asking.load(Ordering::Relaxed) {
             return;
         }
         let frame = FRAMES[(elapsed.as_millis() / 100) as usize % FRAMES.len()];

@@ -415,50 +415,91 @@ async fn server_url_drives_a_running_http_server_and_shows_its_progress() {
     assert!(ran.stderr.contains("progress 1") && ran.stderr.contains("running for 1 s"), "{}", ran.stderr);
 }
 
-#[tokio::test]
-async fn on_a_terminal_the_user_answers_the_approval() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let ws = project();
-    let llm = ScriptedLlm::start("asked", Wire::OpenAi).await;
-    let (pty, pts) = pty_process::open().unwrap();
-    pty.resize(pty_process::Size::new(40, 200)).unwrap();
-    let mut command = pty_process::Command::new(BIN);
-    for name in UNSET {
-        command = command.env_remove(name);
+/// The agent on a real terminal (stdin and stderr on a PTY; stdout piped).
+struct OnPty {
+    child: tokio::process::Child,
+    reader: pty_process::OwnedReadPty,
+    writer: pty_process::OwnedWritePty,
+    screen: String,
+}
+
+impl OnPty {
+    fn start(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> Self {
+        let (pty, pts) = pty_process::open().unwrap();
+        pty.resize(pty_process::Size::new(40, 200)).unwrap();
+        let mut command = pty_process::Command::new(BIN);
+        for name in UNSET {
+            command = command.env_remove(name);
+        }
+        let command = command
+            .args(agent_args(ws, llm, task, extra))
+            .envs(agent_env(ws, llm))
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        let child = command.spawn(pts).unwrap();
+        let (reader, writer) = pty.into_split();
+        Self { child, reader, writer, screen: String::new() }
     }
-    let command = command
-        .args(agent_args(&ws, &llm, "write a note", &["--approval", "on-write"]))
-        .envs(agent_env(&ws, &llm))
-        .stdout(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn(pts).unwrap();
-    let (mut reader, mut writer) = pty.into_split();
-    let mut screen = String::new();
-    // Reads the terminal until `needle` shows.
-    async fn until(reader: &mut pty_process::OwnedReadPty, screen: &mut String, needle: &str) {
+
+    /// Reads the terminal until `needle` shows.
+    async fn until(&mut self, needle: &str) {
+        use tokio::io::AsyncReadExt;
         let mut buf = [0u8; 4096];
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while !screen.contains(needle) {
+        while !self.screen.contains(needle) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let n = tokio::time::timeout(left, reader.read(&mut buf))
-                .await
-                .unwrap_or_else(|_| panic!("no {needle:?} in {screen}"))
-                .unwrap();
-            screen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            let read = tokio::time::timeout(left, self.reader.read(&mut buf)).await;
+            let n = read.unwrap_or_else(|_| panic!("no {needle:?} in {}", self.screen)).unwrap();
+            self.screen.push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     }
-    until(&mut reader, &mut screen, "(empty: decline) > ").await;
-    assert!(screen.contains("[1] allow_once  [2] allow_session  [3] deny"), "{screen}");
-    writer.write_all(b"1\n").await.unwrap();
-    until(&mut reader, &mut screen, "note").await;
-    writer.write_all(b"\n").await.unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
-    let mut stdout = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut stdout).await.unwrap();
-    assert_eq!(status.code(), Some(0), "{screen}");
+
+    async fn type_line(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.writer.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+
+    async fn exit(&mut self) -> (Option<i32>, String) {
+        use tokio::io::AsyncReadExt;
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
+        let status =
+            status.unwrap_or_else(|_| panic!("the agent hangs; its terminal shows:\n{}", self.screen)).unwrap();
+        let mut stdout = String::new();
+        self.child.stdout.take().unwrap().read_to_string(&mut stdout).await.unwrap();
+        (status.code(), stdout)
+    }
+}
+
+#[tokio::test]
+async fn on_a_terminal_the_user_answers_the_approval() {
+    let ws = project();
+    let llm = ScriptedLlm::start("asked", Wire::OpenAi).await;
+    let mut agent = OnPty::start(&ws, &llm, "write a note", &["--approval", "on-write"]);
+    agent.until("(empty: decline) > ").await;
+    assert!(agent.screen.contains("[1] allow_once  [2] allow_session  [3] deny"), "{}", agent.screen);
+    agent.type_line("1").await;
+    agent.until("note").await;
+    agent.type_line("").await;
+    let (code, stdout) = agent.exit().await;
+    assert_eq!(code, Some(0), "{}", agent.screen);
     assert_eq!(stdout, "Wrote note.txt.\n");
     assert_eq!(std::fs::read_to_string(ws.root.join("note.txt")).unwrap(), "hello\n");
     llm.assert_played();
+}
+
+#[tokio::test]
+async fn sigterm_during_a_question_on_the_terminal_stops_at_once() {
+    let ws = project();
+    let llm = ScriptedLlm::start("asked", Wire::Anthropic).await;
+    let mut agent = OnPty::start(&ws, &llm, "write a note", &["--approval", "on-write"]);
+    agent.until("(empty: decline) > ").await;
+    let pid = rustix::process::Pid::from_raw(agent.child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    // The question still waits for a line on stdin: the agent must not wait for it.
+    let (code, _) = agent.exit().await;
+    assert_eq!(code, Some(3), "{}", agent.screen);
+    assert!(!ws.root.join("note.txt").exists());
+    assert!(leftovers(&ws.root).is_empty(), "processes left: {:?}", leftovers(&ws.root));
 }
 
 #[tokio::test]
