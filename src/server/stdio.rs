@@ -43,8 +43,17 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     outcome
 }
 
-/// Non-blocking handles on stdin and stdout, if both are pipes.
+/// Non-blocking handles on stdin and stdout, if both are pipes. Both are checked before
+/// either is touched: making one non-blocking (which changes the open file, shared with the
+/// parent) and then falling back to blocking reads on it would fail with `EAGAIN`.
 fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
+    let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
+        rustix::fs::fstat(fd)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo)
+    };
+    if !is_pipe(std::io::stdin().as_fd()) || !is_pipe(std::io::stdout().as_fd()) {
+        return None;
+    }
     let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
     let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
     Some((pipe::Receiver::from_owned_fd(input).ok()?, pipe::Sender::from_owned_fd(output).ok()?))

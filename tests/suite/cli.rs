@@ -40,6 +40,8 @@ fn doctor_reports_config_roots_and_landlock() {
     assert!(ok, "{stderr}");
     assert!(stdout.starts_with(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION"))), "{stdout}");
     assert!(stdout.contains(&format!("roots:\n  {root}\n")), "{stdout}");
+    let launched = stdout.lines().find(|l| l.starts_with("launched by:   ")).unwrap_or_default();
+    assert!(launched.ends_with(BIN), "{stdout}");
     assert!(stdout.contains("output budget: 5000 bytes"), "{stdout}");
     assert!(
         stdout.contains(
@@ -122,16 +124,47 @@ async fn every_config_in_mcp_json_example_starts_and_lists_tools() {
             service.cancel().await.unwrap();
             continue;
         }
-        assert_eq!(server["command"], "/absolute/path/to/toolbelt-mcp", "{name}");
-        let args: Vec<String> = server["args"]
+        let mut args: Vec<String> = server["args"]
             .as_array()
             .unwrap()
             .iter()
             .map(|a| a.as_str().unwrap().replace("/absolute/path/to/your/project", ws.root.to_str().unwrap()))
             .collect();
+        if server["command"] == "npx" {
+            // The npm launcher runs the binary with the arguments after the package name
+            // (CI runs this very config through npx: tests/npm/check.py).
+            assert_eq!(args[..2], ["-y", "toolbelt-mcp"], "{name}");
+            args.drain(..2);
+        } else {
+            assert_eq!(server["command"], "/absolute/path/to/toolbelt-mcp", "{name}");
+        }
         let client = super::common::Client::spawn(&args, &ws.config_home, None).await;
         let tools = client.service.list_all_tools().await.unwrap();
         assert!(!tools.is_empty(), "{name}");
         client.close().await;
     }
+}
+
+#[test]
+fn stdin_a_pipe_and_stdout_a_file_serve_a_slow_client() {
+    // Only stdin is a pipe: it must stay blocking (it once became non-blocking, and the first
+    // read, before the client wrote, failed with EAGAIN).
+    use std::io::Write;
+    let ws = Workspace::new();
+    let out = ws.root.join("out.jsonl");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--root", ws.root.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env("XDG_STATE_HOME", &ws.state_home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    writeln!(child.stdin.take().unwrap(), "{init}").unwrap();
+    assert!(child.wait().unwrap().success());
+    let answer: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(answer["result"]["serverInfo"]["name"], "toolbelt-mcp");
 }
