@@ -18,6 +18,8 @@ pub fn run(config: &Config) -> Result<(), String> {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut report = String::new();
     report.push_str(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION")));
+    let exe = std::env::current_exe().ok();
+    report.push_str(&format!("launched by:   {}\n", launch_method(&|key| std::env::var_os(key), exe.as_deref())));
     report.push_str(&format!(
         "config file:   {}\n",
         config.config_file.as_ref().map_or("none".to_string(), |p| p.display().to_string())
@@ -40,6 +42,17 @@ pub fn run(config: &Config) -> Result<(), String> {
     report.push_str(&format!("landlock:      {}\n", landlock.status));
     report.push_str(&sandbox_report(config, landlock.abi));
     std::io::stdout().lock().write_all(report.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// How this process was started: the npm launcher (it sets `TOOLBELT_LAUNCHER`), cargo
+/// (`cargo run` and `cargo test` set `CARGO`), or the binary run directly; with its path.
+fn launch_method(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, exe: Option<&std::path::Path>) -> String {
+    let binary = exe.map_or_else(|| "(unknown path)".to_string(), |p| p.display().to_string());
+    match (env("TOOLBELT_LAUNCHER"), env("CARGO")) {
+        (Some(launcher), _) => format!("{}; binary {binary}", launcher.to_string_lossy()),
+        (None, Some(_)) => format!("cargo (`CARGO` is set); binary {binary}"),
+        (None, None) => format!("the binary itself, {binary}"),
+    }
 }
 
 /// The todo and memory database: its path and what it holds, or why it cannot be read.
@@ -128,4 +141,23 @@ fn sandbox_report(config: &Config, abi: Option<u8>) -> String {
         config.max_sessions, config.session_output_bytes
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::path::Path;
+
+    #[test]
+    fn the_launch_method_names_npm_cargo_or_the_binary() {
+        let exe = Some(Path::new("/opt/toolbelt-mcp"));
+        let npm =
+            |key: &str| (key == "TOOLBELT_LAUNCHER").then(|| OsString::from("npm launcher toolbelt-mcp@1.2.3 (/x.js)"));
+        assert_eq!(launch_method(&npm, exe), "npm launcher toolbelt-mcp@1.2.3 (/x.js); binary /opt/toolbelt-mcp");
+        let cargo = |key: &str| (key == "CARGO").then(|| OsString::from("/usr/bin/cargo"));
+        assert_eq!(launch_method(&cargo, exe), "cargo (`CARGO` is set); binary /opt/toolbelt-mcp");
+        assert_eq!(launch_method(&|_| None, exe), "the binary itself, /opt/toolbelt-mcp");
+        assert_eq!(launch_method(&|_| None, None), "the binary itself, (unknown path)");
+    }
 }
