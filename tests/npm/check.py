@@ -132,6 +132,18 @@ def started_server(command, root, cwd):
     return proc
 
 
+def stops_on_signal(name, command, sig, prefix, exit_code):
+    """Starts a server through `command`, sends it `sig`, and checks that everything ends (with
+    `exit_code`, unless it is None)."""
+    root = workspace(name.replace(":", "").replace(" ", "-"))
+    proc = started_server(command, root, prefix)
+    proc.send_signal(sig)
+    code = proc.wait(timeout=20)
+    left = wait_gone(root)
+    ok = not left and (exit_code is None or code == exit_code)
+    check(f"{name} stops the server, no process left", ok, f"exit {code}, left {left}")
+
+
 def main():
     check("pack: two tarballs", os.path.exists(LAUNCHER_TGZ) and len(PLATFORM_TGZ) == 1, os.listdir(OUT))
     prefix = os.path.join(TMP, "prefix")
@@ -147,29 +159,12 @@ def main():
 
     asyncio.run(mcp_session(prefix, workspace("mcp")))
 
-    # SIGTERM to the launcher: the server shuts down and the launcher passes its exit code on.
-    root = workspace("term-launcher")
-    proc = started_server(launcher, root, prefix)
-    proc.send_signal(signal.SIGTERM)
-    code = proc.wait(timeout=20)
-    left = wait_gone(root)
-    check("launcher: SIGTERM stops the server, exit 0, no process left", code == 0 and not left, f"exit {code}, left {left}")
-
-    # SIGINT off a terminal (a host's pipes) is forwarded too.
-    root = workspace("int-launcher")
-    proc = started_server(launcher, root, prefix)
-    proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=20)
-    left = wait_gone(root)
-    check("launcher: SIGINT off a terminal stops the server, no process left", code == 0 and not left, f"exit {code}, left {left}")
-
-    # The same through npx.
-    root = workspace("term-npx")
-    proc = started_server(["npx", "-y", "toolbelt-mcp"], root, prefix)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=20)
-    left = wait_gone(root)
-    check("npx: SIGTERM stops the server, no process left", not left, f"left {left}")
+    # Signals reach the server: it shuts down, the launcher passes its exit code 0 on, and no
+    # process is left. SIGINT off a terminal (a host's pipes) is forwarded too. npx itself dies
+    # of SIGTERM; the launcher then sees it was orphaned and stops the server.
+    stops_on_signal("launcher: SIGTERM", launcher, signal.SIGTERM, prefix, exit_code=0)
+    stops_on_signal("launcher: SIGINT off a terminal", launcher, signal.SIGINT, prefix, exit_code=0)
+    stops_on_signal("npx: SIGTERM", ["npx", "-y", "toolbelt-mcp"], signal.SIGTERM, prefix, exit_code=None)
 
     # A server killed by a signal: the launcher dies of the same signal.
     root = workspace("kill-server")
