@@ -67,6 +67,17 @@ fn agent(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> tokio
     cmd
 }
 
+/// Runs `task` on a fresh [`project`] against the fixture `name` in `wire` format, and checks
+/// the exit code and that the provider played the whole script as expected.
+async fn scripted(name: &str, wire: Wire, task: &str, extra: &[&str], code: i32) -> (Workspace, ScriptedLlm, Ran) {
+    let ws = project();
+    let llm = ScriptedLlm::start(name, wire).await;
+    let ran = run(&ws, &llm, task, extra).await;
+    assert_eq!(ran.code, code, "{wire:?} {name}: {}", ran.stderr);
+    llm.assert_played();
+    (ws, llm, ran)
+}
+
 /// Runs the agent to its end, then checks that no process it started is left.
 async fn run(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> Ran {
     let ran = finish(agent(ws, llm, task, extra)).await;
@@ -104,11 +115,7 @@ fn leftovers(root: &Path) -> Vec<u32> {
 #[tokio::test]
 async fn reads_greps_edits_and_runs_a_check_in_both_wire_formats() {
     for wire in Wire::BOTH {
-        let ws = project();
-        let llm = ScriptedLlm::start("fix_answer", wire).await;
-        let ran = run(&ws, &llm, "make `sh check.sh` pass", &[]).await;
-        assert_eq!(ran.code, 0, "{wire:?}: {}", ran.stderr);
-        llm.assert_played();
+        let (ws, llm, ran) = scripted("fix_answer", wire, "make `sh check.sh` pass", &[], 0).await;
         assert_eq!(ran.stdout, "Fixed answer.txt (41 → 42); `sh check.sh` prints PASS.\n");
         assert_eq!(std::fs::read_to_string(ws.root.join("answer.txt")).unwrap(), "answer = 42\n");
         assert!(ran.stderr.contains("running 2 read-only calls at once"), "{}", ran.stderr);
@@ -143,11 +150,7 @@ async fn agents_md_goes_into_the_system_prompt() {
 #[tokio::test]
 async fn a_tool_error_is_fed_back_and_the_model_recovers() {
     for wire in Wire::BOTH {
-        let ws = project();
-        let llm = ScriptedLlm::start("recover", wire).await;
-        let ran = run(&ws, &llm, "read the answer", &["--json"]).await;
-        assert_eq!(ran.code, 0, "{}", ran.stderr);
-        llm.assert_played();
+        let (_ws, llm, ran) = scripted("recover", wire, "read the answer", &["--json"], 0).await;
         let second = &llm.requests()[1];
         match wire {
             Wire::Anthropic => assert_eq!(second["messages"][2]["content"][0]["is_error"], true, "{second}"),
@@ -164,11 +167,7 @@ async fn a_tool_error_is_fed_back_and_the_model_recovers() {
 
 #[tokio::test]
 async fn a_headless_run_declines_approvals_and_exits_3() {
-    let ws = project();
-    let llm = ScriptedLlm::start("denied", Wire::Anthropic).await;
-    let ran = run(&ws, &llm, "write a note", &["--approval", "on-write"]).await;
-    assert_eq!(ran.code, 3, "{}", ran.stderr);
-    llm.assert_played();
+    let (ws, _llm, ran) = scripted("denied", Wire::Anthropic, "write a note", &["--approval", "on-write"], 3).await;
     assert!(!ws.root.join("note.txt").exists());
     assert!(ran.stderr.contains("→ declined (headless; pass --yes to accept"), "{}", ran.stderr);
     assert!(ran.stderr.contains("1 question(s) from the server were declined"), "{}", ran.stderr);
@@ -185,11 +184,7 @@ async fn a_headless_run_declines_approvals_and_exits_3() {
 
 #[tokio::test]
 async fn max_turns_stops_with_exit_2() {
-    let ws = project();
-    let llm = ScriptedLlm::start("max_turns", Wire::OpenAi).await;
-    let ran = run(&ws, &llm, "look around", &["--max-turns", "2", "--json"]).await;
-    assert_eq!(ran.code, 2, "{}", ran.stderr);
-    llm.assert_played();
+    let (_ws, _llm, ran) = scripted("max_turns", Wire::OpenAi, "look around", &["--max-turns", "2", "--json"], 2).await;
     let summary: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(summary["stop_reason"], "max_turns");
     assert_eq!(summary["turns"], 2);
@@ -209,11 +204,7 @@ async fn a_token_budget_stops_with_exit_2() {
 
 #[tokio::test]
 async fn a_429_is_retried_after_retry_after() {
-    let ws = project();
-    let llm = ScriptedLlm::start("retry", Wire::Anthropic).await;
-    let ran = run(&ws, &llm, "say hello", &[]).await;
-    assert_eq!(ran.code, 0, "{}", ran.stderr);
-    llm.assert_played();
+    let (_ws, _llm, ran) = scripted("retry", Wire::Anthropic, "say hello", &[], 0).await;
     assert_eq!(ran.stdout, "Hello.\n");
     assert!(ran.stderr.contains("HTTP 429 slow down; retry 1 of 5 in 0.0 s"), "{}", ran.stderr);
 }
@@ -221,11 +212,7 @@ async fn a_429_is_retried_after_retry_after() {
 #[tokio::test]
 async fn a_401_is_a_clear_error_with_exit_1() {
     for wire in Wire::BOTH {
-        let ws = project();
-        let llm = ScriptedLlm::start("unauthorized", wire).await;
-        let ran = run(&ws, &llm, "say hello", &[]).await;
-        assert_eq!(ran.code, 1, "{}", ran.stderr);
-        llm.assert_played();
+        let (_ws, _llm, ran) = scripted("unauthorized", wire, "say hello", &[], 1).await;
         assert_eq!(ran.stdout, "");
         let expected =
             format!("refused the API key (HTTP 401): invalid x-api-key; check the key in `{}`", wire.key_env());
@@ -236,11 +223,7 @@ async fn a_401_is_a_clear_error_with_exit_1() {
 #[tokio::test]
 async fn malformed_tool_arguments_are_fed_back_and_the_loop_goes_on() {
     for wire in Wire::BOTH {
-        let ws = project();
-        let llm = ScriptedLlm::start("malformed", wire).await;
-        let ran = run(&ws, &llm, "read the answer", &["--json"]).await;
-        assert_eq!(ran.code, 0, "{wire:?}: {}", ran.stderr);
-        llm.assert_played();
+        let (_ws, _llm, ran) = scripted("malformed", wire, "read the answer", &["--json"], 0).await;
         let summary: Value = serde_json::from_str(&ran.stdout).unwrap();
         assert_eq!(summary["tool_calls"][0]["outcome"], "rejected");
         assert_eq!(summary["final_answer"], "The answer is 41.");
@@ -249,11 +232,7 @@ async fn malformed_tool_arguments_are_fed_back_and_the_loop_goes_on() {
 
 #[tokio::test]
 async fn the_todo_list_is_a_reminder_before_each_turn() {
-    let ws = project();
-    let llm = ScriptedLlm::start("todo_reminder", Wire::OpenAi).await;
-    let ran = run(&ws, &llm, "plan the work", &[]).await;
-    assert_eq!(ran.code, 0, "{}", ran.stderr);
-    llm.assert_played();
+    let (_ws, llm, _ran) = scripted("todo_reminder", Wire::OpenAi, "plan the work", &[], 0).await;
     // The reminder is sent with the request, not kept in the conversation.
     assert!(!llm.requests()[0].to_string().contains("<reminder>"));
 }
@@ -504,11 +483,8 @@ async fn sigterm_during_a_question_on_the_terminal_stops_at_once() {
 
 #[tokio::test]
 async fn a_server_that_dies_mid_run_stops_the_agent_with_exit_1() {
-    let ws = project();
-    let llm = ScriptedLlm::start("server_dies", Wire::Anthropic).await;
-    let ran = run(&ws, &llm, "end the server", &["--sandbox", "full-access", "--json"]).await;
-    assert_eq!(ran.code, 1, "{}", ran.stderr);
-    llm.assert_played();
+    let (_ws, _llm, ran) =
+        scripted("server_dies", Wire::Anthropic, "end the server", &["--sandbox", "full-access", "--json"], 1).await;
     let summary: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(summary["stop_reason"], "error");
     assert!(summary["error"].as_str().unwrap().contains("went away during the run"), "{summary}");
