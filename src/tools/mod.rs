@@ -26,7 +26,7 @@ use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots};
 use crate::session::Session;
 
-pub use output::{Image, Reply, ToolOutput};
+pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
 pub use spec::{ToolSpec, fields, specs};
 
 /// Every tool, in the order they are listed.

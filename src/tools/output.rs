@@ -1,15 +1,128 @@
 //! What an operation returns, and the output budget every result is held to.
+//!
+//! A result has two views, and hosts pick one: Claude Code and Codex give the model only
+//! `structuredContent` (JSON-serialized), Qwen Code and the Inspector only the text. Both carry
+//! the payload (file lines, matching lines, diffs, command output), multi-line payloads as
+//! arrays of lines in `structuredContent` (an array reads better than an escaped string and
+//! costs fewer tokens). Each view is held to the budget as it travels: its JSON-escaped size.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::ToolError;
 
-/// An operation's result before the budget: text for the model, structured data for programs.
+/// Bytes kept free in a payload's share of the budget for the metadata and summary beside it.
+pub const RESERVE: usize = 1024;
+
+/// Bytes `line` costs in the larger of the two views: as a JSON string in an array (quotes,
+/// escapes, a comma), which is never less than its plain text with a newline.
+pub fn view_cost(line: &str) -> usize {
+    line.len() + 3 + line.bytes().map(escape_extra).sum::<usize>()
+}
+
+/// Bytes JSON escaping adds to one byte (serde_json: `"`, `\`, and control characters).
+fn escape_extra(byte: u8) -> usize {
+    match byte {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    }
+}
+
+/// Lines of a payload, collected within a byte budget that bounds both views.
+#[derive(Debug, Default)]
+pub struct Lines {
+    lines: Vec<String>,
+    cost: usize,
+    room: usize,
+    full: bool,
+}
+
+impl Lines {
+    /// An empty collection that holds at most `room` bytes (see [`view_cost`]).
+    pub fn new(room: usize) -> Self {
+        Self { lines: Vec::new(), cost: 0, room, full: false }
+    }
+
+    /// Adds `line` if it fits; once one does not, the collection is full and takes no more.
+    pub fn push(&mut self, line: String) -> bool {
+        let cost = view_cost(&line);
+        self.push_costed(line, cost)
+    }
+
+    /// Adds a line of the text view whose structured view is a row of `cost` bytes (the
+    /// larger of the two is counted).
+    pub fn push_costed(&mut self, line: String, cost: usize) -> bool {
+        let cost = cost.max(view_cost(&line));
+        if self.full || self.cost + cost > self.room {
+            self.full = true;
+            return false;
+        }
+        self.cost += cost;
+        self.lines.push(line);
+        true
+    }
+
+    /// Counts `cost` bytes of something else the views carry beside the lines (a row of
+    /// the structured view); false, and full, when they do not fit.
+    pub fn charge(&mut self, cost: usize) -> bool {
+        if self.full || self.cost + cost > self.room {
+            self.full = true;
+            return false;
+        }
+        self.cost += cost;
+        true
+    }
+
+    /// Adds a closing line (what was left out, and how to see it) whatever the room: the
+    /// reserve beside the payload holds it.
+    pub fn push_marker(&mut self, line: String) {
+        self.cost += view_cost(&line);
+        self.lines.push(line);
+    }
+
+    /// Whether a line was refused for lack of room.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// How many lines were taken.
+    pub fn count(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// The lines as text, each ending with a newline.
+    pub fn text(&self) -> String {
+        join_lines(&self.lines)
+    }
+
+    /// The lines.
+    pub fn into_vec(self) -> Vec<String> {
+        self.lines
+    }
+}
+
+/// Lines as text, each ending with a newline.
+pub fn join_lines(lines: &[String]) -> String {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+/// Text as lines (without their terminators; a final newline adds no empty line).
+pub fn split_lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
+}
+
+/// An operation's result before the budget: text for the model, structured data for programs
+/// and for the hosts that show the model only `structuredContent`.
 pub struct Reply<O> {
-    /// The text the model reads.
+    /// The text view.
     pub text: String,
-    /// Metadata and compact rows (never a second copy of large text in `text`).
+    /// The structured view: metadata and the same payload as the text (lines as arrays).
     pub data: O,
     /// Images, returned as MCP image content after the text.
     pub images: Vec<Image>,
@@ -17,6 +130,9 @@ pub struct Reply<O> {
     pub truncated: bool,
     /// A failure that still carries a full result (a command that exited non-zero).
     pub is_error: bool,
+    /// What was left out and how to see it, as the text view says it: `note` in the
+    /// structured view.
+    pub note: Option<String>,
 }
 
 /// An image as MCP image content.
@@ -44,10 +160,15 @@ pub struct ToolOutput {
 impl<O: Serialize> Reply<O> {
     /// A text reply with its structured data.
     pub fn new(text: String, data: O) -> Self {
-        Self { text, data, images: Vec::new(), truncated: false, is_error: false }
+        Self { text, data, images: Vec::new(), truncated: false, is_error: false, note: None }
     }
 
-    /// Applies the output budget to the text and builds the structured object.
+    /// The same reply, marked as cut, with the note saying what was left out.
+    pub fn cut(self, note: Option<String>) -> Self {
+        Self { truncated: self.truncated || note.is_some(), note: note.or(self.note), ..self }
+    }
+
+    /// Holds both views to the budget and builds the structured object.
     pub fn finish(self, operation: &'static str, budget: usize) -> Result<ToolOutput, ToolError> {
         let fields = match serde_json::to_value(self.data) {
             Ok(Value::Object(map)) => map,
@@ -58,8 +179,8 @@ impl<O: Serialize> Reply<O> {
                 return Err(ToolError::Internal(format!("`{operation}` data did not serialise: {err}")));
             }
         };
-        let (text, cut) = cut_to_budget(self.text, budget);
-        let mut structured = Map::with_capacity(fields.len() + 2);
+        let (text, text_cut) = cut_to_budget(self.text, budget);
+        let mut structured = Map::with_capacity(fields.len() + 3);
         structured.insert("operation".into(), Value::from(operation));
         // Published schemas have no nullable types (hosts reject them), so an absent value is
         // an absent field: a `null` would fail clients that validate against `outputSchema`.
@@ -67,9 +188,56 @@ impl<O: Serialize> Reply<O> {
             drop_nulls(&mut value);
             (key, value)
         }));
-        structured.insert("truncated".into(), Value::Bool(self.truncated || cut));
+        if let Some(note) = self.note {
+            structured.insert("note".into(), Value::String(note));
+        }
+        let structured_cut = fit_structured(&mut structured, budget);
+        structured.insert("truncated".into(), Value::Bool(self.truncated || text_cut || structured_cut));
         Ok(ToolOutput { text, structured, images: self.images, is_error: self.is_error })
     }
+}
+
+/// Serialized size of a JSON value (what a host that shows `structuredContent` gets).
+pub fn json_size(value: &impl Serialize) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |s| s.len())
+}
+
+/// Keeps the structured view within `budget` (its serialized size): when over, the largest
+/// top-level array loses elements from its end, an array of lines saying so in its last line.
+/// A safety net: operations fill their payload within the budget already.
+fn fit_structured(structured: &mut Map<String, Value>, budget: usize) -> bool {
+    let size = json_size(structured);
+    if size <= budget {
+        return false;
+    }
+    let mut excess = size - budget + 160;
+    let largest = structured
+        .iter()
+        .filter_map(|(key, value)| value.as_array().map(|_| (key.clone(), json_size(value))))
+        .max_by_key(|(_, size)| *size);
+    let Some((key, _)) = largest else {
+        structured.retain(|key, _| key == "operation");
+        structured.insert("note".into(), Value::from("the result did not fit the output budget; narrow the request"));
+        return true;
+    };
+    let Some(Value::Array(items)) = structured.get_mut(&key) else { return true };
+    let (mut dropped, strings) = (0usize, items.iter().all(Value::is_string));
+    while excess > 0 {
+        let Some(item) = items.pop() else { break };
+        excess = excess.saturating_sub(json_size(&item) + 1);
+        dropped += 1;
+    }
+    let marker = format!("… {dropped} more cut to fit the output budget; narrow the request to see them");
+    if strings {
+        items.push(Value::String(marker));
+    } else {
+        structured.insert("note".into(), Value::String(marker));
+    }
+    if json_size(structured) > budget {
+        structured.retain(|key, _| key == "operation");
+        structured.insert("note".into(), Value::from("the result did not fit the output budget; narrow the request"));
+    }
+    true
 }
 
 /// Removes `null` fields from every object inside `value` (rows, items), as from the top.
@@ -84,15 +252,23 @@ fn drop_nulls(value: &mut Value) {
     }
 }
 
-/// Keeps at most `budget` bytes of `text` (on a character boundary), saying what was cut.
+/// Keeps `text` within `budget` bytes as a JSON string (on a character boundary), saying
+/// what was cut.
 pub fn cut_to_budget(text: String, budget: usize) -> (String, bool) {
-    if text.len() <= budget {
+    if text.len() + text.bytes().map(escape_extra).sum::<usize>() + 2 <= budget {
         return (text, false);
     }
     // The marker is under 200 bytes whatever the numbers, so the result stays within budget.
-    let mut end = budget.saturating_sub(200);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    let room = budget.saturating_sub(200);
+    let (mut end, mut cost) = (0, 2);
+    for (i, c) in text.char_indices() {
+        let mut buf = [0u8; 4];
+        let c_cost: usize = c.encode_utf8(&mut buf).bytes().map(|b| 1 + escape_extra(b)).sum();
+        if cost + c_cost > room {
+            break;
+        }
+        cost += c_cost;
+        end = i + c.len_utf8();
     }
     let marker = format!(
         "\n… [output cut: {end} of {} bytes shown; narrow the request (offset/limit, a smaller path, a glob) to see the rest]",
@@ -131,5 +307,57 @@ mod tests {
         );
         let small = Reply::new("hi".into(), Data { count: 1, absent: None }).finish("op", 2000).unwrap();
         assert_eq!((small.text.as_str(), &small.structured["truncated"]), ("hi", &Value::Bool(false)));
+    }
+
+    /// Lines made of what JSON escapes most: quotes, backslashes, tabs and control bytes.
+    fn nasty_lines(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("{i}\t\"q\\\"\u{1}\u{1f}{}", "\"".repeat(i % 40))).collect()
+    }
+
+    #[test]
+    fn view_cost_bounds_both_views() {
+        let mut lines = Lines::new(10_000);
+        for line in nasty_lines(1000) {
+            lines.push(line);
+        }
+        assert!(lines.is_full() && lines.count() > 0);
+        let text = lines.text();
+        let vec = lines.into_vec();
+        let json = serde_json::to_string(&vec).unwrap();
+        let cost: usize = vec.iter().map(|l| view_cost(l)).sum();
+        assert!(json.len() <= cost + 2 && cost <= 10_000, "{} {cost}", json.len());
+        assert!(serde_json::to_string(&text).unwrap().len() <= cost + 2);
+        assert_eq!(split_lines(&text), vec);
+    }
+
+    #[test]
+    fn both_views_stay_within_budget_whatever_the_payload() {
+        #[derive(Serialize)]
+        struct Payload {
+            lines: Vec<String>,
+            rows: Vec<Data>,
+        }
+        let lines = nasty_lines(5000);
+        let text = join_lines(&lines);
+        let rows = (0..10).map(|count| Data { count, absent: None }).collect();
+        let out = Reply::new(text, Payload { lines, rows }).finish("op", 8192).unwrap();
+        let structured = Value::Object(out.structured.clone());
+        assert!(json_size(&structured) <= 8192, "{}", json_size(&structured));
+        assert!(serde_json::to_string(&out.text).unwrap().len() <= 8192);
+        assert_eq!(out.structured["truncated"], true);
+        let kept = out.structured["lines"].as_array().unwrap();
+        let marker = kept.last().unwrap().as_str().unwrap();
+        assert!(marker.contains("more cut to fit the output budget"), "{marker}");
+        assert_eq!(out.structured["rows"].as_array().unwrap().len(), 10, "only the largest array is cut");
+    }
+
+    #[test]
+    fn cut_notes_reach_the_structured_view() {
+        let out = Reply::new("a\n".into(), Data { count: 1, absent: None })
+            .cut(Some("more: offset=3".into()))
+            .finish("op", 2000)
+            .unwrap();
+        assert_eq!(out.structured["note"], "more: offset=3");
+        assert_eq!(out.structured["truncated"], true);
     }
 }

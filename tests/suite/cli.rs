@@ -99,7 +99,7 @@ fn serves_stdin_that_is_not_a_pipe_and_answers_before_exiting_at_eof() {
     let replies: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(replies.len(), 2, "{stdout}");
     let call = replies.iter().find(|r| r["id"] == 2).unwrap();
-    assert_eq!(call["result"]["content"][0]["text"].as_str().unwrap().lines().next(), Some("     1\tfn main() {"));
+    assert_eq!(call["result"]["content"][0]["text"].as_str().unwrap().lines().next(), Some("1\tfn main() {"));
 }
 
 #[tokio::test]

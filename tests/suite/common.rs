@@ -197,11 +197,41 @@ impl Client {
 
 pub fn unpack(raw: CallToolResult) -> Reply {
     let text = raw.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n");
-    Reply {
+    let reply = Reply {
         text,
         structured: raw.structured_content.clone().unwrap_or(Value::Null),
         is_error: raw.is_error == Some(true),
         raw,
+    };
+    check_views(&reply);
+    reply
+}
+
+/// The payload fields of structured results: arrays of lines the text view shows too.
+const PAYLOADS: [&str; 6] = ["lines", "diff", "stdout", "stderr", "output", "files"];
+
+/// Every result of every test holds this: both views carry the payload (hosts show the
+/// model one or the other), line for line.
+fn check_views(reply: &Reply) {
+    for field in PAYLOADS {
+        let Some(lines) = reply.structured.get(field).and_then(Value::as_array) else { continue };
+        for line in lines {
+            let line = line.as_str().unwrap_or_else(|| panic!("`{field}` holds strings: {line}"));
+            assert!(
+                reply.text.contains(line.trim_end()),
+                "the text view lacks a line of `{field}`: {line:?}\ntext:\n{}",
+                reply.text
+            );
+        }
+    }
+}
+
+impl Reply {
+    /// A payload field of the structured view (an array of lines) as text, a newline after
+    /// each line; empty when absent.
+    pub fn joined(&self, field: &str) -> String {
+        let lines = self.structured.get(field).and_then(Value::as_array).cloned().unwrap_or_default();
+        lines.iter().map(|l| format!("{}\n", l.as_str().unwrap_or_default())).collect()
     }
 }
 

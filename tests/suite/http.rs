@@ -387,7 +387,7 @@ fn background_sleep() -> Value {
 /// The pid a [`background_sleep`] printed.
 fn pid_of(started: &super::common::Reply) -> u32 {
     assert!(!started.is_error, "{}", started.text);
-    started.structured["stdout"].as_str().unwrap().trim().parse().unwrap()
+    started.joined("stdout").as_str().trim().parse().unwrap()
 }
 
 /// A [`background_sleep`] started by a 2026-07-28 client (no session); its pid.

@@ -17,11 +17,7 @@ async fn reads_numbered_lines_with_total_and_hash() {
     let reply = client.ok(op("read_file", json!({"path": "src/main.rs"}))).await;
     let bytes = std::fs::read(ws.root.join("src/main.rs")).unwrap();
     let hash = sha256_hex(&bytes);
-    assert!(
-        reply.text.starts_with("     1\tfn main() {\n     2\t    let greeting = greet(\"world\");\n"),
-        "{}",
-        reply.text
-    );
+    assert!(reply.text.starts_with("1\tfn main() {\n2\t    let greeting = greet(\"world\");\n"), "{}", reply.text);
     assert!(reply.text.ends_with(&format!("[`src/main.rs` lines 1-8 of 8; sha256 {hash}]")), "{}", reply.text);
     let s = &reply.structured;
     assert_eq!(s["operation"], "read_file");
@@ -35,6 +31,8 @@ async fn reads_numbered_lines_with_total_and_hash() {
     );
     assert_eq!((s["sha256"].as_str(), s["line_endings"].as_str()), (Some(hash.as_str()), Some("lf")));
     assert_eq!((s["truncated"].as_bool(), s.get("next_offset")), (Some(false), None));
+    let footer = format!("[`src/main.rs` lines 1-8 of 8; sha256 {hash}]");
+    assert_eq!(reply.text, format!("{}{footer}", reply.joined("lines")), "the structured view carries the same lines");
     // Absolute paths inside the root work too and show relative.
     let abs = ws.root.join("src/main.rs").display().to_string();
     assert_eq!(client.ok(op("read_file", json!({"path": abs}))).await.structured["path"], "src/main.rs");
@@ -46,10 +44,10 @@ async fn windows_of_a_huge_file() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
     let reply = client.ok(op("read_file", json!({"path": "data/big.txt", "offset": 49_990, "limit": 5}))).await;
-    assert!(reply.text.starts_with(" 49990\tline 49990 of the big file\n"), "{}", reply.text);
+    assert!(reply.text.starts_with("49990\tline 49990 of the big file\n"), "{}", reply.text);
     assert!(
         reply.text.contains(
-            " 49994\tline 49994 of the big file\n[`data/big.txt` lines 49990-49994 of 50000; more: offset=49995;"
+            "49994\tline 49994 of the big file\n[`data/big.txt` lines 49990-49994 of 50000; more: offset=49995;"
         ),
         "{}",
         reply.text
@@ -58,16 +56,20 @@ async fn windows_of_a_huge_file() {
     assert_eq!(reply.structured["total_lines"], BIG_LINES);
     assert_eq!(reply.structured["truncated"], false, "a window the caller chose is not a truncation");
     let tail = client.ok(op("read_file", json!({"path": "data/big.txt", "offset": 50_000}))).await;
-    assert!(tail.text.starts_with(" 50000\tline 50000 of the big file\n"));
+    assert!(tail.text.starts_with("50000\tline 50000 of the big file\n"));
     assert!(tail.structured.get("next_offset").is_none());
     let past = client.err(op("read_file", json!({"path": "data/big.txt", "offset": 50_001}))).await;
     assert!(past.contains("`offset` 50001 is past the end of `data/big.txt`, which has 50000 lines"), "{past}");
-    // The default window is 2000 lines, within the 64 KiB budget.
+    // The default window is 2000 lines, cut where either view would pass the 64 KiB budget.
     let full = client.ok(op("read_file", json!({"path": "data/big.txt"}))).await;
     assert!(full.text.len() <= 64 * 1024);
-    assert_eq!(full.structured["next_offset"], 2001);
+    assert!(serde_json::to_string(&full.structured).unwrap().len() <= 64 * 1024);
+    let next = full.structured["next_offset"].as_u64().unwrap();
+    assert!((1800..2000).contains(&next), "{next}");
+    let note = format!("output budget reached; more: offset={next}");
+    assert_eq!(full.structured["note"], note.as_str());
     assert!(
-        full.text.contains("[`data/big.txt` lines 1-2000 of 50000; more: offset=2001;"),
+        full.text.contains(&format!("[`data/big.txt` lines 1-{} of 50000; {note};", next - 1)),
         "{}",
         &full.text[full.text.len() - 200..]
     );
@@ -81,7 +83,7 @@ async fn line_endings_encodings_and_long_lines() {
     std::fs::write(ws.root.join("empty.txt"), "").unwrap();
     let client = Client::start(&ws, &[]).await;
     let crlf = client.ok(op("read_file", json!({"path": "data/crlf.txt"}))).await;
-    assert!(crlf.text.starts_with("     1\tfirst line\n     2\tsecond line\n"), "{}", crlf.text);
+    assert!(crlf.text.starts_with("1\tfirst line\n2\tsecond line\n"), "{}", crlf.text);
     assert!(crlf.text.contains("CRLF line endings") && !crlf.text.contains('\r'));
     assert_eq!(crlf.structured["line_endings"], "crlf");
     let latin = client.ok(op("read_file", json!({"path": "data/latin1.txt"}))).await;
@@ -96,7 +98,7 @@ async fn line_endings_encodings_and_long_lines() {
     assert_eq!(unicode.structured["path"], "données/été.txt");
     let long = client.ok(op("read_file", json!({"path": "long.txt"}))).await;
     assert!(
-        long.text.contains(&format!("     2\t{}… [line cut: 8000 more bytes]\n", "z".repeat(2000))),
+        long.text.contains(&format!("2\t{}… [line cut: 8000 more bytes]\n", "z".repeat(2000))),
         "{}",
         &long.text[..200]
     );
@@ -173,7 +175,7 @@ async fn a_window_of_a_huge_file_does_not_load_the_file() {
     drop(file);
     let client = Client::start(&ws, &[]).await;
     let reply = client.ok(op("read_file", json!({"path": "huge.log", "offset": 2}))).await;
-    assert!(reply.text.starts_with("     2\tthe end\n"), "{}", &reply.text[..100]);
+    assert!(reply.text.starts_with("2\tthe end\n"), "{}", &reply.text[..100]);
     assert_eq!(reply.structured["total_lines"], 2);
     let first = client.ok(op("read_file", json!({"path": "huge.log", "limit": 1}))).await;
     assert!(first.text.contains(&format!("… [line cut: {} more bytes]", 80 * (1 << 20) - 2000)));

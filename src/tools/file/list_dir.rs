@@ -11,11 +11,10 @@ use crate::error::ToolError;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::human_size;
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use crate::tools::{Call, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
 
 const DEFAULT_LIMIT: usize = 1000;
 const MAX_DEPTH: usize = 10;
-const FOOTER_RESERVE: usize = 512;
 
 /// The `list_dir` operation.
 pub struct ListDir;
@@ -136,30 +135,30 @@ fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Rep
         if depth > 1 { format!(" within depth {depth}") } else { String::new() }
     );
     let mut entries = Vec::with_capacity(found.len());
-    let mut truncated = (total as usize) > found.len();
+    let mut lines = Lines::new(budget.saturating_sub(RESERVE));
     for mut item in found {
         if item.entry.kind == "dir" {
             item.entry.children = Some(children.get(&item.path).copied().unwrap_or(0));
         }
-        let line = render(&item);
-        if text.len() + line.len() > budget.saturating_sub(FOOTER_RESERVE) {
-            truncated = true;
+        // The text view shows the line, the structured view the entry.
+        if !lines.push_costed(render(&item), json_size(&item.entry) + 1) {
             break;
         }
-        text.push_str(&line);
         entries.push(item.entry);
     }
-    if truncated {
-        text.push_str(&format!(
-            "… {} more entries not shown; list a subdirectory, lower `depth` or raise `limit`\n",
-            total - entries.len() as u64
-        ));
+    text.push_str(&lines.text());
+    let note = ((total as usize) > entries.len()).then(|| {
+        let more = total - entries.len() as u64;
+        format!("{more} more entries not shown; list a subdirectory, lower `depth` or raise `limit`")
+    });
+    if let Some(note) = &note {
+        text.push_str(&format!("… {note}\n"));
     }
     if unreadable > 0 {
         text.push_str(&format!("[{unreadable} entries could not be read]\n"));
     }
     let data = Output { path: dir.shown().into(), total, entries, unreadable };
-    Ok(Reply { truncated, ..Reply::new(text, data) })
+    Ok(Reply::new(text, data).cut(note))
 }
 
 fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
@@ -192,16 +191,16 @@ fn render(item: &Found) -> String {
     let name = Path::new(&item.entry.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let e = &item.entry;
     match e.kind.as_str() {
-        "dir" => format!("{indent}{name}/ ({} entries)\n", e.children.unwrap_or(0)),
-        "file" => format!("{indent}{name} ({})\n", human_size(e.size.unwrap_or(0))),
+        "dir" => format!("{indent}{name}/ ({} entries)", e.children.unwrap_or(0)),
+        "file" => format!("{indent}{name} ({})", human_size(e.size.unwrap_or(0))),
         "symlink" => {
             let leads = match e.leads.as_deref() {
                 Some("inside") => "symlink inside the roots",
                 Some("outside") => "symlink leading outside the roots: unusable",
                 _ => "broken symlink",
             };
-            format!("{indent}{name} -> {} ({leads})\n", e.target.as_deref().unwrap_or("?"))
+            format!("{indent}{name} -> {} ({leads})", e.target.as_deref().unwrap_or("?"))
         }
-        _ => format!("{indent}{name} (special file)\n"),
+        _ => format!("{indent}{name} (special file)"),
     }
 }

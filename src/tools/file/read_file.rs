@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::error::ToolError;
 use crate::sandbox::{Resolved, fs};
 use crate::tools::file::human_size;
-use crate::tools::{Call, Effect, EffectKind, Image, Operation, Reply, blocking};
+use crate::tools::{Call, Effect, EffectKind, Image, Lines, Operation, RESERVE, Reply, blocking};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -21,8 +21,6 @@ const MAX_LINE_CHARS: usize = 2000;
 const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 /// Bytes sniffed to tell text from binary.
 const SNIFF_BYTES: usize = 8192;
-/// Room kept in the budget for the closing summary line.
-const FOOTER_RESERVE: usize = 512;
 /// Image types returned as MCP image content.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -69,18 +67,21 @@ pub struct Output {
     /// `lf`, `crlf`, `mixed` or `none`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_endings: Option<String>,
-    /// Whether the file ends without a newline.
+    /// Present (true) when the file ends without a newline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_final_newline: Option<bool>,
-    /// Whether invalid UTF-8 was shown as U+FFFD.
+    /// Present (true) when invalid UTF-8 was shown as U+FFFD.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lossy_utf8: Option<bool>,
-    /// Lines shown cut at 2000 characters.
+    /// Lines shown cut at 2000 characters, when any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub long_lines_cut: Option<u64>,
     /// MIME type of an image.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// The window's lines, each `NUMBER<tab>TEXT` (the text view shows the same lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
 }
 
 impl Operation for ReadFile {
@@ -168,7 +169,7 @@ struct Window {
 /// What one pass over the file found.
 #[derive(Default)]
 struct Scan {
-    text: String,
+    lines: Lines,
     total: u64,
     shown_end: u64,
     stopped_for_budget: bool,
@@ -183,7 +184,7 @@ struct Scan {
 /// Streams the file once: hashes every byte, counts every line, keeps the window's lines.
 fn scan(mut reader: impl BufRead, window: &Window) -> std::io::Result<Scan> {
     let mut hasher = Sha256::new();
-    let mut out = Scan::default();
+    let mut out = Scan { lines: Lines::new(window.budget.saturating_sub(RESERVE)), ..Scan::default() };
     let mut line: Vec<u8> = Vec::new();
     let mut line_len: usize = 0;
     let last = window.offset.saturating_add(window.limit - 1);
@@ -203,11 +204,10 @@ fn scan(mut reader: impl BufRead, window: &Window) -> std::io::Result<Scan> {
         if n >= window.offset && n <= last && !out.stopped_for_budget {
             let body = &line[..line.len() - ending.min(line.len())];
             let rendered = render_line(n, body, *line_len - ending, out);
-            if out.text.len() + rendered.len() > window.budget.saturating_sub(FOOTER_RESERVE) {
-                out.stopped_for_budget = true;
-            } else {
-                out.text.push_str(&rendered);
+            if out.lines.push(rendered) {
                 out.shown_end = n;
+            } else {
+                out.stopped_for_budget = true;
             }
         }
         line.clear();
@@ -241,7 +241,7 @@ fn scan(mut reader: impl BufRead, window: &Window) -> std::io::Result<Scan> {
     Ok(out)
 }
 
-/// `     7\tthe line`, cut at 2000 characters with a marker.
+/// `7\tthe line`, cut at 2000 characters with a marker.
 fn render_line(number: u64, body: &[u8], full_len: usize, out: &mut Scan) -> String {
     let text = match std::str::from_utf8(body) {
         Ok(text) => std::borrow::Cow::Borrowed(text),
@@ -259,14 +259,14 @@ fn render_line(number: u64, body: &[u8], full_len: usize, out: &mut Scan) -> Str
         Some((cut_at, _)) => {
             out.long_lines += 1;
             let omitted = full_len.saturating_sub(cut_at);
-            format!("{number:>6}\t{}… [line cut: {omitted} more bytes]\n", &text[..cut_at])
+            format!("{number}\t{}… [line cut: {omitted} more bytes]", &text[..cut_at])
         }
-        None => format!("{number:>6}\t{text}\n"),
+        None => format!("{number}\t{text}"),
     }
 }
 
 fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output> {
-    let mut text = scan.text;
+    let mut text = scan.lines.text();
     let has_window = scan.shown_end >= window.offset;
     let next_offset = (scan.shown_end < scan.total && has_window).then_some(scan.shown_end + 1);
     let line_endings = match (scan.crlf, scan.lf) {
@@ -283,10 +283,11 @@ fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output
     } else {
         notes.push(format!("`{shown}`: line {} alone exceeds the output budget", window.offset));
     }
-    if let Some(next) = next_offset {
+    let more = next_offset.map(|next| {
         let why = if scan.stopped_for_budget { "output budget reached; " } else { "" };
-        notes.push(format!("{why}more: offset={next}"));
-    }
+        format!("{why}more: offset={next}")
+    });
+    notes.extend(more.clone());
     if matches!(line_endings, "crlf" | "mixed") {
         notes.push(format!("{} line endings", line_endings.to_uppercase()));
     }
@@ -309,12 +310,14 @@ fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output
         end_line: has_window.then_some(scan.shown_end),
         next_offset,
         line_endings: Some(line_endings.into()),
-        missing_final_newline: Some(scan.missing_final_newline),
-        lossy_utf8: Some(scan.lossy),
-        long_lines_cut: Some(scan.long_lines),
+        missing_final_newline: scan.missing_final_newline.then_some(true),
+        lossy_utf8: scan.lossy.then_some(true),
+        long_lines_cut: (scan.long_lines > 0).then_some(scan.long_lines),
         mime_type: None,
+        lines: scan.lines.into_vec(),
     };
-    Reply { truncated, ..Reply::new(text, data) }
+    let note = if scan.stopped_for_budget { more } else { None };
+    Reply { truncated, ..Reply::new(text, data) }.cut(note)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -333,10 +336,10 @@ mod tests {
     fn counts_lines_and_windows() {
         let s = scan_str("a\nb\nc\n", 2, 1, 10_000);
         assert_eq!((s.total, s.shown_end, s.lf, s.missing_final_newline), (3, 2, 3, false));
-        assert_eq!(s.text, "     2\tb\n");
+        assert_eq!(s.lines.text(), "2\tb\n");
         let s = scan_str("a\r\nb", 1, 10, 10_000);
         assert_eq!((s.total, s.crlf, s.missing_final_newline), (2, 1, true));
-        assert_eq!(s.text, "     1\ta\n     2\tb\n");
+        assert_eq!(s.lines.text(), "1\ta\n2\tb\n");
         assert_eq!(scan_str("", 1, 10, 10_000).total, 0);
         assert_eq!(s.sha256, hex(&Sha256::digest(b"a\r\nb")));
     }
@@ -346,16 +349,16 @@ mod tests {
         let long = "x".repeat(MAX_LINE_BYTES * 3);
         let s = scan_str(&format!("{long}\nend\n"), 1, 10, 100_000);
         assert_eq!(s.long_lines, 1);
-        assert!(s.text.contains(&format!("… [line cut: {} more bytes]", long.len() - MAX_LINE_CHARS)));
-        assert!(s.text.ends_with("     2\tend\n"));
+        assert!(s.lines.text().contains(&format!("… [line cut: {} more bytes]", long.len() - MAX_LINE_CHARS)));
+        assert!(s.lines.text().ends_with("\n2\tend\n"));
         let many = "line\n".repeat(1000);
-        let s = scan_str(&many, 1, 2000, 1024);
-        assert!(s.stopped_for_budget && s.text.len() <= 1024 - FOOTER_RESERVE && s.total == 1000);
+        let s = scan_str(&many, 1, 2000, 2048);
+        assert!(s.stopped_for_budget && s.lines.text().len() <= 2048 - RESERVE && s.total == 1000);
     }
 
     #[test]
     fn invalid_utf8_is_lossy_and_noted() {
         let s = scan(&b"ok\n\xff\xfe bad\n"[..], &Window { offset: 1, limit: 10, budget: 10_000 }).unwrap();
-        assert!(s.lossy && s.text.contains('\u{fffd}'));
+        assert!(s.lossy && s.lines.text().contains('\u{fffd}'));
     }
 }

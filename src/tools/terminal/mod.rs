@@ -129,3 +129,19 @@ fn describe_status(status: crate::terminal::process::Status) -> String {
         Status::Signaled(signal) => format!("killed by signal {signal}"),
     }
 }
+
+/// Reads output with `read(max_bytes)`, shrinking `max_bytes` until the texts it gives fit
+/// `budget` in both views together (JSON escapes of tabs, quotes and control characters make
+/// the structured view larger than the bytes read).
+fn fit_output<T>(budget: usize, mut read: impl FnMut(usize) -> T, texts: impl Fn(&T) -> (&str, &str)) -> T {
+    let mut max = budget;
+    loop {
+        let got = read(max);
+        let (first, second) = texts(&got);
+        let cost: usize = first.lines().chain(second.lines()).map(crate::tools::view_cost).sum();
+        if cost <= budget || max < 64 {
+            return got;
+        }
+        max = max.saturating_mul(budget) / cost.max(1) * 9 / 10;
+    }
+}

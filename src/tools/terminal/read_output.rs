@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::terminal::session::{Kind, TermSession};
 use crate::terminal::text;
-use crate::tools::terminal::{SessionState, describe_status, millis};
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+use crate::tools::terminal::{SessionState, describe_status, fit_output, millis};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, split_lines};
 
 /// Output is "quiet" when nothing arrived for this long.
 pub const QUIET: Duration = Duration::from_millis(50);
@@ -43,8 +43,9 @@ pub struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,
-    /// The output read (escape sequences stripped), or the screen.
-    pub output: String,
+    /// The lines read (escape sequences stripped), or the screen's lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<String>,
     /// The cursor this output starts at.
     pub from: u64,
     /// The cursor after this output: the next read starts here by default.
@@ -127,7 +128,7 @@ impl Operation for ReadOutput {
                 });
             }
         };
-        let budget = context.config.output_budget.saturating_sub(600);
+        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
         if args.screen {
             return screen(&session, wait).await;
         }
@@ -136,7 +137,7 @@ impl Operation for ReadOutput {
             session.wait_for_output(since, wait).await;
         }
         let max = args.max_bytes.map_or(budget, |m| (m as usize).min(budget));
-        let page = page(&session, stream, since, max);
+        let page = fit_output(max, |max| page(&session, stream, since, max), |got| (got.text.as_str(), ""));
         let status = session.status();
         let mut text = String::new();
         if page.dropped > 0 {
@@ -159,7 +160,7 @@ impl Operation for ReadOutput {
         text.push_str(if page.more { "; more output waiting: call `read_output` again]" } else { "]" });
         let data = Output {
             state: SessionState::of(Some(session.id.clone()), status),
-            output: page.text,
+            output: split_lines(&page.text),
             from: page.from,
             next: page.next,
             total: page.total,
@@ -195,7 +196,7 @@ async fn screen(session: &TermSession, wait: Duration) -> Result<Reply<Output>, 
     );
     let data = Output {
         state: SessionState::of(Some(session.id.clone()), status),
-        output: contents,
+        output: split_lines(&contents),
         from: total,
         next: total,
         total,

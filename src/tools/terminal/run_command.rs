@@ -14,15 +14,15 @@ use crate::terminal::log::OutputLog;
 use crate::terminal::process::Status;
 use crate::terminal::session::TermSession;
 use crate::terminal::text;
-use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis, sandbox_label, shell_command};
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+use crate::tools::terminal::{
+    SessionState, describe_status, env_pairs, fit_output, launch, millis, sandbox_label, shell_command,
+};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, split_lines};
 
 /// Default and largest time limit.
 const TIMEOUT_MS: (u64, u64) = (120_000, 600_000);
 /// Default wait for a background command's first output.
 const BACKGROUND_WAIT_MS: u64 = 500;
-/// Room kept for the result's own lines around the output.
-const FRAME: usize = 600;
 
 /// The `run_command` operation.
 pub struct RunCommand;
@@ -55,10 +55,12 @@ pub struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,
-    /// Its stdout as shown (head and tail when cut); for a background command, stdout and stderr together.
-    pub stdout: String,
-    /// Its stderr as shown (head and tail when cut).
-    pub stderr: String,
+    /// Its stdout lines as shown (head and tail when cut, with a line saying what was left out); for a background command, stdout and stderr together.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stdout: Vec<String>,
+    /// Its stderr lines as shown (head and tail when cut).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
     /// Bytes the command wrote to stdout (all of them, shown or not).
     pub stdout_bytes: u64,
     /// Bytes it wrote to stderr.
@@ -106,7 +108,7 @@ impl Operation for RunCommand {
         )?;
         let terminals = &context.session.terminals;
         let sandbox = sandbox_label(&context, &launch);
-        let budget = context.config.output_budget.saturating_sub(FRAME);
+        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
         let stdin = args.stdin.map(String::into_bytes);
         let spawn_error = |source| ToolError::Spawn { program: context.config.shell.clone(), source };
 
@@ -118,8 +120,9 @@ impl Operation for RunCommand {
                 .map_err(spawn_error)?;
             terminals.insert(number, session.clone());
             session.wait_for_exit(wait).await;
+            let how = format!("page with `read_output` {{session_id: \"{id}\"}}");
             let (shown, _, binary) =
-                excerpt(&session.out, budget, &format!("page with `read_output` {{session_id: \"{id}\"}}"));
+                fit_output(budget, |max| excerpt(&session.out, max, &how), |got| (got.0.as_str(), ""));
             session.set_cursor(0, session.out.total());
             let status = session.status();
             let text = format!(
@@ -129,8 +132,8 @@ impl Operation for RunCommand {
             );
             let data = Output {
                 state: SessionState::of(Some(id), status),
-                stdout: shown,
-                stderr: String::new(),
+                stdout: split_lines(&shown),
+                stderr: Vec::new(),
                 stdout_bytes: session.out.total(),
                 stderr_bytes: 0,
                 duration_ms: session.started.elapsed().as_millis() as u64,
@@ -167,10 +170,14 @@ impl Operation for RunCommand {
                 return Err(ToolError::Sandbox(stderr.trim_end().to_string()));
             }
         }
-        let (out_share, err_share) = shares(out_total as usize, err_total as usize, budget);
         let page = |stream: &str| format!("page with `read_output` {{session_id: \"{id}\", stream: \"{stream}\"}}");
-        let (stdout, out_cut, out_binary) = excerpt(&logs[0], out_share, &page("stdout"));
-        let (stderr, err_cut, err_binary) = excerpt(&logs[1], err_share, &page("stderr"));
+        let (out_page, err_page) = (page("stdout"), page("stderr"));
+        let both = |room| {
+            let (out_share, err_share) = shares(out_total as usize, err_total as usize, room);
+            (excerpt(&logs[0], out_share, &out_page), excerpt(&logs[1], err_share, &err_page))
+        };
+        let ((stdout, out_cut, out_binary), (stderr, err_cut, err_binary)) =
+            fit_output(budget, both, |(out, err)| (out.0.as_str(), err.0.as_str()));
         let kept = out_cut || err_cut;
         if kept {
             let session =
@@ -207,8 +214,8 @@ impl Operation for RunCommand {
         let is_error = finished.status != Status::Exited(0) || finished.timed_out || finished.cancelled;
         let data = Output {
             state: SessionState::of(kept.then_some(id), finished.status),
-            stdout,
-            stderr,
+            stdout: split_lines(&stdout),
+            stderr: split_lines(&stderr),
             stdout_bytes: out_total,
             stderr_bytes: err_total,
             duration_ms,

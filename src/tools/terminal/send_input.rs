@@ -7,8 +7,8 @@ use crate::error::ToolError;
 use crate::terminal::keys;
 use crate::terminal::session::Kind;
 use crate::tools::terminal::read_output::{QUIET, page};
-use crate::tools::terminal::{SessionState, describe_status, millis};
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+use crate::tools::terminal::{SessionState, describe_status, fit_output, millis};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, split_lines};
 
 /// Default wait for the program's answer.
 const WAIT_MS: u64 = 500;
@@ -39,8 +39,9 @@ pub struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,
-    /// New output (escape sequences stripped).
-    pub output: String,
+    /// New output lines (escape sequences stripped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<String>,
     /// The cursor after this output: the next read starts here by default.
     pub next: u64,
     /// More output is waiting past `next` (read it with `read_output`).
@@ -114,8 +115,8 @@ impl Operation for SendInput {
             None => return Err(ToolError::Internal("a PTY session has no input".into())),
         }
         session.wait_until_quiet(since, wait, QUIET).await;
-        let budget = context.config.output_budget.saturating_sub(600);
-        let page = page(&session, 0, since, budget);
+        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
+        let page = fit_output(budget, |max| page(&session, 0, since, max), |got| (got.text.as_str(), ""));
         let status = session.status();
         let mut text = page.text.clone();
         if page.more {
@@ -126,7 +127,7 @@ impl Operation for SendInput {
         }
         let data = Output {
             state: SessionState::of(Some(session.id.clone()), status),
-            output: page.text,
+            output: split_lines(&page.text),
             next: page.next,
             more: page.more,
         };

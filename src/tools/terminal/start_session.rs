@@ -10,8 +10,8 @@ use crate::error::ToolError;
 use crate::terminal::env::Terminal;
 use crate::terminal::session::TermSession;
 use crate::tools::terminal::read_output::{QUIET, page};
-use crate::tools::terminal::{SessionState, describe_status, env_pairs, launch, millis, sandbox_label};
-use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
+use crate::tools::terminal::{SessionState, describe_status, env_pairs, fit_output, launch, millis, sandbox_label};
+use crate::tools::{Call, Effect, EffectKind, Operation, Reply, split_lines};
 
 /// Default wait for the first prompt.
 const WAIT_MS: u64 = 500;
@@ -44,8 +44,9 @@ pub struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,
-    /// New output (escape sequences stripped).
-    pub output: String,
+    /// New output lines (escape sequences stripped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<String>,
     /// The cursor after this output: the next read starts here by default.
     pub next: u64,
     /// The sandbox mode it runs under.
@@ -85,8 +86,8 @@ impl Operation for StartSession {
             .map_err(|source| ToolError::Spawn { program: shell.clone(), source })?;
         terminals.insert(number, session.clone());
         session.wait_until_quiet(0, wait, QUIET).await;
-        let budget = context.config.output_budget.saturating_sub(600);
-        let page = page(&session, 0, 0, budget);
+        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
+        let page = fit_output(budget, |max| page(&session, 0, 0, max), |got| (got.text.as_str(), ""));
         let status = session.status();
         let text = format!(
             "session `{id}` started: `{shell}` on a {cols}×{rows} terminal ({})\n{}",
@@ -95,7 +96,7 @@ impl Operation for StartSession {
         );
         let data = Output {
             state: SessionState::of(Some(id), status),
-            output: page.text,
+            output: split_lines(&page.text),
             next: page.next,
             sandbox: sandbox_label(&context, &launch),
         };
