@@ -184,7 +184,7 @@ pub struct SchemasArgs {
     /// Verify instead of writing: exit 1 if the files differ from what this binary generates.
     #[arg(long)]
     pub check: bool,
-    /// The repository directory holding `schemas/` and `README.md`.
+    /// The repository directory holding `schemas/` and `docs/TOOLS.md`.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
 }

@@ -102,14 +102,10 @@ pub fn flatten(value: &mut Value) {
             map.remove(key);
             map.insert("type".into(), json!("string"));
             map.insert("enum".into(), Value::Array(values));
-            let base = map.get("description").and_then(Value::as_str).unwrap_or_default();
-            let joined = match (base.is_empty(), notes.is_empty()) {
-                (_, true) => base.to_string(),
-                (true, false) => notes,
-                (false, false) => format!("{base} ({notes})"),
-            };
-            if !joined.is_empty() {
-                map.insert("description".into(), Value::String(joined));
+            // The field's own description says what matters; the values' docs stand in only
+            // when it has none (the enum lists the values either way).
+            if !map.contains_key("description") && !notes.is_empty() {
+                map.insert("description".into(), Value::String(notes));
             }
         }
     }
@@ -128,10 +124,20 @@ pub fn flatten(value: &mut Value) {
     {
         map.insert("enum".into(), Value::Array(vec![c]));
     }
+    // Unsigned integers: `minimum: 0` says nothing a model needs, and every byte of a listing
+    // counts (hosts cut long schemas; clients compile them).
+    if map.get("minimum").and_then(Value::as_u64) == Some(0) {
+        map.remove("minimum");
+    }
     for (key, child) in map.iter_mut() {
         match child {
             // Its keys are field names (a field may be called `title`), its values schemas.
             Value::Object(fields) if key == "properties" => fields.values_mut().for_each(flatten),
+            // An array's items: the field's own description says what they are.
+            Value::Object(items) if key == "items" => {
+                items.remove("description");
+                flatten(child);
+            }
             Value::Object(_) => flatten(child),
             Value::Array(items) => items.iter_mut().for_each(flatten),
             _ => {}
@@ -239,15 +245,39 @@ pub fn merge(
     Ok(root)
 }
 
-/// "Used by a, b: text" when the operations agree, else one clause per operation.
+/// The text once when the operations agree (the `operation` field says which take it), else
+/// one clause per distinct text: "[a, b] text. [c] other."
 fn describe_users(users: &[(&'static str, String)]) -> String {
-    let all_same = users.windows(2).all(|w| w[0].1 == w[1].1);
-    if all_same {
-        let ops: Vec<&str> = users.iter().map(|(op, _)| *op).collect();
-        let text = users.first().map(|(_, d)| d.as_str()).unwrap_or_default();
-        format!("[{}] {text}", ops.join(", "))
-    } else {
-        users.iter().map(|(op, d)| format!("[{op}] {d}")).collect::<Vec<_>>().join(" ")
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (op, text) in users {
+        match groups.iter_mut().find(|(_, t)| *t == text.as_str()) {
+            Some((ops, _)) => ops.push(op),
+            None => groups.push((vec![op], text)),
+        }
+    }
+    match groups.as_slice() {
+        [(_, text)] => (*text).to_string(),
+        _ => groups.iter().map(|(ops, text)| format!("[{}] {text}", ops.join(", "))).collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// Reduces an output schema to its outline: each top-level field with its type (an array
+/// with its items' type), no descriptions and no nested fields. Hosts validate results
+/// against it and clients compile it, so its size is paid at every start; the fields are
+/// documented in full in docs/TOOLS.md.
+pub fn outline(schema: &mut Map<String, Value>) {
+    schema.remove("description");
+    let Some(Value::Object(props)) = schema.get_mut("properties") else { return };
+    for field in props.values_mut() {
+        let Value::Object(field) = field else { continue };
+        field.retain(|key, _| matches!(key.as_str(), "type" | "items"));
+        // Lines and names keep their item type; rows (objects) are documented in docs/TOOLS.md.
+        let rows = field.get("items").and_then(|items| items.get("type")).and_then(Value::as_str) == Some("object");
+        if rows {
+            field.remove("items");
+        } else if let Some(Value::Object(items)) = field.get_mut("items") {
+            items.retain(|key, _| key == "type");
+        }
     }
 }
 
@@ -331,10 +361,10 @@ mod tests {
         let schema = input_schema::<Sample>();
         check_flat(&schema).unwrap();
         let props = &schema["properties"];
-        assert_eq!(props["limit"], json!({"type": "integer", "minimum": 0, "description": "How many."}));
+        assert_eq!(props["limit"], json!({"type": "integer", "description": "How many."}));
         assert_eq!(props["mode"]["type"], "string");
         assert_eq!(props["mode"]["enum"], json!(["fast", "slow"]));
-        assert_eq!(props["mode"]["description"], "Which way. (`fast`: Quickly.; `slow`: Carefully.)");
+        assert_eq!(props["mode"]["description"], "Which way.", "the enum lists the values");
         assert_eq!(props["items"]["items"]["properties"]["flag"]["type"], "boolean");
         assert_eq!(props["items"]["items"]["properties"]["title"]["type"], "string", "fields keep keyword names");
         assert_eq!(props["items"]["items"]["required"], json!(["title"]));
@@ -352,7 +382,7 @@ mod tests {
             merge(&[Part { operation: "a", schema: &a }, Part { operation: "b", schema: &b }], "op", &[]).unwrap();
         check_flat(&merged).unwrap();
         assert_eq!(merged["properties"]["path"]["description"], "[a] The path. [b] Other.");
-        assert_eq!(merged["properties"]["limit"]["description"], "[a] How many.");
+        assert_eq!(merged["properties"]["limit"]["description"], "How many.");
         assert_eq!(merged["properties"]["operation"]["enum"], json!(["a", "b"]));
         let keys: Vec<&String> = merged["properties"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["operation", "path", "limit", "mode", "items"]);

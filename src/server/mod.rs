@@ -155,7 +155,8 @@ pub fn sweep_leftovers(config: &Config) {
 }
 
 fn to_rmcp_tool(spec: ToolSpec) -> Tool {
-    let annotations = ToolAnnotations::with_title(spec.title.clone())
+    // The title is the tool's own `title`: a second copy in the annotations only costs bytes.
+    let annotations = ToolAnnotations::new()
         .read_only(spec.annotations.read_only_hint)
         .destructive(spec.annotations.destructive_hint)
         .idempotent(spec.annotations.idempotent_hint)

@@ -104,22 +104,22 @@ pub struct Item {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Draft {
-    /// Its id (a positive integer); left out, it gets the next id after the highest.
+    /// Default: next after the highest.
     pub id: Option<u32>,
-    /// What to do, in a few words (at most 200 characters).
+    /// What to do.
     pub title: String,
-    /// Details: how, where, acceptance criteria.
+    /// Details.
     pub description: Option<String>,
     /// Default `not_started`.
     pub status: Option<Status>,
     /// Default `medium`.
     pub priority: Option<Priority>,
-    /// Ids of items that must be completed first.
+    /// Ids to finish first.
     #[serde(default)]
     pub dependencies: Vec<u32>,
-    /// Required when `status` is `blocked`: what it waits for.
+    /// What a `blocked` item waits for.
     pub blocked_reason: Option<String>,
-    /// How far along it is, from 0 to 1.
+    /// 0 to 1.
     pub progress: Option<f64>,
 }
 
@@ -127,21 +127,21 @@ pub struct Draft {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Patch {
-    /// The item to change.
+    /// The item.
     pub id: u32,
-    /// New status (leaving `blocked` clears the `blocked_reason`).
+    /// New status.
     pub status: Option<Status>,
     /// New title.
     pub title: Option<String>,
-    /// New description (`""` clears it).
+    /// New details (`""` clears).
     pub description: Option<String>,
     /// New priority.
     pub priority: Option<Priority>,
-    /// New list of dependency ids (replaces the old one).
+    /// New dependency ids.
     pub dependencies: Option<Vec<u32>>,
     /// What a `blocked` item waits for.
     pub blocked_reason: Option<String>,
-    /// How far along it is, from 0 to 1.
+    /// 0 to 1.
     pub progress: Option<f64>,
 }
 

@@ -214,6 +214,12 @@ impl OperationDef {
         }
     }
 
+    /// Whether its calls may ask to go beyond the sandbox (`escalate`): any operation on the
+    /// workspace. Records (todos, memories) have no sandbox to go beyond.
+    pub fn can_escalate(&self) -> bool {
+        !matches!(self.kind, EffectKind::Record { .. })
+    }
+
     /// Parses the arguments, passes the gate, runs the operation, enforces the budget.
     pub async fn call(&self, args: Map<String, Value>, context: Arc<Context>) -> Result<ToolOutput, ToolError> {
         (self.invoke)(args, context).await
@@ -328,10 +334,10 @@ fn audit<O: Operation>(
 #[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EscalationArgs {
-    /// Ask to go beyond the sandbox: read or write outside the roots, write a protected path, or run a command without the sandbox. The user is asked (a policy of `never` refuses); needs a `justification`.
+    /// Ask the user to go beyond the sandbox (outside the roots, protected paths, unsandboxed commands); needs `justification`.
     #[serde(default)]
     pub escalate: bool,
-    /// Why the call must go beyond the sandbox, shown to the user with the question.
+    /// Why, for the user.
     pub justification: Option<String>,
 }
 
@@ -351,6 +357,13 @@ fn split_escalation<O: Operation>(
             message: err.to_string(),
             accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
         })?;
+    if parsed.escalate && matches!(O::KIND, EffectKind::Record { .. }) {
+        return Err(ToolError::InvalidArguments {
+            operation: O::NAME,
+            message: "`escalate` has nothing to do here: todos and memories are the server's own records, outside any sandbox".into(),
+            accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
+        });
+    }
     Ok((args, crate::policy::Escalation { escalate: parsed.escalate, justification: parsed.justification }))
 }
 

@@ -90,19 +90,22 @@ pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, Schem
 fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSpec, SchemaError> {
     let inputs: Vec<_> = operations.iter().map(|op| (op.name, (op.input_schema)())).collect();
     let outputs: Vec<_> = operations.iter().map(|op| (op.name, (op.output_schema)())).collect();
-    let mut input_schema = schema::merge(
-        &parts(&inputs),
-        "The operation to run; the other fields are described with the operations that use them.",
-        &[],
-    )?;
-    add_escalation(&mut input_schema, "[every operation] ");
+    let fields_by_operation: Vec<String> =
+        operations.iter().zip(&inputs).map(|(op, (_, input))| format!("{}({})", op.name, field_list(input))).collect();
+    let operation_doc = format!("The operation. Its fields (* required): {}.", fields_by_operation.join("; "));
+    let mut input_schema = schema::merge(&parts(&inputs), &operation_doc, &[])?;
+    if operations.iter().any(|op| op.can_escalate()) {
+        add_escalation(&mut input_schema);
+    }
     let mut output_schema = schema::merge(&parts(&outputs), "The operation that ran.", &[])?;
     add_truncated(&mut output_schema);
+    add_note(&mut output_schema);
+    schema::outline(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
-    let mut description = format!("{}\n\nSet `operation` to one of:", tool.summary);
-    for (op, (_, input)) in operations.iter().zip(&inputs) {
-        description.push_str(&format!("\n- `{}` {{{}}}: {}", op.name, field_list(input), op.description));
+    let mut description = format!("{}\nOperations:", tool.summary);
+    for op in &operations {
+        description.push_str(&format!("\n- {}: {}", op.name, first_sentence(op.description)));
     }
     Ok(ToolSpec {
         name: tool.name.into(),
@@ -126,10 +129,14 @@ fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>>
 fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> {
     let name = tool.granular_name(op);
     let mut input_schema = (op.input_schema)();
-    add_escalation(&mut input_schema, "");
+    if op.can_escalate() {
+        add_escalation(&mut input_schema);
+    }
     let mut output_schema =
         schema::merge(&[Part { operation: op.name, schema: &(op.output_schema)() }], "The operation that ran.", &[])?;
     add_truncated(&mut output_schema);
+    add_note(&mut output_schema);
+    schema::outline(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
     Ok(ToolSpec {
@@ -143,8 +150,9 @@ fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> 
     })
 }
 
-/// Adds `escalate` and `justification`, which every operation accepts (the gate reads them).
-fn add_escalation(schema: &mut Map<String, Value>, prefix: &str) {
+/// Adds `escalate` and `justification`, which every operation that touches the workspace
+/// accepts (the gate reads them).
+fn add_escalation(schema: &mut Map<String, Value>) {
     let common = schema::input_schema::<EscalationArgs>();
     let (Some(Value::Object(props)), Some(Value::Object(extra))) =
         (schema.get_mut("properties"), common.get("properties"))
@@ -152,11 +160,19 @@ fn add_escalation(schema: &mut Map<String, Value>, prefix: &str) {
         return;
     };
     for (name, field) in extra {
-        let mut field = field.clone();
-        if let Some(Value::String(description)) = field.get_mut("description") {
-            *description = format!("{prefix}{description}");
-        }
-        props.insert(name.clone(), field);
+        props.insert(name.clone(), field.clone());
+    }
+}
+
+/// The first sentence of an operation's description: its line in a consolidated tool's.
+fn first_sentence(description: &str) -> &str {
+    description.find(". ").map_or(description, |end| &description[..=end])
+}
+
+/// Adds `note`, which any result may carry (see `Reply::cut`).
+fn add_note(schema: &mut Map<String, Value>) {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert("note".into(), json!({"type": "string"}));
     }
 }
 
@@ -282,7 +298,13 @@ mod tests {
         assert_eq!(file.name, "file_operations");
         assert_eq!(file.input_schema["required"], json!(["operation"]));
         assert_eq!(file.input_schema["properties"]["operation"]["enum"], json!(FILE_OPERATIONS));
-        assert!(file.description.contains("- `read_file` {path*, offset, limit}"), "{}", file.description);
+        assert!(
+            file.description.contains("\n- read_file: Read numbered lines, with the file's sha256."),
+            "{}",
+            file.description
+        );
+        let operation = file.input_schema["properties"]["operation"]["description"].as_str().unwrap();
+        assert!(operation.contains("read_file(path*, offset, limit); list_dir("), "{operation}");
         assert!(
             !file.annotations.read_only_hint && file.annotations.destructive_hint && !file.annotations.idempotent_hint
         );

@@ -65,6 +65,42 @@ async fn lists_flat_tools_deterministically() {
     again.close().await;
 }
 
+/// What hosts cut: Claude Code 2.1.197 cuts a tool description at 2,048 characters and OpenAI
+/// function descriptions are limited to 1,024; Codex strips every field description from a
+/// tool whose compact input schema passes 5,000 bytes (`tool_input_schema_max_bytes`).
+const MAX_DESCRIPTION_CHARS: usize = 1024;
+const MAX_INPUT_SCHEMA_BYTES: usize = 5000;
+/// The whole consolidated `tools/list` result: what a client parses (and compiles) at start.
+const MAX_LISTING_BYTES: usize = 18 * 1024;
+
+#[tokio::test]
+async fn no_host_cuts_a_description_or_a_schema() {
+    let ws = Workspace::new();
+    for layout in ["consolidated", "granular"] {
+        let client = Client::start(&ws, &["--tool-layout", layout]).await;
+        let tools = client.service.list_all_tools().await.unwrap();
+        for tool in &tools {
+            let description = tool.description.as_deref().unwrap_or_default();
+            assert!(description.chars().count() <= MAX_DESCRIPTION_CHARS, "{layout} `{}`: {description}", tool.name);
+            let input = serde_json::to_string(&tool.input_schema).unwrap();
+            assert!(input.len() <= MAX_INPUT_SCHEMA_BYTES, "{layout} `{}`: {} bytes", tool.name, input.len());
+            // Every field is documented, however terse.
+            for (name, field) in tool.input_schema["properties"].as_object().unwrap() {
+                assert!(
+                    field["description"].as_str().is_some_and(|d| !d.is_empty()),
+                    "{layout} `{}`.{name}",
+                    tool.name
+                );
+            }
+        }
+        if layout == "consolidated" {
+            let listing = serde_json::to_string(&json!({"tools": tools})).unwrap();
+            assert!(listing.len() <= MAX_LISTING_BYTES, "tools/list is {} bytes", listing.len());
+        }
+        client.close().await;
+    }
+}
+
 #[tokio::test]
 async fn structured_content_fits_the_output_schema() {
     let ws = Workspace::new();

@@ -18,9 +18,9 @@ pub struct ApplyPatch;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The patch: a unified diff (`diff --git`/`---`/`+++`/`@@`, several files, new files from `/dev/null`, deletions to `/dev/null`, renames) or a `*** Begin Patch` … `*** End Patch` envelope (`*** Add File:`, `*** Update File:` with optional `*** Move to:`, `*** Delete File:`).
+    /// A unified diff (several files; `/dev/null` for new or deleted ones; renames) or a `*** Begin Patch` envelope.
     pub patch: String,
-    /// Only show the diff the call would make; write nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
@@ -63,7 +63,7 @@ fn paths(files: &[FilePatch]) -> Vec<String> {
 
 impl Operation for ApplyPatch {
     const NAME: &'static str = "apply_patch";
-    const DESCRIPTION: &'static str = "Apply a unified diff (git style, several files, new/deleted/renamed files) or a `*** Begin Patch` envelope. Context must match exactly but may sit at other line numbers; if any hunk fails, no file changes and the error names the file, hunk and nearest near-match.";
+    const DESCRIPTION: &'static str = "Apply a unified diff or `*** Begin Patch`, all or none. Context must match exactly but may sit at other line numbers; on a failed hunk nothing changes and the error names the file, hunk and nearest near-match.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;

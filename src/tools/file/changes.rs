@@ -17,7 +17,7 @@ pub struct Changes;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Only this file (default: every file the session changed).
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: Option<String>,
 }
 
@@ -50,7 +50,8 @@ pub struct FileChange {
 
 impl Operation for Changes {
     const NAME: &'static str = "changes";
-    const DESCRIPTION: &'static str = "List the files this session created or modified, with one combined diff (each file's first state against its current one).";
+    const DESCRIPTION: &'static str =
+        "This session's changes as one diff. Each file's first state against its current one.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

@@ -14,7 +14,7 @@ pub struct CreateDirectory;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The directory to create, with any missing parents.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
 }
 
@@ -29,8 +29,7 @@ pub struct Output {
 
 impl Operation for CreateDirectory {
     const NAME: &'static str = "create_directory";
-    const DESCRIPTION: &'static str =
-        "Create a directory and any missing parents (like `mkdir -p`); an existing directory is fine.";
+    const DESCRIPTION: &'static str = "Make a directory with parents.";
     const KIND: EffectKind = EffectKind::Write { destructive: false, idempotent: true };
     type Args = Args;
     type Output = Output;

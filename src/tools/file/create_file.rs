@@ -15,21 +15,21 @@ pub struct CreateFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file to write: relative to the first root, or absolute inside a root.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// The whole content of the file.
+    /// The file's whole content.
     pub content: String,
-    /// Replace the file if it exists (default false).
+    /// Replace an existing file.
     pub overwrite: Option<bool>,
-    /// Create missing parent directories (default true).
+    /// Create missing parents (default true).
     pub create_parents: Option<bool>,
-    /// Only show the diff the call would make; write nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
 impl Operation for CreateFile {
     const NAME: &'static str = "create_file";
-    const DESCRIPTION: &'static str = "Write a new file with `content` (atomically; parent directories are created). Refuses to replace an existing file unless `overwrite: true`; returns the diff.";
+    const DESCRIPTION: &'static str = "Write a whole file. Refuses to replace an existing file unless `overwrite: true` (then returns the diff); parent directories are created.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = WriteOutput;

@@ -17,11 +17,11 @@ pub struct DeleteFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file or directory to delete.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// Delete a non-empty directory and everything in it (default false).
+    /// Delete a non-empty directory too.
     pub recursive: Option<bool>,
-    /// Only say what would be deleted; delete nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
@@ -42,7 +42,7 @@ pub struct Output {
 
 impl Operation for DeleteFile {
     const NAME: &'static str = "delete_file";
-    const DESCRIPTION: &'static str = "Delete a file, or a directory (a non-empty one needs `recursive: true`). Everything deleted is kept so `undo` can bring it back byte for byte.";
+    const DESCRIPTION: &'static str = "Delete, recoverably. A non-empty directory needs `recursive: true`; what is deleted is kept so `undo` brings it back.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;

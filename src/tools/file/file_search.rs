@@ -31,18 +31,18 @@ pub enum Sort {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Glob: without `/` it matches file names at any depth (`*.rs`); with `/` it matches the path from `path` (`src/**/*.ts`); `{a,b}` alternatives; a leading `!` inverts it.
+    /// file_search: a glob (`*.rs` at any depth, `src/**/*.ts`, `{a,b}`, `!` inverts); grep_search: a regex (Rust syntax).
     pub pattern: String,
-    /// Directory to search (default: the first root).
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: Option<String>,
-    /// Include dot-files and dot-directories (default false).
+    /// Include dot-files.
     pub include_hidden: Option<bool>,
-    /// Skip what .gitignore/.ignore exclude (default true).
+    /// Skip .gitignore'd files (default true).
     pub respect_gitignore: Option<bool>,
-    /// Most files to show (default 500); the total is always reported.
+    /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,
-    /// How to order the files (default `path`).
+    /// `path` (default) or `mtime` (newest first).
     pub sort: Option<Sort>,
 }
 
@@ -59,7 +59,7 @@ pub struct Output {
 
 impl Operation for FileSearch {
     const NAME: &'static str = "file_search";
-    const DESCRIPTION: &'static str = "Find files by glob (`*.rs`, `src/**/test_*.py`, `*.{js,ts}`) under `path`, sorted by path or by modification time (newest first). Reports the total even when `limit` (default 500) caps the list.";
+    const DESCRIPTION: &'static str = "Find files by glob. Sorted by path or newest first; reports the total even when `limit` (default 500) caps the list.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

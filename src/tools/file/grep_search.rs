@@ -39,32 +39,32 @@ pub enum OutputMode {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Regex (Rust syntax, like ripgrep), or a literal string with `fixed_strings`.
+    /// file_search: a glob (`*.rs` at any depth, `src/**/*.ts`, `{a,b}`, `!` inverts); grep_search: a regex (Rust syntax).
     pub pattern: String,
-    /// File or directory to search (default: the first root).
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: Option<String>,
-    /// Only search files matching this glob (`*.rs`, `src/**/*.{ts,tsx}`); a leading `!` excludes instead (`!*.min.js`).
+    /// Only files matching this glob; `!` excludes.
     pub glob: Option<String>,
-    /// Match case-insensitively (default false).
+    /// Ignore case.
     pub case_insensitive: Option<bool>,
-    /// Treat `pattern` as a literal string (default false).
+    /// `pattern` is literal text.
     pub fixed_strings: Option<bool>,
-    /// Let matches span lines; `.` then matches newlines too (default false).
+    /// Matches may span lines.
     pub multiline: Option<bool>,
-    /// Lines of context before and after each match (content output).
+    /// Context lines around matches.
     pub context: Option<usize>,
-    /// Lines of context before each match (overrides `context`).
+    /// Context lines before matches.
     pub before: Option<usize>,
-    /// Lines of context after each match (overrides `context`).
+    /// Context lines after matches.
     pub after: Option<usize>,
-    /// What to return (default `content`).
+    /// `content` (lines, default), `files` or `count`.
     pub output: Option<OutputMode>,
-    /// Most matches (content) or files (files, count) to show (default 200); totals are always reported.
+    /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,
-    /// Include dot-files and dot-directories (default false).
+    /// Include dot-files.
     pub include_hidden: Option<bool>,
-    /// Skip what .gitignore/.ignore exclude (default true).
+    /// Skip .gitignore'd files (default true).
     pub respect_gitignore: Option<bool>,
 }
 
@@ -100,7 +100,7 @@ pub struct FileRow {
 
 impl Operation for GrepSearch {
     const NAME: &'static str = "grep_search";
-    const DESCRIPTION: &'static str = "Search file contents with a regex (Rust syntax) or a fixed string, ripgrep-fast and .gitignore-aware: `glob` filters files, `context`/`before`/`after` add lines, `output` gives matching lines (`content`), file names (`files`) or per-file counts (`count`). Binary files are skipped. Reports the true totals even when `limit` (default 200) caps the list.";
+    const DESCRIPTION: &'static str = "Search contents by regex. `output`: matching lines with paths and line numbers (`content`), file names (`files`) or counts (`count`); `glob` filters files; `context`/`before`/`after` add lines; `fixed_strings` for literal text. .gitignore-aware; binary files are skipped; totals are exact even when `limit` caps the list.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

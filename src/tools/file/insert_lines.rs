@@ -14,22 +14,21 @@ pub struct InsertLines;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file to edit.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// Insert after this line (1-based); 0 inserts at the top, the last line number appends.
+    /// Insert after this line (0 = top).
     pub line: u64,
-    /// The lines to insert.
+    /// Lines to insert.
     pub text: String,
-    /// The sha256 `read_file` returned; the edit fails if the file changed since.
+    /// The sha256 from read_file: refuse if the file changed since.
     pub expected_hash: Option<String>,
-    /// Only show the diff the call would make; write nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
 impl Operation for InsertLines {
     const NAME: &'static str = "insert_lines";
-    const DESCRIPTION: &'static str =
-        "Insert `text` after line `line` of a file (0 = at the top; the last line number appends). Returns the diff.";
+    const DESCRIPTION: &'static str = "Insert lines after `line` (0 = top). Returns the diff.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = WriteOutput;

@@ -23,16 +23,16 @@ pub struct ListDir;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The directory (default: the first root).
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: Option<String>,
-    /// Levels to show: 1 = the directory's own entries (default 1, max 10).
+    /// Levels, 1 to 10 (default 1).
     #[schemars(range(min = 1, max = 10))]
     pub depth: Option<usize>,
-    /// Include dot-files and dot-directories (default false; `.git` is never listed).
+    /// Include dot-files.
     pub include_hidden: Option<bool>,
-    /// Skip what .gitignore/.ignore exclude (default true).
+    /// Skip .gitignore'd files (default true).
     pub respect_gitignore: Option<bool>,
-    /// Most entries to show (default 1000).
+    /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,
 }
@@ -73,7 +73,7 @@ pub struct Entry {
 
 impl Operation for ListDir {
     const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str = "List a directory as a tree, `depth` levels deep (default 1, max 10): each entry's kind and size, and how many entries each directory holds. Skips hidden and git-ignored entries unless asked; symlinks are shown with their target, not followed.";
+    const DESCRIPTION: &'static str = "List a directory tree with sizes. `depth` levels deep (default 1, max 10), with how many entries each directory holds; hidden and git-ignored entries are skipped unless asked; symlinks are shown with their target, never followed.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

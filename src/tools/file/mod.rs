@@ -25,7 +25,7 @@ use crate::tools::{OperationDef, ToolDef};
 pub const TOOL: ToolDef = ToolDef {
     name: "file_operations",
     title: "File operations",
-    summary: "Read, search and change files inside the workspace roots. Paths are relative to the first root; absolute paths must lie inside a root. Hidden and git-ignored files are skipped unless asked for, symlinks are never followed out of the roots (and never written through), every write is atomic and undoable, and every result fits the output budget (a cut is always said, with how to see the rest).",
+    summary: "Read, search and edit workspace files. Paths are relative to the first root; writes are atomic, undoable and return a diff.",
     operations: &[
         OperationDef::of::<read_file::ReadFile>(),
         OperationDef::of::<list_dir::ListDir>(),

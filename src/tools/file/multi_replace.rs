@@ -15,11 +15,11 @@ pub struct MultiReplace;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Edit {
-    /// The exact text to replace; must occur once in the text as the earlier edits left it, unless `replace_all`.
+    /// Exact text; unique unless `replace_all`.
     pub old_string: String,
-    /// The replacement text.
+    /// Its replacement.
     pub new_string: String,
-    /// Replace every occurrence (default false).
+    /// Replace every occurrence.
     pub replace_all: Option<bool>,
 }
 
@@ -27,19 +27,19 @@ pub struct Edit {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file to edit.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// The replacements, applied in order; if one fails, nothing is written.
+    /// In order, each on the previous result.
     pub edits: Vec<Edit>,
-    /// The sha256 `read_file` returned; the edit fails if the file changed since.
+    /// The sha256 from read_file: refuse if the file changed since.
     pub expected_hash: Option<String>,
-    /// Only show the diff the call would make; write nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
 impl Operation for MultiReplace {
     const NAME: &'static str = "multi_replace";
-    const DESCRIPTION: &'static str = "Apply several `replace_string` edits to one file in order, each on the result of the previous; if any fails, nothing is written and the error names it. Returns one diff.";
+    const DESCRIPTION: &'static str = "Several replacements, all or none. Each edit applies to the result of the previous; if one fails nothing is written and the error names it. Returns one diff.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = WriteOutput;

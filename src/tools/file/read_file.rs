@@ -31,12 +31,12 @@ pub struct ReadFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file: relative to the first root, or absolute inside a root.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// First line to show, 1-based (default 1).
+    /// First line, 1-based.
     #[schemars(range(min = 1))]
     pub offset: Option<u64>,
-    /// Most lines to show (default 2000).
+    /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }
@@ -86,7 +86,7 @@ pub struct Output {
 
 impl Operation for ReadFile {
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read a file as numbered lines; `offset` (1-based) and `limit` (default 2000) pick a window, and lines over 2000 characters are cut. Reports the total line count and a sha256 of the whole file. Images (png, jpeg, gif, webp) come back as images; other binary files are refused with their type and size.";
+    const DESCRIPTION: &'static str = "Read numbered lines, with the file's sha256. `offset` (1-based) and `limit` (default 2000) pick a window; lines over 2000 characters are cut. Pass the sha256 as `expected_hash` to edits. Images (png, jpeg, gif, webp) come back as images; other binary files are refused with their type and size.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

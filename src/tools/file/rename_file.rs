@@ -15,15 +15,15 @@ pub struct RenameFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file or directory to move.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// Its new path (the full path, including the new name).
+    /// The new path.
     pub destination: String,
-    /// Replace a file at the destination (default false; a directory is never replaced).
+    /// Replace an existing file.
     pub overwrite: Option<bool>,
-    /// Create missing parent directories of the destination (default true).
+    /// Create missing parents (default true).
     pub create_parents: Option<bool>,
-    /// Only say what would happen; change nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
@@ -42,7 +42,7 @@ pub struct Output {
 
 impl Operation for RenameFile {
     const NAME: &'static str = "rename_file";
-    const DESCRIPTION: &'static str = "Move or rename a file or directory to `destination` (parents created). Refuses to replace an existing file unless `overwrite: true`; a replaced file is kept for `undo`.";
+    const DESCRIPTION: &'static str = "Move or rename. Refuses to replace an existing file unless `overwrite: true` (the replaced file is kept for `undo`); parents are created.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;

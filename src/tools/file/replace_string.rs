@@ -15,23 +15,23 @@ pub struct ReplaceString;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The file to edit.
+    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
     pub path: String,
-    /// The exact text to replace (as `read_file` shows it, without line numbers); must occur once unless `replace_all`.
+    /// Exact text, without line numbers; unique unless `replace_all`.
     pub old_string: String,
-    /// The replacement text.
+    /// Its replacement.
     pub new_string: String,
-    /// Replace every occurrence (default false).
+    /// Replace every occurrence.
     pub replace_all: Option<bool>,
-    /// The sha256 `read_file` returned; the edit fails if the file changed since.
+    /// The sha256 from read_file: refuse if the file changed since.
     pub expected_hash: Option<String>,
-    /// Only show the diff the call would make; write nothing (default false).
+    /// Only preview; change nothing.
     pub dry_run: Option<bool>,
 }
 
 impl Operation for ReplaceString {
     const NAME: &'static str = "replace_string";
-    const DESCRIPTION: &'static str = "Replace `old_string` with `new_string` in a file: an exact match that must be unique unless `replace_all`. On no match, shows the closest regions with line numbers; keeps line endings, BOM and permissions; returns the diff.";
+    const DESCRIPTION: &'static str = "Replace exact text. `old_string` must be unique unless `replace_all`; on no match the nearest text is shown with line numbers. Keeps line endings, BOM and permissions; returns the diff.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = WriteOutput;

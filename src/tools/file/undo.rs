@@ -20,10 +20,10 @@ pub struct Undo;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// How many of the last writing calls to revert (default 1).
+    /// Calls to revert (default 1).
     #[schemars(range(min = 1))]
     pub steps: Option<usize>,
-    /// Revert even paths changed by someone else since (default false).
+    /// Even paths others changed since.
     pub force: Option<bool>,
 }
 
@@ -49,7 +49,7 @@ pub struct Undone {
 
 impl Operation for Undo {
     const NAME: &'static str = "undo";
-    const DESCRIPTION: &'static str = "Revert this session's last `steps` writing calls (default 1) byte for byte: edits, creations, renames and deletions. Refuses, reverting nothing, if a path was changed by someone else since, unless `force: true`.";
+    const DESCRIPTION: &'static str = "Revert this session's last writes. `steps` calls (default 1), byte for byte; refuses, reverting nothing, if a path was changed by someone else since, unless `force: true`.";
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;

@@ -15,7 +15,7 @@ pub struct Delete;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The memory's id (from `store` or `search`).
+    /// The memory's id.
     pub id: i64,
 }
 
@@ -36,7 +36,7 @@ pub struct Output {
 
 impl Operation for Delete {
     const NAME: &'static str = "delete";
-    const DESCRIPTION: &'static str = "Forget a memory for good.";
+    const DESCRIPTION: &'static str = "Forget a memory.";
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;

@@ -15,7 +15,7 @@ pub struct Get;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The memory's id (from `store` or `search`).
+    /// The memory's id.
     pub id: i64,
 }
 
@@ -42,7 +42,7 @@ pub struct Output {
 
 impl Operation for Get {
     const NAME: &'static str = "get";
-    const DESCRIPTION: &'static str = "Return one memory whole: content, title, tags, collection and times.";
+    const DESCRIPTION: &'static str = "One memory whole. Content, title, tags, collection and times.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

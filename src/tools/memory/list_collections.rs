@@ -15,7 +15,7 @@ pub struct ListCollections;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// `workspace` (default: this workspace's memories) or `global` (shared by every workspace).
+    /// `workspace` (default) or `global`.
     #[serde(default)]
     pub scope: Scope,
 }
@@ -42,8 +42,7 @@ pub struct Row {
 
 impl Operation for ListCollections {
     const NAME: &'static str = "list_collections";
-    const DESCRIPTION: &'static str =
-        "List the collections of a scope with their number of memories and when they last changed.";
+    const DESCRIPTION: &'static str = "Collections with counts. And when each last changed.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

@@ -18,7 +18,7 @@ use crate::tools::{Context, OperationDef, ToolDef};
 pub const TOOL: ToolDef = ToolDef {
     name: "memory_operations",
     title: "Memory operations",
-    summary: "Remember facts, decisions and how-tos across sessions: memories are kept in the server's database per workspace (or globally with `scope: \"global\"`), in named collections, with optional titles and tags. Storing the same content twice in a collection returns the existing id. `search` ranks by relevance (BM25) and returns short highlighted snippets; `get` returns the whole memory.",
+    summary: "Remember facts across sessions and search them (ranked, with snippets); per workspace or `global`, in collections.",
     operations: &[
         OperationDef::of::<store::Store>(),
         OperationDef::of::<search::Search>(),

@@ -17,19 +17,19 @@ pub struct Search;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Words to look for (all of them; if no memory has all, any of them), or FTS5 syntax: `"exact phrase"`, `pars*`, `a OR b`, `a NOT b`, `NEAR(a b)`, `title:deploy`. Text that is not valid FTS5 is searched as plain words.
+    /// Words (all, else any) or FTS5: `"phrase"`, `pre*`, `a OR b`, `NEAR(a b)`, `title:x`.
     pub query: String,
-    /// Only this collection (default: every collection of the scope).
+    /// Default `default` (search: every one).
     pub collection: Option<String>,
-    /// Only memories with every one of these tags.
+    /// Tags, lowercased. search: all must match; update: replaces.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// Results per page (default 10, at most 100).
+    /// Per page (default 10, max 100).
     pub limit: Option<u32>,
-    /// Results to skip, for the next page (`next_offset` of the last result).
+    /// Results to skip (`next_offset`).
     #[serde(default)]
     pub offset: u32,
-    /// `workspace` (default: this workspace's memories) or `global` (shared by every workspace).
+    /// `workspace` (default) or `global`.
     #[serde(default)]
     pub scope: Scope,
 }
@@ -72,7 +72,7 @@ pub struct Hit {
 
 impl Operation for Search {
     const NAME: &'static str = "search";
-    const DESCRIPTION: &'static str = "Find memories by relevance: words or FTS5 syntax over titles, content and tags, optionally in one collection or with given tags. Returns ids with highlighted snippets, paged by `limit`/`offset`; `get` an id for the whole text.";
+    const DESCRIPTION: &'static str = "Ranked search with snippets. Words or FTS5 syntax over titles, content and tags; paged by `limit`/`offset`; `get` an id for the whole text.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

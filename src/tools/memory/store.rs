@@ -15,16 +15,16 @@ pub struct Store;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The text to remember (at most 100,000 bytes): a fact, a decision and its reason, a how-to.
+    /// The text (max 100,000 bytes).
     pub content: String,
-    /// A short title.
+    /// A short title (`""` removes it).
     pub title: Option<String>,
-    /// Tags to filter by later, e.g. `["build", "ci"]` (stored lowercase).
+    /// Tags, lowercased. search: all must match; update: replaces.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// The collection (default `default`): letters, digits, `_`, `-`, `.`.
+    /// Default `default` (search: every one).
     pub collection: Option<String>,
-    /// `workspace` (default: this workspace's memories) or `global` (shared by every workspace).
+    /// `workspace` (default) or `global`.
     #[serde(default)]
     pub scope: Scope,
 }
@@ -44,7 +44,7 @@ pub struct Output {
 
 impl Operation for Store {
     const NAME: &'static str = "store";
-    const DESCRIPTION: &'static str = "Remember `content` (with an optional title and tags) in a collection; returns its id. The same content in the same collection and scope returns the existing id.";
+    const DESCRIPTION: &'static str = "Remember `content`; returns its id. With an optional title and tags; the same content in the same collection and scope returns the existing id.";
     const KIND: EffectKind = EffectKind::Record { destructive: false, idempotent: true };
     type Args = Args;
     type Output = Output;

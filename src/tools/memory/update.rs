@@ -15,13 +15,13 @@ pub struct Update;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The memory's id (from `store` or `search`).
+    /// The memory's id.
     pub id: i64,
-    /// New content (replaces the old).
+    /// The text (max 100,000 bytes).
     pub content: Option<String>,
-    /// New title (`""` removes it).
+    /// A short title (`""` removes it).
     pub title: Option<String>,
-    /// New tags (replace the old; `[]` removes them).
+    /// Tags, lowercased. search: all must match; update: replaces.
     pub tags: Option<Vec<String>>,
 }
 
@@ -44,7 +44,7 @@ pub struct Output {
 
 impl Operation for Update {
     const NAME: &'static str = "update";
-    const DESCRIPTION: &'static str = "Change a memory's `content`, `title` or `tags` (the fields given replace the old ones); it is re-indexed for search.";
+    const DESCRIPTION: &'static str = "Change content, title or tags. The memory is re-indexed.";
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
     type Args = Args;
     type Output = Output;

@@ -16,11 +16,11 @@ pub struct KillSession;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The session, from `start_session`, `run_command` or `list_sessions`.
+    /// From start_session, run_command or list_sessions.
     pub session_id: String,
-    /// The signal: `TERM` (default; `KILL` follows after 2 s if it is still running), `INT`, `HUP`, `QUIT`, `KILL`, `USR1`, `USR2`, `STOP` or `CONT`.
+    /// `TERM` (default, `KILL` after 2 s), `INT`, `HUP`, `KILL`, `STOP`, `CONT`…
     pub signal: Option<String>,
-    /// Also forget the session and its kept output (default false: it stays listed with its final status).
+    /// Also forget it.
     #[serde(default)]
     pub remove: bool,
 }
@@ -37,7 +37,7 @@ pub struct Output {
 
 impl Operation for KillSession {
     const NAME: &'static str = "kill_session";
-    const DESCRIPTION: &'static str = "Signal a session's whole process group (default `TERM`, then `KILL` after a grace period) and report its final status; `remove: true` also forgets it.";
+    const DESCRIPTION: &'static str = "Signal a session's process group. Default `TERM`, then `KILL`; reports the final status; `remove: true` also forgets it.";
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;

@@ -45,7 +45,7 @@ pub struct Row {
 
 impl Operation for ListSessions {
     const NAME: &'static str = "list_sessions";
-    const DESCRIPTION: &'static str = "List this connection's sessions (background commands and terminals) with status, exit code, age and bytes of output. Ended ones stay listed for an hour.";
+    const DESCRIPTION: &'static str = "List sessions. Ended ones stay listed for an hour.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

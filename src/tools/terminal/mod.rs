@@ -22,7 +22,7 @@ use crate::tools::{Context, OperationDef, ToolDef};
 pub const TOOL: ToolDef = ToolDef {
     name: "terminal_operations",
     title: "Terminal operations",
-    summary: "Run shell commands, background processes and interactive terminal sessions inside the workspace. Every command runs under the server's sandbox (Linux Landlock: in the default `workspace-write` mode it may write only inside the roots and temp dirs; `.git/hooks`, `.git/config` and the server's own files stay read-only) in its own process group, with a clean environment (variables that look like secrets are dropped). Output that does not fit the budget keeps its head and tail, and the rest stays readable with `read_output`.",
+    summary: "Run commands and interactive terminals (PTY) in the workspace, under the sandbox. Long output keeps its head and tail; `read_output` pages the rest.",
     operations: &[
         OperationDef::of::<run_command::RunCommand>(),
         OperationDef::of::<start_session::StartSession>(),

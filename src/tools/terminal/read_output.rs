@@ -22,18 +22,18 @@ pub struct ReadOutput;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The session, from `start_session`, `run_command` with `background`, or a finished command whose output was cut.
+    /// From start_session, run_command or list_sessions.
     pub session_id: String,
-    /// Byte cursor to read from (a `next` from an earlier result; 0 = the beginning). Default: where the last read of this session ended.
+    /// Byte cursor (a result's `next`; 0 = start; default: after the last read).
     pub since: Option<u64>,
-    /// Milliseconds to wait for output before returning (`run_command` with `background`: default 500; `send_input`: default 500, returns early once output is quiet; `read_output`: default 0, returns as soon as there is new output). At most 600000.
+    /// Milliseconds to wait for output (default 500; read_output 0).
     pub wait_ms: Option<u64>,
-    /// Most bytes to return (default and cap: the output budget).
+    /// Max bytes (default: the output budget).
     pub max_bytes: Option<u64>,
-    /// Return the rendered terminal screen instead of the output stream (PTY sessions; for full-screen programs such as `less`, `top` or editors).
+    /// Return the rendered PTY screen.
     #[serde(default)]
     pub screen: bool,
-    /// `stdout` (default) or `stderr`: which stream of a finished command to page (background commands and PTYs have one stream).
+    /// `stdout` (default) or `stderr`.
     pub stream: Option<String>,
 }
 
@@ -98,7 +98,7 @@ pub fn page(session: &TermSession, stream: usize, since: u64, max: usize) -> Pag
 
 impl Operation for ReadOutput {
     const NAME: &'static str = "read_output";
-    const DESCRIPTION: &'static str = "Read a session's output from a cursor (default: where the last read ended), optionally waiting up to `wait_ms` for more, with its status (running, or exited with a code). `screen: true` returns a PTY's rendered screen instead.";
+    const DESCRIPTION: &'static str = "Read a session's output or screen. From a cursor (default: where the last read ended), with its status; waits up to `wait_ms` for more; `screen: true` returns a PTY's rendered screen.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;

@@ -31,21 +31,21 @@ pub struct RunCommand;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The command line, run by the configured shell (`bash -c`). Pipes, `&&` and redirections work.
+    /// Command line for `bash -c`.
     pub command: String,
-    /// Working directory, inside the roots (default: the first root).
+    /// Working directory (default: the first root).
     pub cwd: Option<String>,
-    /// Extra environment variables as `NAME=value` strings, e.g. `["RUST_LOG=debug"]`.
+    /// Extra `NAME=value` variables.
     #[serde(default)]
     pub env: Vec<String>,
-    /// Text written to the command's stdin, which is then closed (default: stdin is `/dev/null`).
+    /// Text for stdin.
     pub stdin: Option<String>,
-    /// Time limit in milliseconds (default 120000, at most 600000); then the command's whole process group is ended and its partial output returned.
+    /// Time limit (default 120000, max 600000); then the process group is ended.
     pub timeout_ms: Option<u64>,
-    /// Start it in the background and return a `session_id` at once: for dev servers, watchers and anything long-running. Poll with `read_output`, end with `kill_session`.
+    /// Return a `session_id` at once (servers, watchers).
     #[serde(default)]
     pub background: bool,
-    /// Milliseconds to wait for output before returning (`run_command` with `background`: default 500; `send_input`: default 500, returns early once output is quiet; `read_output`: default 0, returns as soon as there is new output). At most 600000.
+    /// Milliseconds to wait for output (default 500; read_output 0).
     pub wait_ms: Option<u64>,
 }
 
@@ -79,7 +79,7 @@ pub struct Output {
 
 impl Operation for RunCommand {
     const NAME: &'static str = "run_command";
-    const DESCRIPTION: &'static str = "Run a shell command under the sandbox in its own process group and return its exit code with stdout and stderr kept apart; a non-zero exit is an error result that still carries the output. `background: true` returns a `session_id` at once for long-running programs.";
+    const DESCRIPTION: &'static str = "Run a command: exit code, stdout, stderr. A non-zero exit is an error result that still carries the output; `background: true` returns a `session_id` at once for long-running programs.";
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;

@@ -20,16 +20,16 @@ pub struct SendInput;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The session, from `start_session` (or `run_command` with `background`).
+    /// From start_session, run_command or list_sessions.
     pub session_id: String,
     /// Text to type.
     pub input: Option<String>,
-    /// Keys to press before the text, by name: `ctrl-c`, `ctrl-d`, `enter`, `tab`, `escape`, `up`, `down`, `left`, `right`, `pageup`, `f1`…, `alt-x`.
+    /// Keys to press first: `ctrl-c`, `enter`, `tab`, `up`, `f1`…
     #[serde(default)]
     pub keys: Vec<String>,
-    /// Press Enter after `input` (default true; ignored without `input`).
+    /// Enter after `input` (default true).
     pub press_enter: Option<bool>,
-    /// Milliseconds to wait for output before returning (`run_command` with `background`: default 500; `send_input`: default 500, returns early once output is quiet; `read_output`: default 0, returns as soon as there is new output). At most 600000.
+    /// Milliseconds to wait for output (default 500; read_output 0).
     pub wait_ms: Option<u64>,
 }
 
@@ -50,7 +50,7 @@ pub struct Output {
 
 impl Operation for SendInput {
     const NAME: &'static str = "send_input";
-    const DESCRIPTION: &'static str = "Type into a terminal session: named `keys` and/or `input` (then Enter unless `press_enter: false`), then return the output it printed, waiting until it is quiet (at most `wait_ms`).";
+    const DESCRIPTION: &'static str = "Type into a session; returns its output. Named `keys` and/or `input` (then Enter unless `press_enter: false`); waits until output is quiet, at most `wait_ms`.";
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;

@@ -23,18 +23,18 @@ pub struct StartSession;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The program to run on the terminal: a shell (default: the configured shell, e.g. `bash`) or a REPL such as `python3` or `node`; a line with spaces runs through `sh -c`.
+    /// The program (default: the shell), e.g. `python3`.
     pub shell: Option<String>,
-    /// Working directory, inside the roots (default: the first root).
+    /// Working directory (default: the first root).
     pub cwd: Option<String>,
-    /// Extra environment variables as `NAME=value` strings, e.g. `["RUST_LOG=debug"]`.
+    /// Extra `NAME=value` variables.
     #[serde(default)]
     pub env: Vec<String>,
-    /// Terminal width in columns (default 120).
+    /// Width (default 120).
     pub cols: Option<u16>,
-    /// Terminal height in rows (default 40).
+    /// Height (default 40).
     pub rows: Option<u16>,
-    /// Milliseconds to wait for output before returning (`run_command` with `background`: default 500; `send_input`: default 500, returns early once output is quiet; `read_output`: default 0, returns as soon as there is new output). At most 600000.
+    /// Milliseconds to wait for output (default 500; read_output 0).
     pub wait_ms: Option<u64>,
 }
 
@@ -55,7 +55,7 @@ pub struct Output {
 
 impl Operation for StartSession {
     const NAME: &'static str = "start_session";
-    const DESCRIPTION: &'static str = "Start an interactive shell or REPL on a terminal (PTY) under the sandbox; its state (cwd, variables, a running program) persists across `send_input` calls. Returns a `session_id` and the first output.";
+    const DESCRIPTION: &'static str = "Start a shell or REPL on a terminal. Its state persists across `send_input` calls; returns a `session_id` and the first output.";
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;

@@ -15,16 +15,15 @@ pub struct Add;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    /// The list's name (default `default`).
     pub list: Option<String>,
-    /// The items, in order: `{title, description?, status?, priority?, dependencies?, blocked_reason?, progress?, id?}`.
+    /// The items, in order.
     pub todos: Vec<Draft>,
 }
 
 impl Operation for Add {
     const NAME: &'static str = "add";
-    const DESCRIPTION: &'static str =
-        "Append `todos` to the list; they get ids after the highest so far (or the free ids given).";
+    const DESCRIPTION: &'static str = "Append items. They get ids after the highest so far.";
     const KIND: EffectKind = EffectKind::Record { destructive: false, idempotent: false };
     type Args = Args;
     type Output = ListOutput;

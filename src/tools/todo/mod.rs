@@ -19,7 +19,7 @@ use crate::tools::{Context, OperationDef, Reply, ToolDef};
 pub const TOOL: ToolDef = ToolDef {
     name: "todo_operations",
     title: "Todo operations",
-    summary: "Keep a plan for the task at hand: a todo list per workspace (optionally several, by `list` name), saved in the server's database so it survives restarts. Items have an id, a title, a status (`not_started`, `in_progress`, `completed`, `blocked`), a priority and dependencies. The rules are checked on every change: one item `in_progress` at a time, `blocked` needs a `blocked_reason`, dependencies must exist without cycles, and `write` may not drop completed items. Every result shows the whole current list.",
+    summary: "Plan multi-step work: a todo list per workspace, kept across restarts. Checked: one `in_progress` item, `blocked` needs `blocked_reason`, dependencies exist without cycles, `write` keeps completed items.",
     operations: &[
         OperationDef::of::<read::Read>(),
         OperationDef::of::<write::Write>(),

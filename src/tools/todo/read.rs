@@ -15,14 +15,13 @@ pub struct Read;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    /// The list's name (default `default`).
     pub list: Option<String>,
 }
 
 impl Operation for Read {
     const NAME: &'static str = "read";
-    const DESCRIPTION: &'static str =
-        "Show the list: every item with its status, and the counts (completed, in progress, not started, blocked).";
+    const DESCRIPTION: &'static str = "Show the list.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = ListOutput;

@@ -15,15 +15,15 @@ pub struct Update;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    /// The list's name (default `default`).
     pub list: Option<String>,
-    /// Changes, each `{id, status?, title?, description?, priority?, dependencies?, blocked_reason?, progress?}`; only the fields given change.
+    /// Changes by id; only given fields change.
     pub updates: Vec<Patch>,
 }
 
 impl Operation for Update {
     const NAME: &'static str = "update";
-    const DESCRIPTION: &'static str = "Change fields of existing items by id, e.g. `[{\"id\": 2, \"status\": \"completed\"}, {\"id\": 3, \"status\": \"in_progress\"}]` (all changes apply together, so finishing one item and starting the next is one call).";
+    const DESCRIPTION: &'static str = "Change items by id. E.g. `[{\"id\": 2, \"status\": \"completed\"}, {\"id\": 3, \"status\": \"in_progress\"}]`: all changes apply together.";
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
     type Args = Args;
     type Output = ListOutput;

@@ -15,15 +15,15 @@ pub struct Write;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The list's name (default `default`): letters, digits, `_`, `-`, `.`.
+    /// The list's name (default `default`).
     pub list: Option<String>,
-    /// The items, in order: `{title, description?, status?, priority?, dependencies?, blocked_reason?, progress?, id?}`.
+    /// The items, in order.
     pub todos: Vec<Draft>,
 }
 
 impl Operation for Write {
     const NAME: &'static str = "write";
-    const DESCRIPTION: &'static str = "Replace the list with `todos` (ids left out are numbered after the highest so far). Completed items must stay, with their id and title; start a new plan under another `list` name instead.";
+    const DESCRIPTION: &'static str = "Replace the list. Ids left out are numbered after the highest; completed items must stay (start another plan under a new `list` name instead).";
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
     type Args = Args;
     type Output = ListOutput;
