@@ -35,7 +35,7 @@ pub fn run(config: &Config) -> Result<(), String> {
     report.push_str(&format!("state dir:     {} ({state})\n", config.state_dir.display()));
     report.push_str(&format!("database:      {}\n", database_report(config)));
     report.push_str(&format!("tool layout:   {} ({})\n", config.tool_layout.as_str(), names.join(", ")));
-    report.push_str(&format!("output budget: {} bytes per result\n", config.output_budget));
+    report.push_str(&format!("output budget: {}\n", config.output_budget.describe()));
     report.push_str(&format!("max image:     {} bytes\n", config.max_image_bytes));
     report.push_str(&format!("max edit:      {} bytes per file\n", config.max_edit_bytes));
     report.push_str(&format!("undo data:     at most {} bytes per session\n", config.max_undo_bytes));

@@ -12,10 +12,12 @@ use crate::error::ConfigError;
 use crate::policy::audit::AuditLog;
 use crate::sandbox::fs;
 
+mod budget;
 pub mod http;
 
+pub use budget::OutputBudget;
+
 /// Default text budget of one tool result, in bytes.
-pub const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024;
 /// Smallest and largest accepted text budgets: big enough for a useful answer, small enough
 /// to stay far below the 10 MiB message limit of common clients.
 const BUDGET_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
@@ -46,7 +48,7 @@ pub struct Config {
     /// How operations are exposed as tools.
     pub tool_layout: ToolLayout,
     /// Most bytes of text in one tool result.
-    pub output_budget: usize,
+    pub output_budget: OutputBudget,
     /// Most bytes of one image returned as image content.
     pub max_image_bytes: usize,
     /// Largest file an edit operation reads and rewrites.
@@ -150,21 +152,26 @@ impl Config {
         };
 
         let output_budget = match (args.output_budget, env("TOOLBELT_OUTPUT_BUDGET")) {
-            (Some(bytes), _) => bytes,
-            (None, Some(value)) => value.to_str().and_then(|v| v.parse().ok()).ok_or_else(|| ConfigError::BadEnv {
-                name: "TOOLBELT_OUTPUT_BUDGET",
-                value: value.to_string_lossy().into_owned(),
-                expected: "a number of bytes, e.g. `65536`",
-            })?,
-            (None, None) => file.output_budget.unwrap_or(DEFAULT_OUTPUT_BUDGET),
+            (Some(bytes), _) => Some(bytes),
+            (None, Some(value)) => {
+                Some(value.to_str().and_then(|v| v.parse().ok()).ok_or_else(|| ConfigError::BadEnv {
+                    name: "TOOLBELT_OUTPUT_BUDGET",
+                    value: value.to_string_lossy().into_owned(),
+                    expected: "a number of bytes, e.g. `32768`",
+                })?)
+            }
+            (None, None) => file.output_budget,
         };
-        if !(BUDGET_RANGE.0..=BUDGET_RANGE.1).contains(&output_budget) {
+        if let Some(bytes) = output_budget
+            && !(BUDGET_RANGE.0..=BUDGET_RANGE.1).contains(&bytes)
+        {
             return Err(ConfigError::OutOfRange {
                 key: "output_budget",
-                value: output_budget.to_string(),
+                value: bytes.to_string(),
                 expected: "between 1024 and 4194304 bytes",
             });
         }
+        let output_budget = output_budget.map_or(OutputBudget::PerHost, OutputBudget::Fixed);
         let max_image_bytes = file.max_image_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES);
         if max_image_bytes > MAX_IMAGE_LIMIT {
             return Err(ConfigError::OutOfRange {
@@ -413,7 +420,7 @@ mod tests {
         assert_eq!(config.roots, vec![a]);
         assert!(!config.roots_explicit);
         assert_eq!(config.state_dir, tmp.path().join(".local/state/toolbelt-mcp"));
-        assert_eq!(config.output_budget, DEFAULT_OUTPUT_BUDGET);
+        assert_eq!(config.output_budget, OutputBudget::PerHost);
         assert_eq!(config.tool_layout, ToolLayout::Consolidated);
         assert_eq!(config.config_file, None);
     }
@@ -433,7 +440,7 @@ mod tests {
         let config = Config::resolve(&CommonArgs::default(), &env, &a).unwrap();
         assert_eq!(config.roots, vec![b.clone()]);
         assert!(config.roots_explicit);
-        assert_eq!(config.output_budget, 2000);
+        assert_eq!(config.output_budget, OutputBudget::Fixed(2000));
         assert_eq!(config.tool_layout, ToolLayout::Granular);
         assert_eq!(config.state_dir, tmp.path().join("st"));
         // Env beats file.
@@ -444,7 +451,7 @@ mod tests {
             ("TOOLBELT_TOOL_LAYOUT", "consolidated"),
         ]);
         let config = Config::resolve(&CommonArgs::default(), &env, &a).unwrap();
-        assert_eq!((config.roots.clone(), config.output_budget), (vec![a.clone()], 3000));
+        assert_eq!((config.roots.clone(), config.output_budget), (vec![a.clone()], OutputBudget::Fixed(3000)));
         assert_eq!(config.tool_layout, ToolLayout::Consolidated);
         // Flags beat env.
         let args = CommonArgs {
@@ -455,7 +462,7 @@ mod tests {
         };
         let config = Config::resolve(&args, &env, &a).unwrap();
         assert_eq!(config.roots, vec![b, a], "duplicates are dropped, order kept");
-        assert_eq!(config.output_budget, 4000);
+        assert_eq!(config.output_budget, OutputBudget::Fixed(4000));
         assert_eq!(config.tool_layout, ToolLayout::Granular);
     }
 

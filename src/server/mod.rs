@@ -219,6 +219,12 @@ fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration, r
     Signals { cancel: context.ct.clone(), progress, approver, request: context.id.to_string(), tool: String::new() }
 }
 
+/// The name the client gave itself: in `initialize`, or (protocol 2026-07-28) in the request.
+fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
+    let from_request = context.meta.client_info().map(|info| info.name);
+    from_request.or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
+}
+
 fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
 }
@@ -374,8 +380,15 @@ impl ServerHandler for Server {
             Retry { input_responses: request.input_responses.clone(), request_state: request.request_state.clone() };
         let signals = Signals { tool: request.name.to_string(), ..signals(&context, config.approval_timeout, retry) };
         let session = self.session_for(&context.meta);
-        let context =
-            Arc::new(Context { config: config.clone(), roots, session, store: self.shared.store.clone(), signals });
+        let budget = config.output_budget.for_client(client_name(&context).as_deref());
+        let context = Arc::new(Context {
+            config: config.clone(),
+            roots,
+            session,
+            store: self.shared.store.clone(),
+            signals,
+            budget,
+        });
         // Tracked so that a graceful shutdown lets it finish.
         let outcome = self.shared.calls.track_future(operation.call(args, context)).await;
         let elapsed = started.elapsed();

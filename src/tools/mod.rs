@@ -136,6 +136,8 @@ pub struct Context {
     pub store: Arc<crate::store::Store>,
     /// This call's cancellation and progress reporting.
     pub signals: Signals,
+    /// Bytes each view of this call's result may take (see `config::OutputBudget`).
+    pub budget: usize,
 }
 
 /// How a running call hears that it was cancelled, and reports progress.
@@ -277,7 +279,7 @@ async fn gate_and_run<O: Operation>(
         EffectKind::Read | EffectKind::Exec | EffectKind::Record { .. } => None,
     };
     let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context, verdict).await?;
-    let budget = context.config.output_budget;
+    let budget = context.budget;
     let call = Call {
         subjects: approved.subjects,
         targets: approved.targets,

@@ -101,6 +101,41 @@ async fn no_host_cuts_a_description_or_a_schema() {
     }
 }
 
+/// Each host gets a budget it shows the model whole (Claude Code moves a result over 50,000
+/// characters to a file; Codex cuts at about 10 KB; Qwen Code shows both views together), and
+/// a budget the user sets is the same for every client.
+#[tokio::test]
+async fn the_budget_follows_the_host_unless_set() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let ws = Workspace::new();
+    let cases = [
+        ("claude-code", &[][..], 40_000),
+        ("codex-mcp-client", &[][..], 9_000),
+        ("qwen-cli-mcp-client-x", &[][..], 12_000),
+        ("some-editor", &[][..], 32_768),
+        ("claude-code", &["--output-budget", "5000"][..], 5_000),
+    ];
+    for (name, extra, budget) in cases {
+        let transport = TokioChildProcess::new(tokio::process::Command::new(super::common::BIN).configure(|cmd| {
+            cmd.args(["serve", "--root", ws.root.to_str().unwrap()]).args(extra);
+            cmd.env("XDG_CONFIG_HOME", &ws.config_home).env("XDG_STATE_HOME", &ws.state_home);
+        }))
+        .unwrap();
+        let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new(name, "1"));
+        let service = info.serve(transport).await.unwrap();
+        let args = op("read_file", json!({"path": "data/big.txt"}));
+        let params = CallToolRequestParams::new("file_operations").with_arguments(args.as_object().unwrap().clone());
+        let reply = super::common::unpack(service.call_tool(params).await.unwrap());
+        let structured = serde_json::to_string(&reply.structured).unwrap().len();
+        let text = serde_json::to_string(&reply.text).unwrap().len();
+        assert!(structured <= budget && text <= budget, "{name}: {structured} and {text} bytes, budget {budget}");
+        assert!(structured > budget * 8 / 10, "{name}: the budget is used: {structured} of {budget}");
+        service.cancel().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn structured_content_fits_the_output_schema() {
     let ws = Workspace::new();

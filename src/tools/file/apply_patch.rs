@@ -79,7 +79,7 @@ impl Operation for ApplyPatch {
         blocking(move || {
             let plans = plan(&files, targets, &context)?;
             let dry_run = args.dry_run.unwrap_or(false);
-            let mut shown = Lines::new(context.config.output_budget.saturating_sub(RESERVE));
+            let mut shown = Lines::new(context.budget.saturating_sub(RESERVE));
             if dry_run {
                 let mut rows = Vec::new();
                 for plan in &plans {

@@ -76,7 +76,7 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
         }
     }
     let mut files = Vec::new();
-    let mut shown = Lines::new(context.config.output_budget.saturating_sub(RESERVE));
+    let mut shown = Lines::new(context.budget.saturating_sub(RESERVE));
     for path in order {
         let history: Vec<&Change> = all.iter().filter(|c| c.path == path).collect();
         let (Some(first), Some(last)) = (history.first(), history.last()) else { continue };

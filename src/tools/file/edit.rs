@@ -217,7 +217,7 @@ pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
     let unchanged = before.as_ref().is_some_and(|b| b.bytes == bytes);
     let action = if unchanged { "unchanged" } else { action };
     let new_hash = sha256_hex(&bytes);
-    let mut shown_diff = Lines::new(context.config.output_budget.saturating_sub(RESERVE));
+    let mut shown_diff = Lines::new(context.budget.saturating_sub(RESERVE));
     if before.is_some() && !unchanged {
         push_diff(&mut shown_diff, &change.lines, &format!("see them with `changes {{path: \"{shown}\"}}`"));
     }

@@ -70,7 +70,7 @@ impl Operation for FileSearch {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (dir, context) = call.single()?;
-        blocking(move || search(&dir, &args, &context.roots, context.config.output_budget)).await
+        blocking(move || search(&dir, &args, &context.roots, context.budget)).await
     }
 }
 

@@ -111,7 +111,7 @@ impl Operation for GrepSearch {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (target, context) = call.single()?;
-        blocking(move || grep(&target, &args, &context.roots, context.config.output_budget)).await
+        blocking(move || grep(&target, &args, &context.roots, context.budget)).await
     }
 }
 

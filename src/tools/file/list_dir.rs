@@ -84,7 +84,7 @@ impl Operation for ListDir {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (dir, context) = call.single()?;
-        blocking(move || list(&dir, &args, &context.roots, context.config.output_budget)).await
+        blocking(move || list(&dir, &args, &context.roots, context.budget)).await
     }
 }
 

@@ -97,7 +97,7 @@ impl Operation for ReadFile {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (file, context) = call.single()?;
-        blocking(move || read(&file, &args, context.config.output_budget, context.config.max_image_bytes)).await
+        blocking(move || read(&file, &args, context.budget, context.config.max_image_bytes)).await
     }
 }
 

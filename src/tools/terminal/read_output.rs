@@ -128,7 +128,7 @@ impl Operation for ReadOutput {
                 });
             }
         };
-        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
+        let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         if args.screen {
             return screen(&session, wait).await;
         }

@@ -108,7 +108,7 @@ impl Operation for RunCommand {
         )?;
         let terminals = &context.session.terminals;
         let sandbox = sandbox_label(&context, &launch);
-        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
+        let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         let stdin = args.stdin.map(String::into_bytes);
         let spawn_error = |source| ToolError::Spawn { program: context.config.shell.clone(), source };
 
@@ -147,7 +147,7 @@ impl Operation for RunCommand {
 
         let number = terminals.reserve();
         let id = format!("t{number}");
-        let spill_after = (context.config.output_budget as u64).min(terminals.ring_bytes as u64 / 2);
+        let spill_after = (context.budget as u64).min(terminals.ring_bytes as u64 / 2);
         let log = |stream: &str| {
             let path = terminals.spill_dir.join(format!("{id}.{stream}"));
             Arc::new(OutputLog::with_spill(terminals.ring_bytes, Some((spill_after, path))))

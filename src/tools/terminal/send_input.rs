@@ -115,7 +115,7 @@ impl Operation for SendInput {
             None => return Err(ToolError::Internal("a PTY session has no input".into())),
         }
         session.wait_until_quiet(since, wait, QUIET).await;
-        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
+        let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         let page = fit_output(budget, |max| page(&session, 0, since, max), |got| (got.text.as_str(), ""));
         let status = session.status();
         let mut text = page.text.clone();

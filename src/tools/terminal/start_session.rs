@@ -86,7 +86,7 @@ impl Operation for StartSession {
             .map_err(|source| ToolError::Spawn { program: shell.clone(), source })?;
         terminals.insert(number, session.clone());
         session.wait_until_quiet(0, wait, QUIET).await;
-        let budget = context.config.output_budget.saturating_sub(crate::tools::RESERVE);
+        let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         let page = fit_output(budget, |max| page(&session, 0, 0, max), |got| (got.text.as_str(), ""));
         let status = session.status();
         let text = format!(
