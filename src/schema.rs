@@ -78,7 +78,7 @@ pub fn flatten(value: &mut Value) {
             .collect();
         map.insert("required".into(), Value::Array(kept));
     }
-    for key in ["$schema", "title", "format", "default", "$defs", "definitions", "additionalProperties"] {
+    for key in ["$schema", "title", "format", "$defs", "definitions", "additionalProperties"] {
         map.remove(key);
     }
     for key in ["anyOf", "oneOf"] {
@@ -212,6 +212,7 @@ pub fn merge(
         };
         for (name, schema) in props {
             let mut schema = schema.as_object().cloned().unwrap_or_default();
+            strip_defaults(&mut schema);
             let description = match schema.remove("description") {
                 Some(Value::String(d)) => d,
                 _ => String::new(),
@@ -258,6 +259,19 @@ fn describe_users(users: &[(&'static str, String)]) -> String {
     match groups.as_slice() {
         [(_, text)] => (*text).to_string(),
         _ => groups.iter().map(|(ops, text)| format!("[{}] {text}", ops.join(", "))).collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// Removes `default` everywhere: the descriptions say it, and the server keeps it only to
+/// tell a harmless field of another operation (see `tools::lenient`).
+pub fn strip_defaults(schema: &mut Map<String, Value>) {
+    schema.remove("default");
+    for child in schema.values_mut() {
+        match child {
+            Value::Object(inner) => strip_defaults(inner),
+            Value::Array(items) => items.iter_mut().filter_map(Value::as_object_mut).for_each(strip_defaults),
+            _ => {}
+        }
     }
 }
 

@@ -364,8 +364,8 @@ impl ServerHandler for Server {
         let started = Instant::now();
         let mut args = request.arguments.unwrap_or_default();
         let config = &self.shared.config;
-        let operation = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
-            Ok(Some(operation)) => operation,
+        let (operation, siblings) = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
+            Ok(Some(found)) => found,
             Ok(None) => {
                 let names: Vec<String> = self.tools()?.iter().map(|t| format!("`{}`", t.name)).collect();
                 return Err(McpError::invalid_params(
@@ -390,7 +390,7 @@ impl ServerHandler for Server {
             budget,
         });
         // Tracked so that a graceful shutdown lets it finish.
-        let outcome = self.shared.calls.track_future(operation.call(args, context)).await;
+        let outcome = self.shared.calls.track_future(operation.call(args, siblings, context)).await;
         let elapsed = started.elapsed();
         match outcome {
             Ok(output) => {

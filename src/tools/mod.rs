@@ -3,6 +3,7 @@
 //! annotations and dispatch are all derived from [`TOOLS`].
 
 pub mod file;
+mod lenient;
 pub mod memory;
 mod output;
 mod spec;
@@ -188,6 +189,9 @@ pub trait Operation: Send + Sync + 'static {
 
 type BoxedCall = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
 
+/// An operation's `invoke`: its arguments, its tool's operations, the call's context.
+type Invoke = fn(Map<String, Value>, &'static [OperationDef], Arc<Context>) -> BoxedCall;
+
 /// An operation with its types erased, as registered in a [`ToolDef`].
 pub struct OperationDef {
     /// See [`Operation::NAME`].
@@ -200,7 +204,7 @@ pub struct OperationDef {
     pub input_schema: fn() -> Map<String, Value>,
     /// The flattened schema of its structured result.
     pub output_schema: fn() -> Map<String, Value>,
-    invoke: fn(Map<String, Value>, Arc<Context>) -> BoxedCall,
+    invoke: Invoke,
 }
 
 impl OperationDef {
@@ -223,8 +227,15 @@ impl OperationDef {
     }
 
     /// Parses the arguments, passes the gate, runs the operation, enforces the budget.
-    pub async fn call(&self, args: Map<String, Value>, context: Arc<Context>) -> Result<ToolOutput, ToolError> {
-        (self.invoke)(args, context).await
+    /// `siblings` are the operations of its tool in the consolidated layout (whose fields a
+    /// call may carry at their defaults), empty in the granular one.
+    pub async fn call(
+        &self,
+        args: Map<String, Value>,
+        siblings: &'static [OperationDef],
+        context: Arc<Context>,
+    ) -> Result<ToolOutput, ToolError> {
+        (self.invoke)(args, siblings, context).await
     }
 }
 
@@ -251,11 +262,15 @@ impl ToolDef {
 }
 
 /// The one function that calls `run`: strict parse, the gate, then the operation.
-fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> BoxedCall {
+fn invoke<O: Operation>(
+    args: Map<String, Value>,
+    siblings: &'static [OperationDef],
+    context: Arc<Context>,
+) -> BoxedCall {
     Box::pin(async move {
         let started = std::time::Instant::now();
         let mut verdict = Verdict { decision: "invalid", ..Verdict::default() };
-        let outcome = gate_and_run::<O>(args, context.clone(), &mut verdict).await;
+        let outcome = gate_and_run::<O>(args, siblings, context.clone(), &mut verdict).await;
         audit::<O>(&context, &verdict, started.elapsed(), &outcome);
         outcome
     })
@@ -264,11 +279,12 @@ fn invoke<O: Operation>(args: Map<String, Value>, context: Arc<Context>) -> Boxe
 /// Parse, gate, run, budget: everything of a call but its audit record.
 async fn gate_and_run<O: Operation>(
     args: Map<String, Value>,
+    siblings: &'static [OperationDef],
     context: Arc<Context>,
     verdict: &mut Verdict,
 ) -> Result<ToolOutput, ToolError> {
     let (args, escalation) = split_escalation::<O>(args)?;
-    let args = parse::<O>(args)?;
+    let args = parse::<O>(args, siblings)?;
     let session = context.session.clone();
     let _serial = match O::KIND {
         EffectKind::Write { .. } => {
@@ -349,7 +365,7 @@ fn split_escalation<O: Operation>(
 ) -> Result<(Map<String, Value>, crate::policy::Escalation), ToolError> {
     let mut common = Map::new();
     for key in ["escalate", "justification"] {
-        if let Some(value) = args.remove(key) {
+        if let Some(value) = args.remove(key).filter(|value| !value.is_null()) {
             common.insert(key.into(), value);
         }
     }
@@ -369,8 +385,16 @@ fn split_escalation<O: Operation>(
     Ok((args, crate::policy::Escalation { escalate: parsed.escalate, justification: parsed.justification }))
 }
 
-/// Deserialises an operation's own fields (never `operation` itself), strictly.
-fn parse<O: Operation>(args: Map<String, Value>) -> Result<O::Args, ToolError> {
+/// Deserialises an operation's own fields (never `operation` itself), strictly; arguments
+/// that fail are prepared as models send them (see `lenient`) and parsed once more.
+fn parse<O: Operation>(args: Map<String, Value>, siblings: &'static [OperationDef]) -> Result<O::Args, ToolError> {
+    use serde::Deserialize;
+    let value = Value::Object(args);
+    if let Ok(parsed) = O::Args::deserialize(&value) {
+        return Ok(parsed);
+    }
+    let Value::Object(mut args) = value else { return Err(ToolError::Internal("arguments are an object".into())) };
+    lenient::prepare(&OperationDef::of::<O>(), siblings, &mut args)?;
     serde_json::from_value(Value::Object(args)).map_err(|err| ToolError::InvalidArguments {
         operation: O::NAME,
         message: err.to_string(),
@@ -385,17 +409,18 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("worker failed: {err}")))?
 }
 
-/// Finds the operation a call names. `Ok(None)` means no such tool (a protocol error).
+/// Finds the operation a call names, with its tool's operations (consolidated layout; none in
+/// the granular one). `Ok(None)` means no such tool (a protocol error).
 pub fn dispatch(
     layout: crate::cli::ToolLayout,
     tool: &str,
     args: &mut Map<String, Value>,
-) -> Result<Option<&'static OperationDef>, ToolError> {
+) -> Result<Option<(&'static OperationDef, &'static [OperationDef])>, ToolError> {
     use crate::cli::ToolLayout;
     match layout {
         ToolLayout::Granular => Ok(TOOLS.iter().find_map(|t| {
             let operation = tool.strip_prefix(t.granular_prefix)?;
-            t.operations.iter().find(|op| op.name == operation)
+            t.operations.iter().find(|op| op.name == operation).map(|op| (op, &[][..]))
         })),
         ToolLayout::Consolidated => {
             let Some(def) = TOOLS.iter().find(|t| t.name == tool) else {
@@ -417,7 +442,8 @@ pub fn dispatch(
                     });
                 }
             };
-            def.operations.iter().find(|op| op.name == name).map(Some).ok_or_else(|| ToolError::BadOperation {
+            let found = def.operations.iter().find(|op| op.name == name);
+            found.map(|op| Some((op, def.operations))).ok_or_else(|| ToolError::BadOperation {
                 problem: format!("`{tool}` has no operation `{name}`"),
                 accepted,
             })

@@ -101,6 +101,8 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
     add_truncated(&mut output_schema);
     add_note(&mut output_schema);
     schema::outline(&mut output_schema);
+    schema::strip_defaults(&mut input_schema);
+    schema::strip_defaults(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
     let mut description = format!("{}\nOperations:", tool.summary);
@@ -129,6 +131,7 @@ fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>>
 fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> {
     let name = tool.granular_name(op);
     let mut input_schema = (op.input_schema)();
+    schema::strip_defaults(&mut input_schema);
     if op.can_escalate() {
         add_escalation(&mut input_schema);
     }
@@ -137,6 +140,8 @@ fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> 
     add_truncated(&mut output_schema);
     add_note(&mut output_schema);
     schema::outline(&mut output_schema);
+    schema::strip_defaults(&mut input_schema);
+    schema::strip_defaults(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
     Ok(ToolSpec {

@@ -93,7 +93,7 @@ async fn every_operation_with_scopes_and_dedupe() {
     assert!(
         err(&client, "update", json!({"id": elsewhere["id"], "content": "Build with `make`.", "collection": "x"}))
             .await
-            .contains("unknown field `collection`")
+            .contains("`collection` = \"x\" is a field of `store`, `search`, not of `update`")
     );
 
     let collections = ok(&client, "list_collections", json!({})).await;

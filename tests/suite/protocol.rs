@@ -248,6 +248,47 @@ async fn bad_arguments_get_actionable_errors() {
     client.close().await;
 }
 
+/// Models fill in the merged schema of a consolidated tool: what they send for "nothing" (or
+/// at another operation's default) is ignored, what would change another operation is not.
+#[tokio::test]
+async fn sloppy_arguments_that_mean_nothing_are_accepted() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let accepted = [
+        json!({"path": "src/main.rs", "overwrite": false}),
+        json!({"path": "src/main.rs", "offset": 1.0, "limit": 3.0}),
+        json!({"path": "src/main.rs", "escalate": null, "justification": null}),
+        json!({"path": "src/main.rs", "depth": 1, "respect_gitignore": true, "content": "", "edits": [], "pattern": null}),
+    ];
+    for args in accepted {
+        let reply = client.file(op("read_file", args.clone())).await;
+        assert!(!reply.is_error && reply.structured["lines"][0] == "1\tfn main() {", "{args}: {}", reply.text);
+    }
+    let sloppy_command =
+        json!({"command": "echo hi", "background": false, "timeout_ms": 5000.0, "session_id": "", "signal": "TERM"});
+    let ran = client.term("run_command", sloppy_command).await;
+    assert_eq!(ran.joined("stdout"), "hi\n", "{}", ran.text);
+    let refused: Vec<(Value, &[&str])> = vec![
+        (
+            json!({"path": "src/main.rs", "overwrite": true}),
+            &[
+                "`overwrite` = true is a field of `create_file`, `rename_file`, not of `read_file`",
+                "`path` (required), `offset`, `limit`",
+            ],
+        ),
+        (json!({"path": "src/main.rs", "depth": 3}), &["`depth` = 3 is a field of `list_dir`"]),
+        (json!({"path": "src/main.rs", "offset": 1.5}), &["invalid type: floating point `1.5`"]),
+        (json!({"path": "src/main.rs", "nonsense": false}), &["unknown field `nonsense`", "`path` (required)"]),
+    ];
+    for (args, expected) in refused {
+        let text = client.err(op("read_file", args.clone())).await;
+        for fragment in expected {
+            assert!(text.contains(fragment), "{args}: `{fragment}` not in: {text}");
+        }
+    }
+    client.close().await;
+}
+
 #[tokio::test]
 async fn every_result_fits_the_output_budget() {
     let ws = Workspace::new();

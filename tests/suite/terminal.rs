@@ -58,7 +58,11 @@ async fn exit_codes_streams_stdin_env_and_cwd() {
     let long = client.term("run_command", json!({"command": "true", "timeout_ms": 700_000})).await;
     assert!(long.is_error && long.text.contains("at most 600000"), "{}", long.text);
     let unknown = client.term("run_command", json!({"command": "true", "shell": "zsh"})).await;
-    assert!(unknown.is_error && unknown.text.contains("unknown field `shell`"), "{}", unknown.text);
+    assert!(
+        unknown.is_error && unknown.text.contains("`shell` = \"zsh\" is a field of `start_session`"),
+        "{}",
+        unknown.text
+    );
     let bad_env = client.term("run_command", json!({"command": "true", "env": ["NOEQUALS"]})).await;
     assert!(bad_env.is_error && bad_env.text.contains("`env`"), "{}", bad_env.text);
     client.close().await;

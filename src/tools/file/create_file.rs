@@ -22,6 +22,7 @@ pub struct Args {
     /// Replace an existing file.
     pub overwrite: Option<bool>,
     /// Create missing parents (default true).
+    #[schemars(extend("default" = true))]
     pub create_parents: Option<bool>,
     /// Only preview; change nothing.
     pub dry_run: Option<bool>,

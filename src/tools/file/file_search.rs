@@ -38,11 +38,14 @@ pub struct Args {
     /// Include dot-files.
     pub include_hidden: Option<bool>,
     /// Skip .gitignore'd files (default true).
+    #[schemars(extend("default" = true))]
     pub respect_gitignore: Option<bool>,
     /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 500))]
     pub limit: Option<usize>,
     /// `path` (default) or `mtime` (newest first).
+    #[schemars(extend("default" = "path"))]
     pub sort: Option<Sort>,
 }
 

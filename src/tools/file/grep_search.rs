@@ -58,13 +58,16 @@ pub struct Args {
     /// Context lines after matches.
     pub after: Option<usize>,
     /// `content` (lines, default), `files` or `count`.
+    #[schemars(extend("default" = "content"))]
     pub output: Option<OutputMode>,
     /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 200))]
     pub limit: Option<usize>,
     /// Include dot-files.
     pub include_hidden: Option<bool>,
     /// Skip .gitignore'd files (default true).
+    #[schemars(extend("default" = true))]
     pub respect_gitignore: Option<bool>,
 }
 

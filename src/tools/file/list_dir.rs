@@ -27,13 +27,16 @@ pub struct Args {
     pub path: Option<String>,
     /// Levels, 1 to 10 (default 1).
     #[schemars(range(min = 1, max = 10))]
+    #[schemars(extend("default" = 1))]
     pub depth: Option<usize>,
     /// Include dot-files.
     pub include_hidden: Option<bool>,
     /// Skip .gitignore'd files (default true).
+    #[schemars(extend("default" = true))]
     pub respect_gitignore: Option<bool>,
     /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 1000))]
     pub limit: Option<usize>,
 }
 

@@ -35,9 +35,11 @@ pub struct Args {
     pub path: String,
     /// First line, 1-based.
     #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 1))]
     pub offset: Option<u64>,
     /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).
     #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 2000))]
     pub limit: Option<u64>,
 }
 

@@ -22,6 +22,7 @@ pub struct Undo;
 pub struct Args {
     /// Calls to revert (default 1).
     #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 1))]
     pub steps: Option<usize>,
     /// Even paths others changed since.
     pub force: Option<bool>,

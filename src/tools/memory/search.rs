@@ -20,11 +20,13 @@ pub struct Args {
     /// Words (all, else any) or FTS5: `"phrase"`, `pre*`, `a OR b`, `NEAR(a b)`, `title:x`.
     pub query: String,
     /// Default `default` (search: every one).
+    #[schemars(extend("default" = "default"))]
     pub collection: Option<String>,
     /// Tags, lowercased. search: all must match; update: replaces.
     #[serde(default)]
     pub tags: Vec<String>,
     /// Per page (default 10, max 100).
+    #[schemars(extend("default" = 10))]
     pub limit: Option<u32>,
     /// Results to skip (`next_offset`).
     #[serde(default)]

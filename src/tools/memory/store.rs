@@ -23,6 +23,7 @@ pub struct Args {
     #[serde(default)]
     pub tags: Vec<String>,
     /// Default `default` (search: every one).
+    #[schemars(extend("default" = "default"))]
     pub collection: Option<String>,
     /// `workspace` (default) or `global`.
     #[serde(default)]

@@ -19,6 +19,7 @@ pub struct Args {
     /// From start_session, run_command or list_sessions.
     pub session_id: String,
     /// `TERM` (default, `KILL` after 2 s), `INT`, `HUP`, `KILL`, `STOP`, `CONT`…
+    #[schemars(extend("default" = "TERM"))]
     pub signal: Option<String>,
     /// Also forget it.
     #[serde(default)]

@@ -27,6 +27,7 @@ pub struct Args {
     /// Byte cursor (a result's `next`; 0 = start; default: after the last read).
     pub since: Option<u64>,
     /// Milliseconds to wait for output (default 500; read_output 0).
+    #[schemars(extend("default" = 0))]
     pub wait_ms: Option<u64>,
     /// Max bytes (default: the output budget).
     pub max_bytes: Option<u64>,
@@ -34,6 +35,7 @@ pub struct Args {
     #[serde(default)]
     pub screen: bool,
     /// `stdout` (default) or `stderr`.
+    #[schemars(extend("default" = "stdout"))]
     pub stream: Option<String>,
 }
 

@@ -41,11 +41,13 @@ pub struct Args {
     /// Text for stdin.
     pub stdin: Option<String>,
     /// Time limit (default 120000, max 600000); then the process group is ended.
+    #[schemars(extend("default" = 120000))]
     pub timeout_ms: Option<u64>,
     /// Return a `session_id` at once (servers, watchers).
     #[serde(default)]
     pub background: bool,
     /// Milliseconds to wait for output (default 500; read_output 0).
+    #[schemars(extend("default" = 500))]
     pub wait_ms: Option<u64>,
 }
 

@@ -28,8 +28,10 @@ pub struct Args {
     #[serde(default)]
     pub keys: Vec<String>,
     /// Enter after `input` (default true).
+    #[schemars(extend("default" = true))]
     pub press_enter: Option<bool>,
     /// Milliseconds to wait for output (default 500; read_output 0).
+    #[schemars(extend("default" = 500))]
     pub wait_ms: Option<u64>,
 }
 

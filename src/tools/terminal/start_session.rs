@@ -31,10 +31,13 @@ pub struct Args {
     #[serde(default)]
     pub env: Vec<String>,
     /// Width (default 120).
+    #[schemars(extend("default" = 120))]
     pub cols: Option<u16>,
     /// Height (default 40).
+    #[schemars(extend("default" = 40))]
     pub rows: Option<u16>,
     /// Milliseconds to wait for output (default 500; read_output 0).
+    #[schemars(extend("default" = 500))]
     pub wait_ms: Option<u64>,
 }
 

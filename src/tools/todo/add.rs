@@ -16,6 +16,7 @@ pub struct Add;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// The list's name (default `default`).
+    #[schemars(extend("default" = "default"))]
     pub list: Option<String>,
     /// The items, in order.
     pub todos: Vec<Draft>,

@@ -16,6 +16,7 @@ pub struct Update;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// The list's name (default `default`).
+    #[schemars(extend("default" = "default"))]
     pub list: Option<String>,
     /// Changes by id; only given fields change.
     pub updates: Vec<Patch>,
