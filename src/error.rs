@@ -198,20 +198,35 @@ pub enum ToolError {
         how_to_allow: String,
     },
     /// The call needs the user's approval and the client cannot ask.
-    #[error("denied: {reason}, which needs the user's approval, and {how_to_allow}")]
+    #[error(
+        "denied: {reason}, which needs the user's approval, and this client cannot ask the user (it does not support MCP elicitation). {how_to_allow}"
+    )]
     NoApprover {
         /// What needed approval.
         reason: String,
         /// What the user can change.
         how_to_allow: String,
     },
-    /// The user said no (or did not answer in time).
+    /// A person declined.
     #[error("the user denied it: {reason}{}; do not retry the same call, ask the user or take another way", note.as_ref().map(|n| format!(" (their note: {n})")).unwrap_or_default())]
     UserDenied {
         /// What was asked.
         reason: String,
         /// The user's note to the agent.
         note: Option<String>,
+    },
+    /// The call needs the user's approval and nobody decided: the client cancelled the
+    /// question, answered it before any person could read it, or no answer came in time.
+    #[error(
+        "not run: this needs the user's approval ({reason}), but nobody was asked: {why}. {how_to_allow} Tell the user; do not retry the same call until they change a setting"
+    )]
+    NotAsked {
+        /// What needed approval.
+        reason: String,
+        /// Why no person decided.
+        why: String,
+        /// What the user can change, on the server and in their host.
+        how_to_allow: String,
     },
     /// The user must be asked first: the transport turns this into an input-required result
     /// (protocol 2026-07-28) and the client retries with the answer.

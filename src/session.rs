@@ -30,6 +30,9 @@ pub struct Session {
     pub closed: tokio_util::sync::CancellationToken,
     /// What the user allowed for the rest of the session.
     grants: Mutex<Vec<crate::policy::decide::Scope>>,
+    /// Questions put to a protocol 2026-07-28 client (their fingerprints), with when: the
+    /// answer comes with a retried call, and how long it took tells a person from a program.
+    questions: Mutex<VecDeque<(String, std::time::Instant)>>,
     history: Mutex<History>,
     undo_dir: PathBuf,
     cap: u64,
@@ -160,6 +163,7 @@ impl Session {
             cap,
             terminals: Terminals::new(config),
             grants: Mutex::new(Vec::new()),
+            questions: Mutex::new(VecDeque::new()),
             closed: tokio_util::sync::CancellationToken::new(),
         }
     }
@@ -174,6 +178,22 @@ impl Session {
     /// The grants "allow for this session" answers created.
     pub fn grants(&self) -> Vec<crate::policy::decide::Scope> {
         self.grants.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Notes that the question with `fingerprint` was put to the client now.
+    pub fn note_question(&self, fingerprint: &str) {
+        let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
+        questions.retain(|(asked, _)| asked != fingerprint);
+        if questions.len() >= 64 {
+            questions.pop_front();
+        }
+        questions.push_back((fingerprint.to_string(), std::time::Instant::now()));
+    }
+
+    /// How long ago the question with `fingerprint` was put, if it was.
+    pub fn question_age(&self, fingerprint: &str) -> Option<std::time::Duration> {
+        let questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
+        questions.iter().find(|(asked, _)| asked == fingerprint).map(|(_, at)| at.elapsed())
     }
 
     /// Records a grant.

@@ -47,7 +47,9 @@ pub enum Answer {
     AllowSession,
     /// Do not run it, with an optional note for the agent.
     Deny(Option<String>),
-    /// No answer in time (counts as a denial).
+    /// The question was cancelled or dismissed: nobody decided.
+    Cancelled,
+    /// No answer in time.
     TimedOut,
     /// The client must ask and retry the call with the answer (protocol 2026-07-28
     /// multi-round-trip requests): the question's text and the state to echo.
@@ -59,8 +61,18 @@ pub enum Answer {
     },
 }
 
+/// An answer, and how long it took when the approver saw it come (`None` for an answer that
+/// came with a retried call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The answer.
+    pub answer: Answer,
+    /// How long after the question it came.
+    pub took: Option<std::time::Duration>,
+}
+
 /// Asks the user through the client.
-pub type Approver = Arc<dyn Fn(Question) -> Pin<Box<dyn Future<Output = Answer> + Send>> + Send + Sync>;
+pub type Approver = Arc<dyn Fn(Question) -> Pin<Box<dyn Future<Output = Response> + Send>> + Send + Sync>;
 
 #[cfg(test)]
 mod tests {

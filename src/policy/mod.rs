@@ -6,6 +6,7 @@
 //! what was approved.
 
 pub mod approve;
+pub mod ask;
 pub mod audit;
 pub mod command;
 pub mod decide;
@@ -16,6 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::cli::Fallback;
 use crate::error::ToolError;
 use crate::policy::approve::{Answer, Question};
+use crate::policy::ask::Outcome;
 use crate::policy::audit::Verdict;
 use crate::policy::decide::{Decision, Location, Policy, Request, Subject};
 use crate::sandbox::write::Target;
@@ -91,35 +93,43 @@ impl Gate {
                     session_scope: report::describe(&scope),
                 };
                 verdict.decided_by = if context.signals.approver.is_some() { "user" } else { "fallback" };
-                match &context.signals.approver {
-                    None if config.approval_fallback == Fallback::Allow => {}
-                    None => return Err(ToolError::NoApprover { reason, how_to_allow: fallback_hint(context) }),
-                    Some(approver) => match approver(question).await {
-                        Answer::AllowOnce => {}
-                        Answer::AllowSession => context.session.grant(scope),
-                        Answer::Deny(note) => return Err(ToolError::UserDenied { reason, note }),
-                        Answer::TimedOut => {
-                            return Err(ToolError::UserDenied { reason, note: Some("no answer in time".into()) });
+                let how_to_allow = || ask::how_to_allow(&context.signals.client, &fallback_hint(context));
+                let Some(approver) = &context.signals.approver else {
+                    if config.approval_fallback == Fallback::Allow {
+                        verdict.decision = "allow";
+                        return resolve_approved(effect, escalation, context, resolved, outside_error);
+                    }
+                    return Err(ToolError::NoApprover { reason, how_to_allow: how_to_allow() });
+                };
+                let fingerprint = question.fingerprint();
+                let response = approver(question).await;
+                let took = response.took.or_else(|| context.session.question_age(&fingerprint));
+                let answer = match response.answer {
+                    Answer::Pending { message, state } => {
+                        verdict.decision = "ask";
+                        context.session.note_question(&state);
+                        return Err(ToolError::InputRequired { message, state });
+                    }
+                    answer => answer,
+                };
+                match ask::outcome(answer, took, config.approval_timeout) {
+                    Outcome::Allow { grant } => {
+                        if grant {
+                            context.session.grant(scope);
                         }
-                        Answer::Pending { message, state } => {
-                            verdict.decision = "ask";
-                            return Err(ToolError::InputRequired { message, state });
+                    }
+                    Outcome::Declined(note) => return Err(ToolError::UserDenied { reason, note }),
+                    Outcome::NotAsked(why) => {
+                        verdict.decided_by = "fallback";
+                        if let Some(err) = ask::not_asked(reason, why, config.approval_fallback, how_to_allow()) {
+                            return Err(err);
                         }
-                    },
+                    }
                 }
             }
         }
         verdict.decision = "allow";
-        if outside_error.is_none() {
-            // Everything lies inside the roots and is resolved already.
-            return Ok(Approved {
-                unsandboxed: escalation.escalate && matches!(effect, Effect::Exec { .. }),
-                ..resolved
-            });
-        }
-        // An approved escalation reaches beyond the roots.
-        let widened = Roots::new(vec![context.roots.first().to_path_buf(), PathBuf::from("/")]);
-        resolve(effect, &widened, escalation.escalate)
+        resolve_approved(effect, escalation, context, resolved, outside_error)
     }
 
     /// Whether `path` may be written by history replay (undo): the same protections apply.
@@ -235,7 +245,24 @@ fn resolve(effect: &Effect, roots: &Roots, escalated: bool) -> Result<Approved, 
     Ok(approved)
 }
 
-/// What the fallback message tells the user to change.
+/// What an allowed call may touch: what classifying it resolved, or, for an approved
+/// escalation beyond the roots, its paths resolved against `/` too.
+fn resolve_approved(
+    effect: &Effect,
+    escalation: &Escalation,
+    context: &Context,
+    resolved: Approved,
+    outside_error: Option<ToolError>,
+) -> Result<Approved, ToolError> {
+    if outside_error.is_none() {
+        // Everything lies inside the roots and is resolved already.
+        return Ok(Approved { unsandboxed: escalation.escalate && matches!(effect, Effect::Exec { .. }), ..resolved });
+    }
+    let widened = Roots::new(vec![context.roots.first().to_path_buf(), PathBuf::from("/")]);
+    resolve(effect, &widened, escalation.escalate)
+}
+
+/// What the user can change on the server so that such calls run without a question.
 fn fallback_hint(context: &Context) -> String {
     let file = context
         .config
@@ -243,7 +270,7 @@ fn fallback_hint(context: &Context) -> String {
         .as_ref()
         .map_or_else(|| format!("{}/config.toml", context.config.config_dir.display()), |f| f.display().to_string());
     format!(
-        "this client cannot ask the user (it does not support MCP elicitation). The user can allow such calls without asking by adding `approval_fallback = \"allow\"` to `{file}`, or by restarting the server with a looser `--approval` policy"
+        "The user can allow such calls without a question by adding `approval_fallback = \"allow\"` to `{file}`, or by restarting the server with a looser `--approval` policy"
     )
 }
 

@@ -15,7 +15,7 @@ use rmcp::{Peer, RoleServer, ServiceError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::policy::approve::{Answer, Approver, Question};
+use crate::policy::approve::{Answer, Approver, Question, Response};
 
 /// The form the user fills in (elicitation forms take flat primitive fields only).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -62,7 +62,7 @@ pub fn input_required_approver(responses: Option<InputResponses>, state: Option<
             (Some(value), Some(echoed)) if echoed == fingerprint => answer_of_result(value),
             _ => Answer::Pending { message: question.message(), state: fingerprint },
         };
-        Box::pin(async move { answer })
+        Box::pin(async move { Response { answer, took: None } })
     })
 }
 
@@ -75,7 +75,8 @@ fn answer_of_result(value: &serde_json::Value) -> Answer {
                 _ => Answer::Deny(Some("the answer did not fill in the form".into())),
             }
         }
-        Ok(_) => Answer::Deny(None),
+        Ok(result) if result.action == ElicitationAction::Decline => Answer::Deny(None),
+        Ok(_) => Answer::Cancelled,
         Err(err) => Answer::Deny(Some(format!("the answer was not an elicitation result ({err})"))),
     }
 }
@@ -97,14 +98,17 @@ fn answer_of(form: ApprovalForm) -> Answer {
     }
 }
 
-async fn ask(peer: &Peer<RoleServer>, question: &Question, timeout: Duration) -> Answer {
-    match peer.elicit_with_timeout::<ApprovalForm>(question.message(), Some(timeout)).await {
+async fn ask(peer: &Peer<RoleServer>, question: &Question, timeout: Duration) -> Response {
+    let asked = std::time::Instant::now();
+    let answer = match peer.elicit_with_timeout::<ApprovalForm>(question.message(), Some(timeout)).await {
         Ok(Some(form)) => answer_of(form),
-        Ok(None) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled) => Answer::Deny(None),
+        Ok(None) | Err(ElicitationError::UserDeclined) => Answer::Deny(None),
+        Err(ElicitationError::UserCancelled) => Answer::Cancelled,
         Err(ElicitationError::Service(ServiceError::Timeout { .. })) => Answer::TimedOut,
         Err(err) => {
-            tracing::warn!(%err, "asking the user failed; the call is denied");
-            Answer::Deny(Some(format!("the question could not be asked ({err})")))
+            tracing::warn!(%err, "asking the user failed; nobody decided");
+            Answer::Cancelled
         }
-    }
+    };
+    Response { answer, took: Some(asked.elapsed()) }
 }

@@ -216,7 +216,15 @@ fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration, r
     } else {
         approve::approver(&context.peer, timeout)
     };
-    Signals { cancel: context.ct.clone(), progress, approver, request: context.id.to_string(), tool: String::new() }
+    let client = client_name(context).unwrap_or_default();
+    Signals {
+        cancel: context.ct.clone(),
+        progress,
+        approver,
+        request: context.id.to_string(),
+        tool: String::new(),
+        client,
+    }
 }
 
 /// The name the client gave itself: in `initialize`, or (protocol 2026-07-28) in the request.

@@ -154,6 +154,8 @@ pub struct Signals {
     pub request: String,
     /// The tool called, for the audit log.
     pub tool: String,
+    /// The client's name (`clientInfo.name`; empty when unknown), for host-specific advice.
+    pub client: String,
 }
 
 impl Context {

@@ -66,6 +66,9 @@ class Host:
     bin: str  # the command in node_modules/.bin
     kind: str  # "claude", "codex", "qwen"
     model: str | None = None  # the model the host is told to use (None: its default)
+    # Claude Code only: an `Elicitation` hook answers our server's questions ("allow_once"),
+    # the config the README gives for headless runs.
+    answers_questions: bool = False
 
     @property
     def label(self) -> str:
@@ -81,6 +84,7 @@ class Host:
 HOSTS = [
     Host("claude-2.1.197", "@anthropic-ai/claude-code", "2.1.197", "claude", "claude"),
     Host("claude-2.1.330", "@anthropic-ai/claude-code", "2.1.330", "claude", "claude"),
+    Host("claude-2.1.330-hook", "@anthropic-ai/claude-code", "2.1.330", "claude", "claude", answers_questions=True),
     Host("codex-0.169.0", "@openai/codex", "0.169.0", "codex", "codex"),
     Host("codex-0.169.0-fn", "@openai/codex", "0.169.0", "codex", "codex", model=model.MODEL_ID),
     Host("qwen-0.24.4", "@qwen-code/qwen-code", "0.24.4", "qwen", "qwen"),
@@ -267,11 +271,19 @@ STEPS = [
         matches(r"(?i)offset", "says where to go on (offset)"),
         at_most(80_000),
     ]),
-    # Not judged: what a headless host answers when the server asks the user (a protected path).
+    # A protected path: the server asks the user. A headless host answers without a person
+    # (or cannot ask): the model must hear that nobody was asked and how to allow it, never
+    # "the user denied it". With Claude Code's `Elicitation` hook the question is answered.
     TaskStep("ask_user", "file_operations", {
-        "operation": "create_file", "path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nexit 0\n"},
-        [], info=True),
+        "operation": "create_file", "path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nexit 0\n"}, [
+        matches(r"nobody was asked|cannot ask the user", "says nobody was asked"),
+        contains("approval_fallback"),
+        lacks(r"the user denied it", "does not claim the user denied it"),
+    ]),
 ]
+
+# `ask_user` with a host that answers questions (`answers_questions`): the write is done.
+ASK_ANSWERED = [contains(".git/hooks/pre-commit"), matches(r"\bcreated\b", "says the file was created")]
 
 PROMPT = (f"{MARKER}: with the {SERVER} MCP tools, read src/lib.rs, grep for ANSWER, bump ANSWER to 42, "
           "show `git diff`, write the plan as todos, remember and recall where the deploy script is, "
@@ -420,6 +432,14 @@ def host_command(host: Host, exe: Path, transport: str, binary: str, url: str | 
             server = {"type": "http", "url": url}
         cfg = run_dir / "mcp.json"
         cfg.write_text(json.dumps({"mcpServers": {SERVER: server}}, indent=2))
+        if host.answers_questions:
+            # The README's config: an Elicitation hook that allows this server's questions once.
+            answer = {"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
+                                             "content": {"decision": "allow_once"}}}
+            hook = {"type": "command", "command": f"echo '{json.dumps(answer)}'"}
+            settings = {"hooks": {"Elicitation": [{"matcher": SERVER, "hooks": [hook]}]}}
+            (home / ".claude").mkdir(parents=True, exist_ok=True)
+            (home / ".claude" / "settings.json").write_text(json.dumps(settings, indent=2))
         env.update({
             "ANTHROPIC_BASE_URL": model_url,
             "ANTHROPIC_API_KEY": "sk-ant-hostcheck",
@@ -495,9 +515,10 @@ def snippet_of(text: str, at: int | None, width: int = 110) -> str:
     return ("…" if start else "") + s + ("…" if start + width < len(text) else "")
 
 
-def judge(records: list[dict[str, Any]], kind: str, audit: list[dict[str, Any]]) -> list[StepResult]:
+def judge(records: list[dict[str, Any]], host: Host, audit: list[dict[str, Any]]) -> list[StepResult]:
     seen = model.results_seen(records)
     out = []
+    kind = host.kind
     id_fmt = model.ANTHROPIC_ID if kind == "claude" else model.OPENAI_ID
     for i, step in enumerate(STEPS):
         res = seen.get(id_fmt.format(i))
@@ -516,7 +537,8 @@ def judge(records: list[dict[str, Any]], kind: str, audit: list[dict[str, Any]])
             continue
         failed = []
         first_hit: int | None = None
-        for check in step.checks + [NOT_CUT_BY_HOST]:
+        checks = ASK_ANSWERED if step.name == "ask_user" and host.answers_questions else step.checks
+        for check in checks + [NOT_CUT_BY_HOST]:
             ok, what, at = check(text)
             if not ok:
                 failed.append(what)
@@ -656,7 +678,12 @@ def run_one(host: Host, exe: Path, transport: str, binary: str, root: Path, verb
         # processes the host left behind in its session (an MCP server it started)
         kill_leftovers(run_dir)
     records = model.read_log(str(log))
-    result.steps = judge(records, host.kind, read_jsonl(state / "audit.jsonl"))
+    result.steps = judge(records, host, read_jsonl(state / "audit.jsonl"))
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    if host.answers_questions and not hook.exists():
+        result.error = "the Elicitation hook's answer did not let the server write .git/hooks/pre-commit"
+    if not host.answers_questions and hook.exists():
+        result.error = ".git/hooks/pre-commit was written although nobody was asked"
     result.notes = notes_on_tools(records, instructions, result.steps) + result.notes
     if verbose:
         for s in result.steps:

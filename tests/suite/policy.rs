@@ -40,9 +40,17 @@ impl ClientHandler for Asker {
         };
         self.asked.lock().unwrap().push(message);
         let answer = self.answers.lock().unwrap().pop_front().unwrap_or("deny");
-        if answer == "timeout" {
-            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        match answer {
+            "timeout" => {
+                tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+            // What headless hosts do: Codex `exec` declines at once, Claude Code `-p` cancels.
+            "instant_decline" => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+            "cancel" => return Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            // A person takes a moment to read the question before saying no.
+            "deny" => tokio::time::sleep(std::time::Duration::from_millis(300)).await,
+            _ => {}
         }
         let content = json!({"decision": answer, "note": "use the tmp dir instead"});
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
@@ -124,8 +132,38 @@ async fn elicitation_allow_once_allow_session_deny_and_no_answer() {
 
     asker.answer(&["timeout"]);
     let late = run(&service, json!({"command": "touch late.txt"})).await;
-    assert!(late.is_error && late.text.contains("no answer in time"), "{}", late.text);
+    assert!(late.is_error && late.text.contains("nobody was asked: no answer within 1 s"), "{}", late.text);
     assert!(!ws.root.join("late.txt").exists());
+
+    // A headless host answers without any person seeing the question: not "the user denied
+    // it" (the model would give up), but nobody was asked, and how the user can allow it.
+    for (answer, why) in
+        [("instant_decline", "before anyone could read the question"), ("cancel", "the client cancelled the question")]
+    {
+        asker.answer(&[answer]);
+        let unasked = run(&service, json!({"command": "touch unasked.txt"})).await;
+        let text = &unasked.text;
+        assert!(unasked.is_error && text.contains("nobody was asked: ") && text.contains(why), "{text}");
+        assert!(unasked.text.contains("`approval_fallback = \"allow\"`") && !unasked.text.contains("the user denied"));
+        assert!(!ws.root.join("unasked.txt").exists());
+    }
+    service.cancel().await.unwrap();
+}
+
+/// With `approval_fallback = "allow"`, a question nobody could answer lets the call run, as
+/// for a client that cannot ask at all; a person's "deny" still stands.
+#[tokio::test]
+async fn the_fallback_decides_what_nobody_answered() {
+    let ws = Workspace::new();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-write\"\napproval_fallback = \"allow\"\n", asker.clone()).await;
+    asker.answer(&["cancel", "instant_decline", "deny"]);
+    assert!(!run(&service, json!({"command": "touch cancelled.txt"})).await.is_error);
+    assert!(!run(&service, json!({"command": "touch declined.txt"})).await.is_error);
+    let denied = run(&service, json!({"command": "touch denied.txt"})).await;
+    assert!(denied.is_error && denied.text.contains("the user denied it"), "{}", denied.text);
+    assert!(ws.root.join("cancelled.txt").exists() && ws.root.join("declined.txt").exists());
+    assert!(!ws.root.join("denied.txt").exists());
     service.cancel().await.unwrap();
 }
 
