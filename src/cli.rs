@@ -162,11 +162,12 @@ pub struct HttpArgs {
     /// (repeatable; loopback origins are always accepted).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     pub allow_origins: Vec<String>,
-    /// Most MCP sessions open at once (default 32); more get `503`.
+    /// Most MCP sessions open at once (default 32); at the limit a new session replaces the
+    /// least recently used idle one, and only when every one is busy is the answer `503`.
     #[arg(long, value_name = "N", requires = "http")]
     pub max_http_sessions: Option<usize>,
-    /// A session with no request for this long is closed and its commands killed
-    /// (default `30m`; e.g. `90s`, `2h`).
+    /// A session with no request and no connected stream for this long is closed and its
+    /// commands killed (default `10m`; e.g. `90s`, `2h`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "http")]
     pub idle_timeout: Option<std::time::Duration>,
     /// Largest request body accepted, in bytes (default 4 MiB); larger gets `413`.

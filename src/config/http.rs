@@ -16,7 +16,7 @@ use crate::sandbox::fs;
 /// Default limit on MCP sessions open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 32;
 /// Default time a session may go without a request before it is closed.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// Default largest request body (the same as rmcp's).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default time calls in flight get to finish on `SIGTERM`.

@@ -75,6 +75,11 @@ impl Shared {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(key, session);
     }
 
+    /// The state of the transport session `key`.
+    pub fn session_of(&self, key: &str) -> Option<Arc<Session>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
+    }
+
     /// The state of the transport session `key`, forgotten.
     pub fn take_session(&self, key: &str) -> Option<Arc<Session>> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(key)

@@ -141,6 +141,30 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String
     (status, response.text().await.unwrap_or_default(), headers)
 }
 
+/// A session opened by hand (no `GET` stream, as a client that only posts): its id.
+async fn raw_session(url: &str) -> String {
+    let (status, text, headers) = post(url, &initialize_body(), &[]).await;
+    assert_eq!(status, 200, "{text}");
+    let id = headers["mcp-session-id"].to_str().unwrap().to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, &initialized, &[("mcp-session-id", &id)]).await.0, 202);
+    id
+}
+
+/// A `tools/call` of `terminal_operations` in a raw session: the status and the answer.
+async fn raw_call(url: &str, session: &str, fields: Value) -> (u16, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "terminal_operations", "arguments": op("run_command", fields)}});
+    let (status, text, _) = post(url, &body, &[("mcp-session-id", session)]).await;
+    (status, text)
+}
+
+/// The pid a [`background_sleep`] printed, in a raw answer.
+fn raw_pid(answer: &str) -> u32 {
+    let pid = answer.split("\"stdout\":[\"").nth(1).and_then(|rest| rest.split('"').next());
+    pid.and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no pid in {answer}"))
+}
+
 #[tokio::test]
 async fn both_protocol_eras_list_and_call_and_health_answers() {
     let ws = Workspace::new();
@@ -307,40 +331,68 @@ async fn bodies_over_the_limit_get_413() {
     client.close().await;
 }
 
+/// Most hosts never send `DELETE`: at the limit, a new session takes the place of the least
+/// recently used one that has nothing running; only when every session is busy is it `503`.
 #[tokio::test]
-async fn the_session_limit_answers_503_until_one_closes() {
+async fn the_session_limit_evicts_the_least_recently_used_idle_session() {
     let ws = Workspace::new();
-    let server = HttpServer::start(&ws, &["--max-http-sessions", "2"], &[]).await;
-    let (a, b) = (server.client().await, server.client().await);
+    let server = HttpServer::start(&ws, &["--max-http-sessions", "3"], &[]).await;
+    let url = server.url();
+    let (busy, oldest, recent) = (raw_session(&url).await, raw_session(&url).await, raw_session(&url).await);
+    let pid = raw_pid(&raw_call(&url, &busy, background_sleep()).await.1);
+    assert_eq!(raw_call(&url, &oldest, json!({"command": "true"})).await.0, 200);
+    assert_eq!(raw_call(&url, &recent, json!({"command": "true"})).await.0, 200);
+    let newcomer = raw_session(&url).await;
+    assert!(server.logs("closing the least recently used idle session").await);
+    assert_eq!(raw_call(&url, &busy, json!({"command": "true"})).await.0, 200, "the session running a command is kept");
+    assert!(!gone(pid));
+    assert_eq!(raw_call(&url, &recent, json!({"command": "true"})).await.0, 200, "the more recent one is kept");
+    assert_eq!(raw_call(&url, &oldest, json!({"command": "true"})).await.0, 404, "the least recently used is closed");
+    // Every session busy: only then a new one is refused.
+    for session in [&recent, &newcomer] {
+        raw_call(&url, session, background_sleep()).await;
+    }
     let (status, text, _) = post(&server.url(), &initialize_body(), &[]).await;
     assert_eq!(status, 503, "{text}");
-    assert!(text.contains("maximum of 2 MCP sessions") && text.contains("--max-http-sessions"), "{text}");
+    assert!(text.contains("maximum of 3 MCP sessions") && text.contains("has a call or a command running"), "{text}");
     // Requests of open sessions and of 2026-07-28 clients (no session) are still served.
-    assert!(!a.run("true").await.is_error);
     let modern = server.modern().await;
     assert_eq!(modern.peer().list_all_tools().await.unwrap().len(), 4);
-    a.close().await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut status = 0;
-    while Instant::now() < deadline && status != 200 {
-        status = post(&server.url(), &initialize_body(), &[]).await.0;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(status, 200, "a closed session frees its place");
-    b.close().await;
     modern.cancel().await.unwrap();
 }
 
+/// 200 clients that initialize and go away without `DELETE` (as Claude Code, Qwen Code, the
+/// Inspector and the TS SDK's `close()` do) never lock out the 201st.
+#[tokio::test]
+async fn two_hundred_abandoned_sessions_do_not_block_the_next() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    for n in 0..200 {
+        let (status, text, headers) = post(&server.url(), &initialize_body(), &[]).await;
+        assert_eq!(status, 200, "initialize {n}: {text}");
+        assert!(headers.contains_key("mcp-session-id"));
+    }
+    let client = server.client().await;
+    assert!(!client.run("echo 201").await.is_error, "the 201st session is served");
+    client.close().await;
+}
+
+/// A session nobody uses (no request, no connected stream) is closed after the idle timeout,
+/// and its commands with it; a client that keeps its `GET` stream open is still connected.
 #[tokio::test]
 async fn an_idle_session_is_closed_and_its_commands_killed() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &["--idle-timeout", "2s"], &[]).await;
-    let client = server.client().await;
-    let pid = pid_of(&client.term("run_command", background_sleep()).await);
+    let connected = server.client().await;
+    let kept = pid_of(&connected.term("run_command", background_sleep()).await);
+    let abandoned = raw_session(&server.url()).await;
+    let pid = raw_pid(&raw_call(&server.url(), &abandoned, background_sleep()).await.1);
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!gone(pid), "still running before the timeout");
     assert!(wait_gone(pid, 8).await, "the idle session's command {pid} survived");
-    assert!(server.logs("session closed").await, "{:?}", server.stderr.lock().unwrap());
+    assert!(server.logs("session idle; closing it").await, "{:?}", server.stderr.lock().unwrap());
+    assert!(!gone(kept) && !connected.run("true").await.is_error, "a connected client's session stays");
+    connected.close().await;
 }
 
 #[tokio::test]

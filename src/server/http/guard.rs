@@ -67,7 +67,7 @@ async fn check(guard: &Guard, mut request: Request, next: Next) -> Response {
         return response;
     }
     let may_open_session = request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
-    if may_open_session && guard.sessions.count().await >= guard.sessions.max() {
+    if may_open_session && !guard.sessions.has_room().await {
         // Full: look into the body (only now), to refuse a new session but serve the rest.
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, guard.max_body_bytes).await else {
@@ -75,7 +75,7 @@ async fn check(guard: &Guard, mut request: Request, next: Next) -> Response {
         };
         if is_initialize(&bytes) {
             let message = format!(
-                "this server already serves its maximum of {} MCP sessions; retry later, close unused sessions (HTTP `DELETE` with their `Mcp-Session-Id`), or start it with a higher `--max-http-sessions`",
+                "this server already serves its maximum of {} MCP sessions and every one has a call or a command running; retry later, or start it with a higher `--max-http-sessions`",
                 guard.sessions.max()
             );
             return refuse(StatusCode::SERVICE_UNAVAILABLE, &message);

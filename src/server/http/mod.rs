@@ -62,6 +62,7 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     let _ = writeln!(std::io::stderr(), "toolbelt-mcp: serving MCP on http://{local}{ENDPOINT}{token_note}");
 
     tokio::spawn(reap_sessionless(shared.clone(), http.idle_timeout, stop_sessions.clone()));
+    tokio::spawn(sessions.clone().reap(stop_sessions.clone()));
     let accepting = CancellationToken::new();
     let service = app.into_make_service_with_connect_info::<SocketAddr>();
     // Answers go out in several writes (headers, SSE events): without `TCP_NODELAY`, Nagle's
