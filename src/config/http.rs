@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(config.addr, "127.0.0.1:0".parse().unwrap());
         assert!(config.token.is_none());
         assert_eq!(config.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
-        assert_eq!((config.max_sessions, config.idle_timeout), (32, Duration::from_secs(1800)));
+        assert_eq!((config.max_sessions, config.idle_timeout), (32, Duration::from_secs(600)));
         assert_eq!(resolve(on("8765"), None).unwrap().unwrap().addr, "127.0.0.1:8765".parse().unwrap());
         assert_eq!(resolve(on("[::1]:9"), None).unwrap().unwrap().addr, "[::1]:9".parse().unwrap());
     }

@@ -121,6 +121,15 @@ impl Gate {
                     Outcome::Declined(note) => return Err(ToolError::UserDenied { reason, note }),
                     Outcome::NotAsked(why) => {
                         verdict.decided_by = "fallback";
+                        if let Some(notify) = &context.signals.notify {
+                            let fallback = if config.approval_fallback == Fallback::Allow { "allow" } else { "deny" };
+                            notify(
+                                crate::tools::Severity::Notice,
+                                format!(
+                                    "`{operation}` needed the user's approval but nobody was asked ({why}); the fallback `{fallback}` decided"
+                                ),
+                            );
+                        }
                         if let Some(err) = ask::not_asked(reason, why, config.approval_fallback, how_to_allow()) {
                             return Err(err);
                         }

@@ -3,6 +3,10 @@
 
 mod approve;
 pub mod http;
+mod jsonrpc;
+mod lines;
+mod logging;
+mod params;
 mod resources;
 mod roots;
 pub mod stdio;
@@ -102,13 +106,23 @@ pub struct Server {
     roots: Arc<roots::SessionRoots>,
     session: Arc<OnceLock<Arc<Session>>>,
     subscriptions: Arc<subscriptions::Subscriptions>,
+    log_level: logging::LogLevel,
+    /// Roots already reported missing to the client's log.
+    missing_roots: Arc<Mutex<Vec<std::path::PathBuf>>>,
 }
 
 impl Server {
     /// A server for one connection.
     pub fn new(shared: Arc<Shared>) -> Self {
         let roots = Arc::new(roots::SessionRoots::new(Roots::new(shared.config.roots.clone())));
-        Self { shared, roots, session: Arc::default(), subscriptions: Arc::default() }
+        Self {
+            shared,
+            roots,
+            session: Arc::default(),
+            subscriptions: Arc::default(),
+            log_level: logging::LogLevel::default(),
+            missing_roots: Arc::default(),
+        }
     }
 
     /// The workspace key of todo lists and memories: the first root.
@@ -131,6 +145,25 @@ impl Server {
                 sessionless.clone()
             }
             _ => self.session(),
+        }
+    }
+
+    /// Tells the client's log, once per root, that a root no longer exists.
+    fn report_missing_roots(&self, roots: &Roots, logger: &logging::Logger) {
+        for root in roots.list() {
+            if crate::sandbox::fs::is_dir(root) {
+                continue;
+            }
+            let mut reported = self.missing_roots.lock().unwrap_or_else(PoisonError::into_inner);
+            if !reported.contains(root) {
+                reported.push(root.clone());
+                let message = format!(
+                    "the root `{}` no longer exists (moved or deleted); calls on it fail until it is back or the server restarts with another `--root`",
+                    root.display()
+                );
+                tracing::warn!("{message}");
+                logger.log(crate::tools::Severity::Warning, message);
+            }
         }
     }
 
@@ -198,7 +231,12 @@ struct Retry {
 
 /// The call's cancellation, progress notifications when the client sent a progress token, and
 /// the approver when the client can answer elicitations.
-fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration, responses: Retry) -> Signals {
+fn signals(
+    context: &RequestContext<RoleServer>,
+    timeout: std::time::Duration,
+    responses: Retry,
+    logger: logging::Logger,
+) -> Signals {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
         let send: Arc<Progress> = Arc::new(move |elapsed: f64, message: String| {
@@ -229,6 +267,7 @@ fn signals(context: &RequestContext<RoleServer>, timeout: std::time::Duration, r
         request: context.id.to_string(),
         tool: String::new(),
         client,
+        notify: logger.notifier(),
     }
 }
 
@@ -238,14 +277,35 @@ fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
     from_request.or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
 }
 
+/// The cancellation the HTTP front door gave a session's call (see `http::CallCancel`).
+fn front_door_cancel(context: &RequestContext<RoleServer>) -> Option<tokio_util::sync::CancellationToken> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<http::CallCancel>().map(|cancel| cancel.0.clone())
+}
+
+/// The answer to a method of a capability this server does not advertise.
+fn not_offered(method: &str, capability: &str) -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: `{method}` (this server has no `{capability}` capability)"),
+        None,
+    )
+}
+
 fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
 }
 
 impl ServerHandler for Server {
+    #[allow(deprecated, reason = "logging is deprecated by SEP-2577 but current hosts still show it")]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_subscribe().build(),
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
         )
         .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
         .with_instructions(INSTRUCTIONS)
@@ -268,15 +328,62 @@ impl ServerHandler for Server {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if self.roots.awaiting_client() {
-            let (roots, peer) = (self.roots.clone(), context.peer.clone());
-            tokio::spawn(async move { roots.fetch(&peer).await });
+            let (roots, peer, level) = (self.roots.clone(), context.peer.clone(), self.log_level.clone());
+            tokio::spawn(async move { roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level)).await });
         }
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         if !self.shared.config.roots_explicit {
-            let (roots, peer) = (self.roots.clone(), context.peer.clone());
-            tokio::spawn(async move { roots.fetch(&peer).await });
+            let (roots, peer, level) = (self.roots.clone(), context.peer.clone(), self.log_level.clone());
+            tokio::spawn(async move { roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level)).await });
+        }
+    }
+
+    #[allow(deprecated, reason = "logging is deprecated by SEP-2577 but current hosts still show it")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level.set(request.level);
+        Ok(())
+    }
+
+    /// Not offered (no `prompts` capability): answered like every method this server lacks.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        Err(not_offered("prompts/list", "prompts"))
+    }
+
+    /// Not offered (no `completions` capability).
+    async fn complete(
+        &self,
+        _request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        Err(not_offered("completion/complete", "completions"))
+    }
+
+    /// rmcp hands over, as a custom request, every method it does not know and every known
+    /// method whose params did not parse (its request enum is untagged): the latter are
+    /// invalid params (-32602) with what was wrong, not an unknown method (-32601).
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        let rmcp::model::CustomRequest { method, params, .. } = request;
+        match params::why_invalid(&method, params) {
+            Some(why) => Err(McpError::invalid_params(format!("invalid params for `{method}`: {why}"), None)),
+            None => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: `{method}` is not a method this server offers"),
+                None,
+            )),
         }
     }
 
@@ -375,6 +482,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let started = Instant::now();
+        let front_door = front_door_cancel(&context);
         let mut args = request.arguments.unwrap_or_default();
         let config = &self.shared.config;
         let (operation, siblings) = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
@@ -391,7 +499,12 @@ impl ServerHandler for Server {
         let roots = self.roots.current().await;
         let retry =
             Retry { input_responses: request.input_responses.clone(), request_state: request.request_state.clone() };
-        let signals = Signals { tool: request.name.to_string(), ..signals(&context, config.approval_timeout, retry) };
+        let logger = logging::Logger::for_request(&context, &self.log_level);
+        self.report_missing_roots(&roots, &logger);
+        let signals = Signals {
+            tool: request.name.to_string(),
+            ..signals(&context, config.approval_timeout, retry, logger.clone())
+        };
         let session = self.session_for(&context.meta);
         let budget = config.output_budget.for_client(client_name(&context).as_deref());
         let context = Arc::new(Context {
@@ -402,8 +515,22 @@ impl ServerHandler for Server {
             signals,
             budget,
         });
+        // A session's call over HTTP can be cancelled by the front door (see http/calls.rs):
+        // it cancels the call here, and the call answers "request cancelled".
+        if let Some(token) = &front_door {
+            let (token, call) = (token.clone(), context.signals.cancel.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = token.cancelled() => call.cancel(),
+                    () = call.cancelled() => {}
+                }
+            });
+        }
         // Tracked so that a graceful shutdown lets it finish.
         let outcome = self.shared.calls.track_future(operation.call(args, siblings, context)).await;
+        if front_door.is_some_and(|token| token.is_cancelled()) {
+            return Err(McpError::new(rmcp::model::ErrorCode(-32800), "request cancelled", None));
+        }
         let elapsed = started.elapsed();
         match outcome {
             Ok(output) => {
@@ -416,6 +543,9 @@ impl ServerHandler for Server {
             },
             Err(err) => {
                 tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, error = %err, "call failed");
+                if let Some((severity, message)) = logging::about_failure(&err) {
+                    logger.log(severity, message);
+                }
                 Ok(error_result(&err).into())
             }
         }

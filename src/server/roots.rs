@@ -10,6 +10,8 @@ use rmcp::service::Peer;
 use tokio::sync::watch;
 
 use crate::sandbox::{Roots, fs};
+use crate::server::logging::Logger;
+use crate::tools::Severity;
 
 /// How long a call waits for the client's first `roots/list` answer.
 const ROOTS_WAIT: Duration = Duration::from_secs(5);
@@ -54,18 +56,30 @@ impl SessionRoots {
 
     /// Asks the client for its roots and adopts the ones that are existing local directories.
     #[allow(deprecated, reason = "roots are deprecated by SEP-2577 but still sent by current hosts")]
-    pub async fn fetch(&self, peer: &Peer<RoleServer>) {
+    pub async fn fetch(&self, peer: &Peer<RoleServer>, logger: &Logger) {
         let answer = tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await;
         match answer {
             Ok(Ok(result)) => {
-                let dirs: Vec<PathBuf> = result.roots.iter().filter_map(|root| local_dir(&root.uri)).collect();
+                let mut dirs = Vec::new();
+                for root in &result.roots {
+                    match local_dir(&root.uri) {
+                        Some(dir) => dirs.push(dir),
+                        None => logger.log(
+                            Severity::Warning,
+                            format!("ignoring the client root `{}`: it is not an existing local directory", root.uri),
+                        ),
+                    }
+                }
                 if dirs.is_empty() {
-                    tracing::warn!(
+                    let message = format!(
                         "the client's roots hold no usable local directory; keeping {:?}",
                         self.snapshot().list()
                     );
+                    tracing::warn!("{message}");
+                    logger.log(Severity::Warning, message);
                 } else {
                     tracing::info!(roots = ?dirs, "using the client's roots");
+                    logger.log(Severity::Info, format!("using the client's roots: {dirs:?}"));
                     let mut current = self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
                     *current = Arc::new(Roots::new(dirs));
                 }

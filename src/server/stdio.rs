@@ -4,16 +4,19 @@
 //! When stdin and stdout are pipes (as every MCP host spawns servers), they are driven by the
 //! runtime's epoll loop directly; tokio's portable `stdin`/`stdout` would hand every read and
 //! write to a blocking thread, a wake-up each way per message. Anything else (a terminal, a
-//! file) falls back to those.
+//! file) falls back to those. Either way messages go through [`Lines`], which answers malformed
+//! input as JSON-RPC asks.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use tokio::io::BufReader;
 use tokio::net::unix::pipe;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::Config;
+use crate::server::lines::Lines;
 use crate::server::{Server, Shared};
 
 /// Serves MCP on stdio until the client disconnects (stdin closes).
@@ -26,8 +29,8 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     let server = Server::new(Shared::new(config, store, false));
     let session = server.session();
     let service = match pipes() {
-        Some(pipes) => server.serve(pipes).await,
-        None => server.serve(rmcp::transport::stdio()).await,
+        Some((input, output)) => server.serve(Lines::new(BufReader::new(input), output)).await,
+        None => server.serve(Lines::new(BufReader::new(tokio::io::stdin()), tokio::io::stdout())).await,
     };
     let outcome = match service {
         Ok(service) => tokio::select! {

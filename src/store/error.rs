@@ -77,6 +77,11 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the request was at fault (a rule broken, an unknown id), not the store.
+    pub fn is_rule(&self) -> bool {
+        matches!(self, Self::Rule(_) | Self::NotFound(_))
+    }
+
     /// Names the database file in a raw SQLite error, and sorts it by what the user can do.
     pub fn at(self, path: &Path, action: &'static str, busy_seconds: u64) -> Self {
         let Self::Sqlite(err) = self else { return self };

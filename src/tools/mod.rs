@@ -156,7 +156,25 @@ pub struct Signals {
     pub tool: String,
     /// The client's name (`clientInfo.name`; empty when unknown), for host-specific advice.
     pub client: String,
+    /// Sends a message to the client's log (when it asked for messages).
+    pub notify: Option<Arc<Notify>>,
 }
+
+/// How serious a message to the client's log is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something is wrong, work goes on.
+    Warning,
+    /// A call failed for a reason on the server's side.
+    Error,
+}
+
+/// Sends a message to the client's log.
+pub type Notify = dyn Fn(Severity, String) + Send + Sync;
 
 impl Context {
     /// The key of this workspace's todo lists and memories: the first root's path.

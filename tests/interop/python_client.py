@@ -173,6 +173,9 @@ async def check_read_file(session: ClientSession, root: Path) -> None:
               "end_line": 14, "next_offset": 15, "truncated": False, "sha256": sha}
     diff = {k: (sc.get(k), v) for k, v in expect.items() if sc.get(k) != v}
     check("read_file window: structuredContent fields", not diff, f"(got, want)={diff}")
+    lines = sc.get("lines") or []
+    check("read_file window: structuredContent carries the same numbered lines (hosts show only it)",
+          len(lines) == 5 and lines[0].startswith("10\t") and all(line in text for line in lines), f"{lines}")
 
     res = await call(session, {"operation": "read_file", "path": "src/lib/util.rs"})
     sc = structured(res)
@@ -258,13 +261,16 @@ async def check_errors(session: ClientSession) -> None:
 async def check_writes(session: ClientSession, root: Path) -> None:
     res = await call(session, {"operation": "create_file", "path": "made/by/sdk.txt", "content": "one\ntwo\n"})
     sc = structured(res)
-    check("create_file: created with a diff", not is_error(res) and sc.get("action") == "created"
-          and "+++ b/made/by/sdk.txt" in result_text(res) and (root / "made/by/sdk.txt").read_text() == "one\ntwo\n",
+    check("create_file: created, with its counts", not is_error(res) and sc.get("action") == "created"
+          and "created (+2 -0)" in result_text(res) and (root / "made/by/sdk.txt").read_text() == "one\ntwo\n",
           short(res))
     res = await call(session, {"operation": "replace_string", "path": "made/by/sdk.txt", "old_string": "two",
                                "new_string": "2", "expected_hash": sc.get("new_hash")})
     check("replace_string with expected_hash", not is_error(res) and (root / "made/by/sdk.txt").read_text() == "one\n2\n",
           short(res))
+    diff = structured(res).get("diff") or []
+    check("replace_string: the diff in both views", "-two" in diff and "+2" in diff and "-two\n+2" in result_text(res),
+          f"{diff}")
     res = await call(session, {"operation": "undo", "steps": 2})
     check("undo of both: file and new directories gone", not is_error(res) and not (root / "made").exists(), short(res))
 
@@ -286,7 +292,7 @@ async def check_terminal(session: ClientSession, root: Path) -> None:
     res = await term(session, {"operation": "run_command", "command": "echo out; echo err >&2", "cwd": "src"})
     sc = structured(res)
     check("run_command: exit 0, streams apart", not is_error(res) and sc.get("exit_code") == 0
-          and sc.get("stdout") == "out\n" and sc.get("stderr") == "err\n", short(res))
+          and sc.get("stdout") == ["out"] and sc.get("stderr") == ["err"], short(res))
     res = await term(session, {"operation": "run_command", "command": "echo partial; exit 7"})
     check("run_command non-zero: isError with exit code and output", is_error(res)
           and structured(res).get("exit_code") == 7 and "partial" in result_text(res), short(res))

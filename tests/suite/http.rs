@@ -142,7 +142,7 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String
 }
 
 /// A session opened by hand (no `GET` stream, as a client that only posts): its id.
-async fn raw_session(url: &str) -> String {
+pub async fn raw_session(url: &str) -> String {
     let (status, text, headers) = post(url, &initialize_body(), &[]).await;
     assert_eq!(status, 200, "{text}");
     let id = headers["mcp-session-id"].to_str().unwrap().to_string();

@@ -4,6 +4,7 @@ mod agent;
 mod cli;
 pub mod common;
 mod confinement;
+mod corners;
 pub mod http;
 mod list_dir;
 mod llm;

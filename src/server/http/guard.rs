@@ -12,8 +12,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::config::http::Token;
-use crate::server::http::disconnect;
+use crate::server::http::calls::{self, CallCancel, InFlight, Posted};
 use crate::server::http::sessions::Sessions;
+use crate::server::jsonrpc;
 
 /// The path of the health check (no token, no details).
 pub const HEALTH: &str = "/health";
@@ -26,6 +27,8 @@ pub struct Guard {
     pub token: Option<Token>,
     /// The sessions (for the limit).
     pub sessions: Arc<Sessions>,
+    /// The sessions' calls in flight (to cancel them).
+    pub in_flight: Arc<InFlight>,
     /// The largest body read when a request must be looked into.
     pub max_body_bytes: usize,
 }
@@ -66,34 +69,49 @@ async fn check(guard: &Guard, mut request: Request, next: Next) -> Response {
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"toolbelt-mcp\""));
         return response;
     }
-    let may_open_session = request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
-    if may_open_session && !guard.sessions.has_room().await {
-        // Full: look into the body (only now), to refuse a new session but serve the rest.
-        let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body_bytes).await else {
+    // Every JSON POST is screened here: rmcp answers malformed JSON, batches and null ids with
+    // `415` and a text body; JSON-RPC wants a parse error or an invalid request.
+    let mut body = None;
+    if request.method() == Method::POST && is_json(request.headers()) {
+        let (parts, stream) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(stream, guard.max_body_bytes).await else {
             return refuse(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE);
         };
-        if is_initialize(&bytes) {
-            let message = format!(
-                "this server already serves its maximum of {} MCP sessions and every one has a call or a command running; retry later, or start it with a higher `--max-http-sessions`",
-                guard.sessions.max()
-            );
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, &message);
+        if let Err(rejection) = jsonrpc::screen(&bytes) {
+            let answer = rejection.to_json().to_string();
+            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], answer).into_response();
         }
+        body = Some(bytes.clone());
         request = Request::from_parts(parts, Body::from(bytes));
+    }
+    let may_open_session = request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
+    if may_open_session && body.as_ref().is_some_and(is_initialize) && !guard.sessions.has_room().await {
+        let message = format!(
+            "this server already serves its maximum of {} MCP sessions and every one has a call or a command running; retry later, or start it with a higher `--max-http-sessions`",
+            guard.sessions.max()
+        );
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, &message);
     }
     let host = header_text(request.headers(), header::HOST.as_str());
     let origin = header_text(request.headers(), header::ORIGIN.as_str());
     let session = header_text(request.headers(), SESSION_HEADER);
-    // A call of a session: note its id, to cancel it if the client disconnects.
-    let mut call = None;
-    if let Some(session) = session.filter(|_| request.method() == Method::POST) {
-        let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body_bytes).await else {
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE);
-        };
-        call = disconnect::request_id(&bytes).map(|id| (session, id));
-        request = Request::from_parts(parts, Body::from(bytes));
+    // A session's request: note its id, to cancel it if the client cancels or disconnects.
+    let mut watched = None;
+    if let (Some(session), Some(body)) = (session, &body) {
+        match calls::classify(body) {
+            Posted::Call(id) => {
+                let token = guard.in_flight.register(&session, &id);
+                request.extensions_mut().insert(CallCancel(token));
+                watched = Some((session, id, true));
+            }
+            Posted::Request(id) => watched = Some((session, id, false)),
+            Posted::Cancel(id) if guard.in_flight.cancel(&session, &id) => {
+                // The call now ends with an answer on its own stream; rmcp must not see this
+                // notice, or it closes that stream empty and drops the answer.
+                return StatusCode::ACCEPTED.into_response();
+            }
+            Posted::Cancel(_) | Posted::Other => {}
+        }
     }
     let deleting = request.method() == Method::DELETE;
     let mut response = next.run(request).await;
@@ -101,10 +119,12 @@ async fn check(guard: &Guard, mut request: Request, next: Next) -> Response {
         // rmcp answers a closed session with 202; clients (the Python SDK) expect 200 or 204.
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
-    if let Some((session, id)) = call
-        && is_event_stream(response.headers())
-    {
-        return disconnect::watch(response, guard.sessions.clone(), session, id);
+    if let Some((session, id, call)) = watched {
+        if is_event_stream(response.headers()) {
+            let registry = (guard.in_flight.clone(), guard.sessions.clone());
+            return calls::watch(response, registry, session, id, call);
+        }
+        guard.in_flight.forget(&session, &id);
     }
     if response.status() != StatusCode::FORBIDDEN {
         return response;
@@ -132,6 +152,11 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+fn is_json(headers: &HeaderMap) -> bool {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    content_type.split(';').next().is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
+}
+
 fn is_event_stream(headers: &HeaderMap) -> bool {
     headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
 }
@@ -140,14 +165,13 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
 }
 
-/// Whether a body is (or, in a batch, holds) an `initialize` request.
+/// Whether a body is an `initialize` request.
 fn is_initialize(body: &Bytes) -> bool {
-    let method_is = |v: &serde_json::Value| v.get("method").and_then(|m| m.as_str()) == Some("initialize");
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(serde_json::Value::Array(batch)) => batch.iter().any(method_is),
-        Ok(message) => method_is(&message),
-        Err(_) => false,
+    #[derive(serde::Deserialize)]
+    struct Method {
+        method: Option<String>,
     }
+    serde_json::from_slice::<Method>(body).is_ok_and(|m| m.method.as_deref() == Some("initialize"))
 }
 
 fn refuse(status: StatusCode, message: &str) -> Response {
@@ -173,7 +197,6 @@ mod tests {
     #[test]
     fn initialize_requests_are_recognised() {
         assert!(is_initialize(&Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#)));
-        assert!(is_initialize(&Bytes::from_static(br#"[{"method":"initialize"}]"#)));
         assert!(!is_initialize(&Bytes::from_static(br#"{"method":"tools/list"}"#)));
         assert!(!is_initialize(&Bytes::from_static(b"not json")));
     }

@@ -3,7 +3,7 @@
 //! [`guard`]. On `SIGTERM`/`SIGINT`/`SIGHUP` it stops accepting, gives calls in flight a grace
 //! period, closes every session, ends every command and makes the audit log durable.
 
-mod disconnect;
+mod calls;
 pub mod guard;
 mod sessions;
 
@@ -18,6 +18,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+pub use calls::CallCancel;
 pub use sessions::SessionKey;
 
 use crate::config::Config;
@@ -47,8 +48,12 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
         .with_cancellation_token(stop_sessions.clone());
     let for_factory = shared.clone();
     let mcp = StreamableHttpService::new(move || Ok(Server::new(for_factory.clone())), sessions.clone(), mcp_config);
-    let guard =
-        Arc::new(Guard { token: http.token.clone(), sessions: sessions.clone(), max_body_bytes: http.max_body_bytes });
+    let guard = Arc::new(Guard {
+        token: http.token.clone(),
+        sessions: sessions.clone(),
+        in_flight: Arc::default(),
+        max_body_bytes: http.max_body_bytes,
+    });
     let app = Router::new()
         .route(HEALTH, get(|| async { "ok\n" }))
         .route_service(ENDPOINT, mcp)

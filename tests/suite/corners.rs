@@ -1,0 +1,234 @@
+//! Protocol corners, on both transports, as JSON-RPC 2.0 and MCP say: invalid params of a known
+//! method are -32602; methods of capabilities not advertised are -32601; malformed JSON is a
+//! parse error and batches and null ids invalid requests (HTTP: `400` with a JSON-RPC error);
+//! a cancelled HTTP call ends its stream with an answer; logging is a capability.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::common::{BIN, Workspace, gone, wait_gone};
+use super::http::HttpServer;
+
+/// A server on stdio driven line by line.
+struct LineServer {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl LineServer {
+    fn start(ws: &Workspace) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--root", ws.root.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (input, output) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
+        let mut server = Self { child, input, output };
+        server.send_line(&initialize().to_string());
+        let answer = server.read();
+        assert!(answer["result"]["capabilities"]["logging"].is_object(), "logging is advertised: {answer}");
+        server.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+        server
+    }
+
+    fn send_line(&mut self, line: &str) {
+        writeln!(self.input, "{line}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// The next message the server writes.
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// The answer to `id`, skipping notifications.
+    fn answer(&mut self, id: &Value) -> Value {
+        loop {
+            let message = self.read();
+            if message.get("id") == Some(id) {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for LineServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "corners", "version": "0"}}})
+}
+
+fn request(id: u64, method: &str, params: Option<Value>) -> Value {
+    let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+    if let Some(params) = params {
+        message["params"] = params;
+    }
+    message
+}
+
+/// (request, the error code and a fragment of its message) of every corner of methods.
+fn method_corners() -> Vec<(Value, i64, &'static str)> {
+    vec![
+        (request(11, "tools/call", Some(json!({"arguments": {}}))), -32602, "missing field `name`"),
+        (request(12, "tools/call", None), -32602, "`params` is required"),
+        (request(13, "resources/read", Some(json!({}))), -32602, "missing field `uri`"),
+        (request(14, "logging/setLevel", Some(json!({"level": "loud"}))), -32602, "unknown variant `loud`"),
+        (request(15, "prompts/list", None), -32601, "no `prompts` capability"),
+        (request(16, "prompts/get", Some(json!({"name": "x"}))), -32601, "prompts/get"),
+        (
+            request(
+                17,
+                "completion/complete",
+                Some(json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}})),
+            ),
+            -32601,
+            "no `completions` capability",
+        ),
+        (request(18, "no/such", None), -32601, "`no/such` is not a method this server offers"),
+    ]
+}
+
+#[test]
+fn stdio_answers_every_corner_as_json_rpc_says() {
+    let ws = Workspace::new();
+    let mut server = LineServer::start(&ws);
+    for (message, code, fragment) in method_corners() {
+        server.send_line(&message.to_string());
+        let answer = server.answer(&message["id"]);
+        assert_eq!(answer["error"]["code"], code, "{message}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(fragment), "{message}: {answer}");
+    }
+    let malformed = [
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#, json!(null), -32700),
+        ("not json at all", json!(null), -32700),
+        (r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#, json!(null), -32600),
+        (r#"[{"jsonrpc":"2.0","id":7,"method":"tools/list"}]"#, json!(null), -32600),
+        (r#"{"jsonrpc":"1.0","id":8,"method":"ping"}"#, json!(8), -32600),
+    ];
+    for (line, id, code) in malformed {
+        server.send_line(line);
+        let answer = server.read();
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].as_i64()), (id, Some(code)), "{line}: {answer}");
+    }
+    // The connection survives them all, and logging works: a level, then a warning.
+    server.send_line(&request(20, "logging/setLevel", Some(json!({"level": "warning"}))).to_string());
+    assert_eq!(server.answer(&json!(20))["result"], json!({}));
+    let moved = ws.root.with_file_name("moved-away");
+    std::fs::rename(&ws.root, &moved).unwrap();
+    let call = request(21, "tools/call", Some(json!({"name": "todo_operations", "arguments": {"operation": "read"}})));
+    server.send_line(&call.to_string());
+    let mut notices = Vec::new();
+    loop {
+        let message = server.read();
+        if message["id"] == json!(21) {
+            break;
+        }
+        notices.push(message);
+    }
+    std::fs::rename(&moved, &ws.root).unwrap();
+    let warning =
+        notices.iter().find(|n| n["method"] == "notifications/message").unwrap_or_else(|| panic!("{notices:?}"));
+    assert_eq!(warning["params"]["level"], "warning");
+    assert!(warning["params"]["data"].as_str().unwrap().contains("no longer exists"), "{warning}");
+}
+
+/// A raw JSON POST: the status and the body.
+async fn post_raw(url: &str, body: &str, session: Option<&str>) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// The JSON-RPC message of an SSE (or JSON) answer that has an `id`.
+fn answer_in(body: &str) -> Value {
+    let datas = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty());
+    let messages: Vec<Value> =
+        datas.chain(std::iter::once(body.trim())).filter_map(|d| serde_json::from_str(d).ok()).collect();
+    messages.into_iter().find(|m| m.get("id").is_some()).unwrap_or_else(|| panic!("no answer in {body:?}"))
+}
+
+#[tokio::test]
+async fn http_answers_every_corner_as_json_rpc_says() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let url = server.url();
+    let session = super::http::raw_session(&url).await;
+    for (message, code, fragment) in method_corners() {
+        let (status, body) = post_raw(&url, &message.to_string(), Some(&session)).await;
+        let answer = answer_in(&body);
+        assert_eq!(answer["error"]["code"], code, "{message}: {status} {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(fragment), "{message}: {answer}");
+    }
+    let malformed = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#,
+        r#"[{"jsonrpc":"2.0","id":7,"method":"tools/list"}]"#,
+        r#"{"foo":1}"#,
+    ];
+    for body in malformed {
+        for in_session in [None, Some(session.as_str())] {
+            let (status, text) = post_raw(&url, body, in_session).await;
+            assert_eq!(status, 400, "{body}: {text}");
+            let error: Value = serde_json::from_str(&text).unwrap();
+            assert!(error["id"].is_null() && error["error"]["code"].as_i64().is_some(), "{body}: {text}");
+        }
+    }
+}
+
+/// A cancelled call over HTTP: its stream ends with an answer (-32800), not empty (after which
+/// clients poll it for ever), and its command is gone.
+#[tokio::test]
+async fn a_cancelled_http_call_ends_its_stream_with_an_answer() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let url = server.url();
+    let session = super::http::raw_session(&url).await;
+    let pid_file = ws.root.join("pid.txt");
+    let command = format!("echo $$ > {}; exec sleep 100", pid_file.display());
+    let call = json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {
+        "name": "terminal_operations", "arguments": {"operation": "run_command", "command": command}}});
+    let (url2, session2) = (url.clone(), session.clone());
+    let answered = tokio::spawn(async move { post_raw(&url2, &call.to_string(), Some(&session2)).await });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse().ok()) {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}});
+    assert_eq!(post_raw(&url, &cancel.to_string(), Some(&session)).await.0, 202);
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), answered).await.unwrap().unwrap();
+    let answer = answer_in(&body);
+    assert_eq!(
+        (status, answer["id"].clone(), answer["error"]["code"].clone()),
+        (200, json!(42), json!(-32800)),
+        "{body}"
+    );
+    assert!(wait_gone(pid, 5).await && gone(pid), "the cancelled command {pid} is gone");
+}
