@@ -36,7 +36,7 @@ use crate::terminal::foreground::Progress;
 use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
-const INSTRUCTIONS: &str = "toolbelt-mcp: file and terminal tools confined to the workspace roots, with a todo list and a memory. Paths are relative to the first root. Start with `list_dir` or `file_search`, find code with `grep_search`, then `read_file` with `offset`/`limit` windows; edit with `replace_string` or `apply_patch` (every write can be undone). Run builds and tests with `run_command` (sandboxed: writes only inside the roots and temp dirs), long-running programs with `background: true`, interactive ones with `start_session`. Keep a plan for multi-step work with `todo_operations` (one item `in_progress` at a time; update items as you finish them), and remember what should outlive this session with `memory_operations` (`search` it before you start). Results that were cut say so and say how to see the rest.";
+const INSTRUCTIONS: &str = "Prefer these tools for files and commands: they stay in the workspace roots, run commands sandboxed, and make every edit undoable. file_operations: read_file, grep_search, replace_string, apply_patch. terminal_operations: run_command. Plan with todo_operations; remember across sessions with memory_operations (search it first). Results that were cut say how to see the rest.";
 
 /// What every connection of the process shares: the configuration, the store, the tool
 /// listing, the calls in flight, and (over HTTP) the state of sessionless requests and the

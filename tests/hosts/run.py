@@ -478,7 +478,7 @@ def host_command(host: Host, exe: Path, transport: str, binary: str, url: str | 
             """) + server + textwrap.dedent("""\
             default_tools_approval_mode = "approve"
             startup_timeout_sec = 30
-            tool_timeout_sec = 120
+            tool_timeout_sec = 600
             """))
         env.update({"CODEX_HOME": str(codex_home), "HOSTCHECK_API_KEY": "sk-hostcheck"})
         return [str(exe), "exec", "--skip-git-repo-check", "--json", "-C", str(ws), PROMPT]
@@ -612,26 +612,57 @@ def notes_on_tools(records: list[dict[str, Any]], instructions: str | None,
     return notes
 
 
-def server_instructions(binary: str, tmp: Path) -> str | None:
-    """The `instructions` our server sends in `initialize` (to see whether hosts pass them on)."""
-    req = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+def server_listing(binary: str, tmp: Path) -> tuple[str | None, list[dict[str, Any]]]:
+    """The `instructions` our server sends in `initialize` (to see whether hosts pass them on)
+    and its `tools/list` (to see whether hosts cut descriptions or strip field docs)."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "hostcheck", "version": "0"}}}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     tmp.mkdir(parents=True, exist_ok=True)
+    instructions, tools = None, []
     try:
+        lines = "\n".join(json.dumps(m) for m in (init, initialized, listing)) + "\n"
         r = subprocess.run([binary, "serve", "--root", str(tmp), "--state-dir", str(tmp / "state")],
-                           input=json.dumps(req) + "\n", capture_output=True, text=True, timeout=20,
-                           env=base_env(tmp / "home"))
+                           input=lines, capture_output=True, text=True, timeout=20, env=base_env(tmp / "home"))
         for line in r.stdout.splitlines():
             msg = json.loads(line)
             if msg.get("id") == 0:
-                return (msg.get("result") or {}).get("instructions")
+                instructions = (msg.get("result") or {}).get("instructions")
+            if msg.get("id") == 1:
+                tools = (msg.get("result") or {}).get("tools") or []
     except (OSError, ValueError, subprocess.TimeoutExpired):
         pass
-    return None
+    return instructions, tools
+
+
+def listing_check(records: list[dict[str, Any]], served: list[dict[str, Any]]) -> StepResult | None:
+    """Whether the host handed the model our tools whole: every description as served, and a
+    description for every field. `None` when the host never listed them (deferred, code mode)."""
+    main = [r for r in records if (r.get("answer") or {}).get("main") and isinstance(r.get("body"), dict)]
+    listed = _ours((main[-1]["body"].get("tools") or []) if main else [])
+    if not listed or not served:
+        return None
+    problems = []
+    for _ns, name, d in listed:
+        ours = next((t for t in served if name.endswith(t["name"])), None)
+        if ours is None:
+            continue
+        fn = d.get("function") or {}
+        desc = d.get("description") or fn.get("description") or ""
+        params = d.get("input_schema") or d.get("parameters") or fn.get("parameters") or {}
+        if desc.strip() != ours["description"].strip():
+            problems.append(f"{ours['name']}: description cut or changed ({len(desc)} of {len(ours['description'])} chars)")
+        fields = len(ours["inputSchema"].get("properties", {}))
+        documented = sum(1 for f in (params.get("properties") or {}).values() if isinstance(f, dict) and f.get("description"))
+        if documented < fields:
+            problems.append(f"{ours['name']}: {documented} of {fields} fields documented")
+    detail = "ok" if not problems else "; ".join(problems)
+    return StepResult("listing", not problems, detail, f"{len(listed)} tools as served" if not problems else "")
 
 
 def run_one(host: Host, exe: Path, transport: str, binary: str, root: Path, verbose: bool,
-            instructions: str | None = None) -> RunResult:
+            instructions: str | None = None, served: list[dict[str, Any]] | None = None) -> RunResult:
     result = RunResult(host, transport)
     run_dir = root / f"{host.key}-{transport}"
     run_dir.mkdir(parents=True)
@@ -679,6 +710,9 @@ def run_one(host: Host, exe: Path, transport: str, binary: str, root: Path, verb
         kill_leftovers(run_dir)
     records = model.read_log(str(log))
     result.steps = judge(records, host, read_jsonl(state / "audit.jsonl"))
+    listing = listing_check(records, served or [])
+    if listing is not None:
+        result.steps.append(listing)
     hook = ws / ".git" / "hooks" / "pre-commit"
     if host.answers_questions and not hook.exists():
         result.error = "the Elicitation hook's answer did not let the server write .git/hooks/pre-commit"
@@ -800,12 +834,12 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="toolbelt-hosts-"))
     print(f"hosts: server {binary}; cache {cache}; runs in {root}")
     results: list[RunResult] = []
-    instructions = server_instructions(binary, root / "probe")
+    instructions, served = server_listing(binary, root / "probe")
     for h in hosts:
         if h.key not in exes:
             continue
         for t in transports:
-            r = run_one(h, exes[h.key], t, binary, root, args.verbose, instructions)
+            r = run_one(h, exes[h.key], t, binary, root, args.verbose, instructions, served)
             passed = sum(s.ok for s in r.judged)
             print(f"hosts: {h.label} over {t}: {passed}/{len(r.judged)} steps passed in {r.seconds:.1f} s"
                   + (f" ({r.error})" if r.error else ""))
