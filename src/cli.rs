@@ -154,6 +154,11 @@ pub struct HttpArgs {
     /// (`Authorization: Bearer TOKEN`). Env: `TOOLBELT_AUTH_TOKEN` (the token itself).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub auth_token_file: Option<PathBuf>,
+    /// Serve a loopback address without a token (any local user's process could then run
+    /// commands as this user). Without it, and without a token given, one is generated into
+    /// the state dir (`http-token`, mode 0600) and printed with ready-to-paste host configs.
+    #[arg(long)]
+    pub no_auth: bool,
     /// Also accept this `Host` (name or `name:port`) besides the loopback names, e.g. the
     /// name a reverse proxy or the team uses (repeatable).
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]

@@ -316,6 +316,14 @@ impl ToolError {
 /// A problem with the configuration, reported at startup before anything is served.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// An audit log path the agent could change or that would write somewhere else.
+    #[error("audit log `{path}` {problem}")]
+    AuditLog {
+        /// The log as given.
+        path: PathBuf,
+        /// What is wrong with it, and what to do.
+        problem: String,
+    },
     /// A root that does not exist or is not a directory.
     #[error("root `{path}` {problem}; pass an existing directory with `--root DIR`")]
     BadRoot {

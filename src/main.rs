@@ -57,7 +57,7 @@ fn main() -> ExitCode {
 
 /// Serves on stdio, or on HTTP when `--http` is given.
 fn serve(config: std::sync::Arc<Config>, args: &cli::HttpArgs) -> Result<bool, String> {
-    let http = HttpConfig::resolve(args, &|key| std::env::var_os(key)).map_err(|e| e.to_string())?;
+    let http = HttpConfig::resolve(args, &|key| std::env::var_os(key), &config.state_dir).map_err(|e| e.to_string())?;
     let runtime = match http {
         // Many sessions at once: a worker thread per core.
         Some(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),

@@ -134,8 +134,15 @@ pub fn provider(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Res
 /// The server to connect to.
 fn target(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Target, SettingsError> {
     if let Some(url) = &args.server_url {
-        let token =
+        let mut token =
             env("TOOLBELT_AUTH_TOKEN").map(|t| t.to_string_lossy().trim().to_string()).filter(|t| !t.is_empty());
+        // A server on this machine generated its token into the state dir: use it.
+        let local = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"].iter().any(|p| url.starts_with(p));
+        if token.is_none() && local {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let state_dir = crate::config::plain_state_dir(args.common.state_dir.as_deref(), env, &cwd);
+            token = crate::config::http::generated_token_in(&state_dir);
+        }
         return Ok(Target::Url { url: url.clone(), token });
     }
     if let Some(command) = &args.server_cmd {

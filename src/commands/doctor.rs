@@ -132,8 +132,8 @@ fn sandbox_report(config: &Config, abi: Option<u8>) -> String {
         "audit log:     {}\n",
         config.audit.path().map_or_else(|| "off".to_string(), |p| p.display().to_string())
     ));
-    for rule in &config.forbidden_commands {
-        out.push_str(&format!("forbidden:     `{}`\n", rule.join(" ")));
+    for rule in crate::policy::report::forbidden_rules(config) {
+        out.push_str(&format!("forbidden:     {rule}\n"));
     }
     out.push_str(&format!("shell:         {}\n", config.shell));
     out.push_str(&format!(

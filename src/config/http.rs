@@ -33,8 +33,10 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 pub struct HttpConfig {
     /// Where to listen (port 0: any free port).
     pub addr: SocketAddr,
-    /// The bearer token every request must carry, if one is configured.
+    /// The bearer token every request must carry (`None` only with `--no-auth` on loopback).
     pub token: Option<Token>,
+    /// Where the token came from, for the startup lines.
+    pub token_source: TokenSource,
     /// `Host` values accepted (names or `name:port`; DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
     /// Browser `Origin` values accepted (requests without `Origin` pass).
@@ -49,9 +51,23 @@ pub struct HttpConfig {
     pub shutdown_grace: Duration,
 }
 
-/// A bearer token; never printed.
+/// A bearer token; never printed by `Debug`.
 #[derive(Clone)]
 pub struct Token(String);
+
+/// Where the token came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `--auth-token-file` or `TOOLBELT_AUTH_TOKEN`.
+    Given,
+    /// Generated on a first start (or read from that earlier start) into this file.
+    Generated(std::path::PathBuf),
+    /// `--no-auth`: none.
+    None,
+}
+
+/// The file a generated token is kept in, under the state dir.
+pub const TOKEN_FILE: &str = "http-token";
 
 impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,23 +82,50 @@ impl Token {
         let (expected, given) = (Sha256::digest(self.0.as_bytes()), Sha256::digest(presented));
         bool::from(expected.as_slice().ct_eq(given.as_slice()))
     }
+
+    /// The token itself, for the ready-to-paste host configs printed at start.
+    pub fn reveal(&self) -> &str {
+        &self.0
+    }
 }
 
 impl HttpConfig {
     /// The settings for `serve --http ADDR`, or `None` for stdio.
-    pub fn resolve(args: &HttpArgs, env: EnvLookup<'_>) -> Result<Option<Self>, ConfigError> {
+    /// The settings for `serve --http ADDR`, or `None` for stdio. Without a token given, one
+    /// is generated into `state_dir` (or read from there, made on an earlier start), so a
+    /// loopback server is not open to every local user; `--no-auth` opts out on loopback.
+    pub fn resolve(args: &HttpArgs, env: EnvLookup<'_>, state_dir: &Path) -> Result<Option<Self>, ConfigError> {
         let Some(given) = &args.http else { return Ok(None) };
         let addr = parse_addr(given)?;
-        let token = match (&args.auth_token_file, env("TOOLBELT_AUTH_TOKEN")) {
+        let given_token = match (&args.auth_token_file, env("TOOLBELT_AUTH_TOKEN")) {
             (Some(file), _) => Some(read_token(file)?),
             (None, Some(value)) => Some(check_token(value.to_string_lossy().trim(), "`TOOLBELT_AUTH_TOKEN`")?),
             (None, None) => None,
         };
-        if token.is_none() && !addr.ip().is_loopback() {
-            return Err(ConfigError::Http(format!(
-                "refusing to serve `{addr}` without a bearer token: any machine that can reach it could run commands here; set a token with `--auth-token-file FILE` or `TOOLBELT_AUTH_TOKEN` (e.g. `openssl rand -hex 32 > token`), or listen on `127.0.0.1`"
-            )));
-        }
+        let (token, token_source) = match given_token {
+            Some(token) if args.no_auth => {
+                drop(token);
+                return Err(ConfigError::Http(
+                    "`--no-auth` and a token (`--auth-token-file` or `TOOLBELT_AUTH_TOKEN`) contradict each other; drop one".into(),
+                ));
+            }
+            Some(token) => (Some(token), TokenSource::Given),
+            None if args.no_auth && !addr.ip().is_loopback() => {
+                return Err(ConfigError::Http(format!(
+                    "refusing to serve `{addr}` without a bearer token: any machine that can reach it could run commands here; `--no-auth` is for loopback addresses only (e.g. `127.0.0.1:8765`)"
+                )));
+            }
+            None if args.no_auth => (None, TokenSource::None),
+            None if !addr.ip().is_loopback() => {
+                return Err(ConfigError::Http(format!(
+                    "refusing to serve `{addr}` without a bearer token given: any machine that can reach it could run commands here, and a generated one would have to be copied to every client; set one with `--auth-token-file FILE` or `TOOLBELT_AUTH_TOKEN` (e.g. `openssl rand -hex 32 > token`), or listen on `127.0.0.1`"
+                )));
+            }
+            None => {
+                let file = state_dir.join(TOKEN_FILE);
+                (Some(generated_token(&file)?), TokenSource::Generated(file))
+            }
+        };
         let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
         if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
             // Clients that reach a specific address by its number send it as `Host`.
@@ -120,6 +163,7 @@ impl HttpConfig {
         Ok(Some(Self {
             addr,
             token,
+            token_source,
             allowed_hosts,
             allowed_origins,
             max_sessions,
@@ -158,6 +202,34 @@ fn read_token(file: &Path) -> Result<Token, ConfigError> {
     check_token(text.trim(), &format!("the token file `{}`", file.display()))
 }
 
+/// The token kept in `file` (mode 0600), made there first if there is none yet: 32 random
+/// bytes as hex.
+fn generated_token(file: &Path) -> Result<Token, ConfigError> {
+    if fs::exists(file) {
+        return read_token(file);
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|err| ConfigError::Http(format!("cannot make a random token: {err}")))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = file.parent().unwrap_or(file);
+    match fs::write_new_private(dir, file, format!("{token}\n").as_bytes()) {
+        Ok(()) => Ok(Token(token)),
+        // Another server starting at the same moment made it first: theirs is the token.
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => read_token(file),
+        Err(err) => Err(ConfigError::Http(format!(
+            "cannot keep the generated token in `{}`: {err}; give one with `--auth-token-file FILE`, or fix the state dir",
+            file.display()
+        ))),
+    }
+}
+
+/// The token a loopback server generated into `state_dir`, if there is one (for a client on
+/// the same machine).
+pub fn generated_token_in(state_dir: &Path) -> Option<String> {
+    let text = fs::read_small_text(&state_dir.join(TOKEN_FILE)).ok()?;
+    Some(text.trim().to_string()).filter(|t| !t.is_empty())
+}
+
 fn check_token(token: &str, source: &str) -> Result<Token, ConfigError> {
     if token.len() < MIN_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ConfigError::Http(format!(
@@ -179,7 +251,8 @@ mod tests {
 
     fn resolve(args: HttpArgs, token: Option<&str>) -> Result<Option<HttpConfig>, ConfigError> {
         let env = move |key: &str| (key == "TOOLBELT_AUTH_TOKEN").then(|| token.map(OsString::from)).flatten();
-        HttpConfig::resolve(&args, &env)
+        let state = std::env::temp_dir().join(format!("toolbelt-http-test-{}", std::process::id()));
+        HttpConfig::resolve(&args, &env, &state)
     }
 
     fn on(addr: &str) -> HttpArgs {
@@ -192,14 +265,36 @@ mod tests {
     }
 
     #[test]
-    fn loopback_needs_no_token_and_defaults_apply() {
-        let config = resolve(on("127.0.0.1:0"), None).unwrap().unwrap();
+    #[allow(clippy::disallowed_methods)]
+    fn loopback_gets_a_generated_token_and_defaults_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = |_: &str| None;
+        let config = HttpConfig::resolve(&on("127.0.0.1:0"), &env, dir.path()).unwrap().unwrap();
         assert_eq!(config.addr, "127.0.0.1:0".parse().unwrap());
-        assert!(config.token.is_none());
+        let file = dir.path().join(TOKEN_FILE);
+        assert_eq!(config.token_source, TokenSource::Generated(file.clone()));
+        let token = config.token.unwrap();
+        assert_eq!(token.reveal().len(), 64);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        let again = HttpConfig::resolve(&on("127.0.0.1:0"), &env, dir.path()).unwrap().unwrap();
+        assert!(again.token.unwrap().matches(token.reveal().as_bytes()), "the same token on every start");
         assert_eq!(config.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
         assert_eq!((config.max_sessions, config.idle_timeout), (32, Duration::from_secs(600)));
         assert_eq!(resolve(on("8765"), None).unwrap().unwrap().addr, "127.0.0.1:8765".parse().unwrap());
         assert_eq!(resolve(on("[::1]:9"), None).unwrap().unwrap().addr, "[::1]:9".parse().unwrap());
+    }
+
+    #[test]
+    fn no_auth_is_for_loopback_only() {
+        let open = HttpArgs { no_auth: true, ..on("127.0.0.1:0") };
+        let config = resolve(open, None).unwrap().unwrap();
+        assert!(config.token.is_none());
+        assert_eq!(config.token_source, TokenSource::None);
+        let wide = HttpArgs { no_auth: true, ..on("0.0.0.0:0") };
+        assert!(resolve(wide, None).unwrap_err().to_string().contains("loopback addresses only"));
+        let both = HttpArgs { no_auth: true, ..on("127.0.0.1:0") };
+        assert!(resolve(both, Some("0123456789abcdef0123")).unwrap_err().to_string().contains("contradict"));
     }
 
     #[test]

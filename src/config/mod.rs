@@ -82,6 +82,8 @@ pub struct Config {
     pub approval_timeout: std::time::Duration,
     /// Command prefixes denied under every policy, as argv, e.g. `["rm", "-rf", "/"]`.
     pub forbidden_commands: Vec<Vec<String>>,
+    /// Whether the catastrophic defaults (`rm -r /`, `mkfs`, fork bombs, …) are forbidden too.
+    pub forbid_catastrophic: bool,
     /// The audit log (off when its path is `None`).
     pub audit: AuditLog,
 }
@@ -108,6 +110,7 @@ struct FileConfig {
     approval_fallback: Option<Fallback>,
     approval_timeout_s: Option<u64>,
     forbidden_commands: Option<Vec<Vec<String>>>,
+    forbid_catastrophic: Option<bool>,
     audit_log: Option<PathBuf>,
     audit_log_max_bytes: Option<u64>,
 }
@@ -250,6 +253,9 @@ impl Config {
             (None, None, None) => Some(state_dir.join("audit.jsonl")),
         }
         .filter(|path| path.file_name().is_none_or(|name| name != "off"));
+        if let Some(path) = &audit_path {
+            check_audit_path(path, &state_dir, roots.iter().chain(&writable_roots))?;
+        }
         let audit = AuditLog::new(audit_path, file.audit_log_max_bytes.unwrap_or(DEFAULT_AUDIT_BYTES));
         let shell = match file.shell {
             Some(shell) if !shell.trim().is_empty() => shell,
@@ -285,9 +291,42 @@ impl Config {
             approval_fallback: file.approval_fallback.unwrap_or_default(),
             approval_timeout: std::time::Duration::from_secs(approval_timeout_s),
             forbidden_commands,
+            forbid_catastrophic: file.forbid_catastrophic.unwrap_or(true),
             audit,
         }))
     }
+}
+
+/// Refuses an audit log the agent could empty or delete (inside a root or writable root,
+/// where its commands and file operations write, unless in the state dir, which both keep
+/// out of the agent's reach) and one that is a symbolic link (records would be appended to
+/// whatever it points at).
+fn check_audit_path<'a>(
+    path: &Path,
+    state_dir: &Path,
+    writable: impl Iterator<Item = &'a PathBuf>,
+) -> Result<(), ConfigError> {
+    let problem = |problem: String| ConfigError::AuditLog { path: path.to_path_buf(), problem };
+    if fs::read_link(path).is_ok() {
+        return Err(problem(
+            "is a symbolic link, and the log is never written through one; give the real file's path".into(),
+        ));
+    }
+    let real = path
+        .parent()
+        .and_then(|dir| fs::canonicalize(dir).ok())
+        .map_or_else(|| path.to_path_buf(), |dir| dir.join(path.file_name().unwrap_or_default()));
+    let state_dir = fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
+    if real.starts_with(&state_dir) || path.starts_with(&state_dir) {
+        return Ok(());
+    }
+    if let Some(dir) = writable.into_iter().find(|dir| real.starts_with(dir)) {
+        return Err(problem(format!(
+            "lies inside `{}`, where the agent's commands could empty or delete it; put it outside the roots (the default is the state dir) or set `audit_log = \"off\"`",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Reads the config file named by `--config`, `TOOLBELT_CONFIG`, or the XDG default (which
@@ -385,6 +424,16 @@ fn default_shell(env: EnvLookup<'_>) -> String {
 }
 
 /// `$VAR` if set and absolute, else `$HOME/fallback`.
+/// The state dir a flag or `TOOLBELT_STATE_DIR` names, else the XDG default (the config
+/// file's `state_dir` aside): where a local HTTP server keeps its generated token.
+pub fn plain_state_dir(flag: Option<&Path>, env: EnvLookup<'_>, cwd: &Path) -> PathBuf {
+    match (flag, env("TOOLBELT_STATE_DIR")) {
+        (Some(dir), _) => cwd.join(dir),
+        (None, Some(dir)) => cwd.join(dir),
+        (None, None) => xdg_dir(env, "XDG_STATE_HOME", ".local/state").join("toolbelt-mcp"),
+    }
+}
+
 fn xdg_dir(env: EnvLookup<'_>, var: &str, fallback: &str) -> PathBuf {
     match env(var).map(PathBuf::from) {
         Some(dir) if dir.is_absolute() => dir,

@@ -35,7 +35,8 @@ impl Eq for AuditLog {}
 /// How the gate ruled on a call, filled in as it decides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
-    /// `allow`, `deny`, or `invalid` (the call never reached the gate).
+    /// `allow`, `deny`, `ask` (a question the client answers in a later request), or
+    /// `invalid` (the call never reached a decision: bad arguments, no such operation).
     pub decision: &'static str,
     /// `policy`, `grant`, `user` or `fallback`.
     pub decided_by: &'static str,
@@ -116,6 +117,56 @@ impl AuditLog {
     /// The file, unless the log is off.
     pub fn path(&self) -> Option<&std::path::Path> {
         self.path.as_deref()
+    }
+
+    /// Whether `path` is the log or one of its rotated files (`audit.jsonl.1`, …).
+    pub fn is_log_file(&self, path: &std::path::Path) -> bool {
+        let Some(log) = &self.path else { return false };
+        if path == log {
+            return true;
+        }
+        let (Some(name), Some(log_name)) = (path.file_name(), log.file_name()) else { return false };
+        path.parent() == log.parent()
+            && name.to_str().zip(log_name.to_str()).is_some_and(|(name, log_name)| {
+                name.strip_prefix(log_name)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+    }
+
+    /// The log and its rotated files, as paths (whether they exist or not).
+    pub fn files(&self) -> Vec<PathBuf> {
+        let Some(log) = &self.path else { return Vec::new() };
+        let mut files = vec![log.clone()];
+        files.extend((1..=KEEP).map(|n| {
+            let mut name = log.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        }));
+        files
+    }
+
+    /// Records a call that named no tool or operation of this server, or whose `operation`
+    /// was not a string: nothing was decided or run.
+    pub fn refused(&self, session: &str, request: &str, tool: &str, operation: &str, outcome: &str) {
+        self.write(&Record {
+            time: now(),
+            session,
+            request,
+            tool,
+            operation,
+            effect: "",
+            subjects: &[],
+            escalate: false,
+            decision: "invalid",
+            decided_by: "",
+            justification: None,
+            duration_ms: 0,
+            outcome: outcome.to_string(),
+            bytes: 0,
+            truncated: false,
+            changed_files: Vec::new(),
+        });
     }
 
     /// Appends `record`. A log that cannot be written is reported on stderr and does not fail

@@ -4,7 +4,10 @@
 //!
 //! | subject                                   | `never` | `on-request` | `on-write` | `always` |
 //! |-------------------------------------------|---------|--------------|------------|----------|
-//! | forbidden command (config rule)           | deny    | deny         | deny       | deny     |
+//! | forbidden command (config rule or default) | deny   | deny         | deny       | deny     |
+//! | environment that changes what runs, not escalated | deny | deny (1) | deny (1)  | deny (1) |
+//! | environment that changes what runs, escalated | deny | ask         | ask        | ask      |
+//! | command not checkable against the rules   | deny    | ask          | ask        | ask      |
 //! | escalated call without a justification    | deny    | deny         | deny       | deny     |
 //! | the server's own config or state written  | deny    | deny         | deny       | deny     |
 //! | path outside the roots, not escalated     | deny    | deny (1)     | deny (1)   | deny (1) |
@@ -20,8 +23,11 @@
 //! | control of the session's own processes    | allow   | allow        | allow      | ask      |
 //!
 //! (1) the message says that `escalate: true` with a `justification` can ask the user.
-//! A row that asks is allowed at once when a grant of this session covers it. The strictest
-//! row over all of a call's subjects wins (deny over ask over allow).
+//! A row that asks is allowed at once when a grant of this session covers it, except a
+//! protected path and a command that cannot be checked: those ask every time. A command grant
+//! covers a line only when every simple command of it is granted (`git status`, `cargo test`:
+//! the program and, for tools that have one, its subcommand). The strictest row over all of a
+//! call's subjects wins (deny over ask over allow).
 
 use std::path::{Path, PathBuf};
 
@@ -48,8 +54,12 @@ pub enum CommandClass {
     KnownSafe,
     /// Anything else (including what does not parse).
     Other,
-    /// Matches a `forbidden_commands` rule (named).
+    /// Matches a forbidden rule (named).
     Forbidden(String),
+    /// What it runs cannot be checked against the forbidden rules until it runs (why).
+    Unresolved(String),
+    /// It sets an environment variable that changes which code runs (named).
+    DangerousEnv(String),
 }
 
 /// One thing a call touches, classified.
@@ -59,8 +69,9 @@ pub enum Subject {
     Read(PathBuf, Location),
     /// A path created, changed or removed.
     Write(PathBuf, Location),
-    /// A command line (or input typed into a running session).
-    Command(String, CommandClass),
+    /// A command line (or input typed into a running session), its class, and what a grant
+    /// for it would be (`None`: it cannot be granted).
+    Command(String, CommandClass, Option<Vec<String>>),
     /// A signal to one of the session's own processes.
     Control,
 }
@@ -70,7 +81,7 @@ impl Subject {
     pub fn shown(&self) -> Option<String> {
         match self {
             Self::Read(path, _) | Self::Write(path, _) => Some(path.display().to_string()),
-            Self::Command(line, _) => Some(line.clone()),
+            Self::Command(line, _, _) => Some(line.clone()),
             Self::Control => None,
         }
     }
@@ -103,13 +114,16 @@ pub enum Scope {
     ReadPath(PathBuf),
     /// Writes at or beneath a path.
     WritePath(PathBuf),
-    /// Commands whose line starts with this text (escalated or not, as granted).
+    /// Lines whose every simple command is one of these (`git status`, `cargo test`: program
+    /// and subcommand), escalated or not, as granted.
     Command {
-        /// The command prefix.
-        prefix: String,
+        /// The granted commands.
+        keys: Vec<String>,
         /// Granted to run outside the sandbox.
         unsandboxed: bool,
     },
+    /// Nothing beyond this one call: a protected path, or a command that cannot be checked.
+    Once,
     /// Signals to the session's processes.
     Control,
 }
@@ -193,10 +207,22 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
         }
     };
     match subject {
-        Subject::Command(_, CommandClass::Forbidden(rule)) => deny(
+        Subject::Command(_, CommandClass::Forbidden(rule), _) => deny(
             format!("the command matches the forbidden rule `{rule}`"),
-            "remove the rule from `forbidden_commands` in the config",
+            "remove the rule from `forbidden_commands` in the config (the catastrophic defaults: `forbid_catastrophic = false`)",
         ),
+        Subject::Command(line, CommandClass::DangerousEnv(name), _) => {
+            beyond(format!("`{line}` would run with `{name}` set, which changes which code runs"), Scope::Once)
+        }
+        Subject::Command(line, CommandClass::Unresolved(why), _) if never => deny(
+            format!(
+                "`{line}` cannot be checked against the forbidden rules ({why}), and the approval policy is `never`"
+            ),
+            "write the command so every program and argument is literal, or restart the server with `--approval on-request`",
+        ),
+        Subject::Command(line, CommandClass::Unresolved(why), _) => {
+            ask(format!("`{line}` cannot be checked against the forbidden rules: {why}"), Scope::Once)
+        }
         Subject::Write(path, Location::Own) => deny(
             format!(
                 "`{}` is the server's own configuration or state, which the agent can never change",
@@ -214,27 +240,23 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             format!("`{}` is protected and the approval policy is `never`", path.display()),
             "make the change yourself, or restart the server with `--approval on-request`",
         ),
-        Subject::Write(path, Location::Protected) => {
-            ask(format!("`{}` is protected", path.display()), Scope::WritePath(path.clone()))
-        }
+        Subject::Write(path, Location::Protected) => ask(format!("`{}` is protected", path.display()), Scope::Once),
         Subject::Write(path, Location::Inside) if policy.sandbox == SandboxMode::ReadOnly => beyond(
             format!("the sandbox is `read-only`, and `{}` would be written", path.display()),
             Scope::WritePath(parent(path)),
         ),
-        Subject::Command(line, _) if escalate => beyond(
-            format!("`{line}` would run without the sandbox"),
-            Scope::Command { prefix: first_word(line), unsandboxed: true },
-        ),
+        Subject::Command(line, _, keys) if escalate => {
+            beyond(format!("`{line}` would run without the sandbox"), command_scope(keys, true))
+        }
         _ if always => {
             ask(format!("every call asks under `--approval always`: {}", describe(subject)), scope_of(subject))
         }
         Subject::Write(path, Location::Inside) if on_write => {
             ask(format!("`{}` would be written", path.display()), Scope::WritePath(parent(path)))
         }
-        Subject::Command(line, CommandClass::Other) if on_write => ask(
-            format!("`{line}` is not known to be read-only"),
-            Scope::Command { prefix: first_word(line), unsandboxed: false },
-        ),
+        Subject::Command(line, CommandClass::Other, keys) if on_write => {
+            ask(format!("`{line}` is not known to be read-only"), command_scope(keys, false))
+        }
         _ => Decision::Allow,
     }
 }
@@ -243,7 +265,7 @@ fn describe(subject: &Subject) -> String {
     match subject {
         Subject::Read(path, _) => format!("read `{}`", path.display()),
         Subject::Write(path, _) => format!("write `{}`", path.display()),
-        Subject::Command(line, _) => format!("run `{line}`"),
+        Subject::Command(line, _, _) => format!("run `{line}`"),
         Subject::Control => "signal a session".into(),
     }
 }
@@ -252,20 +274,34 @@ fn scope_of(subject: &Subject) -> Scope {
     match subject {
         Subject::Read(path, _) => Scope::ReadPath(parent(path)),
         Subject::Write(path, _) => Scope::WritePath(parent(path)),
-        Subject::Command(line, _) => Scope::Command { prefix: first_word(line), unsandboxed: false },
+        Subject::Command(_, _, keys) => command_scope(keys, false),
         Subject::Control => Scope::Control,
     }
 }
 
-/// Whether a grant covers `wanted`: a path grant covers paths beneath it, a command grant
-/// covers lines starting with its prefix (an unsandboxed grant covers sandboxed runs too).
+/// The grant a command's "allow for this session" creates (nothing, if it cannot be granted).
+fn command_scope(keys: &Option<Vec<String>>, unsandboxed: bool) -> Scope {
+    match keys {
+        Some(keys) if !keys.is_empty() => Scope::Command { keys: keys.clone(), unsandboxed },
+        _ => Scope::Once,
+    }
+}
+
+/// Whether the grants cover `wanted`: a path grant covers paths beneath it; command grants
+/// cover a line when every one of its commands is granted (an unsandboxed grant covers
+/// sandboxed runs too); nothing covers `Once`.
 fn granted(grants: &Grants, wanted: &Scope) -> bool {
+    if let Scope::Command { keys, unsandboxed } = wanted {
+        return keys.iter().all(|key| {
+            grants.iter().any(|grant| match grant {
+                Scope::Command { keys: granted, unsandboxed: gu } => granted.contains(key) && (*gu || !*unsandboxed),
+                _ => false,
+            })
+        });
+    }
     grants.iter().any(|grant| match (grant, wanted) {
         (Scope::ReadPath(g), Scope::ReadPath(w)) => w.starts_with(g),
         (Scope::WritePath(g), Scope::WritePath(w) | Scope::ReadPath(w)) => w.starts_with(g),
-        (Scope::Command { prefix: g, unsandboxed: gu }, Scope::Command { prefix: w, unsandboxed: wu }) => {
-            (w == g || w.starts_with(&format!("{g} "))) && (*gu || !*wu)
-        }
         (Scope::Control, Scope::Control) => true,
         _ => false,
     })
@@ -274,11 +310,6 @@ fn granted(grants: &Grants, wanted: &Scope) -> bool {
 /// The directory a path grant covers: the path's parent (a file's directory).
 fn parent(path: &Path) -> PathBuf {
     path.parent().map_or_else(|| path.to_path_buf(), Path::to_path_buf)
-}
-
-/// The program a command grant covers (`cargo` for `cargo test --all`).
-fn first_word(line: &str) -> String {
-    line.split_whitespace().next().unwrap_or_default().to_string()
 }
 
 fn ask(reason: String, scope: Scope) -> Decision {
@@ -304,6 +335,18 @@ mod tests {
         }
     }
 
+    /// The grant keys of a line, as the classifier would give them (its program, and the
+    /// subcommand of `git` and `cargo`).
+    fn keys(line: &str) -> Option<Vec<String>> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let key = match words.as_slice() {
+            [p @ ("git" | "cargo"), sub, ..] => format!("{p} {sub}"),
+            [p, ..] => p.to_string(),
+            [] => return None,
+        };
+        Some(vec![key])
+    }
+
     fn request(subject: Subject, escalate: bool) -> Request {
         Request { subjects: vec![subject], escalate, justification: escalate.then(|| "needed for the build".into()) }
     }
@@ -318,8 +361,8 @@ mod tests {
         let forbidden = || CommandClass::Forbidden("rm -rf /".into());
         let ww = SandboxMode::WorkspaceWrite;
         let rows: Vec<(&str, Subject, bool, SandboxMode, &str)> = vec![
-            ("forbidden command", Subject::Command("rm -rf /".into(), forbidden()), false, ww, "DDDD"),
-            ("forbidden command, escalated", Subject::Command("rm -rf /".into(), forbidden()), true, ww, "DDDD"),
+            ("forbidden command", Subject::Command("rm -rf /".into(), forbidden(), None), false, ww, "DDDD"),
+            ("forbidden command, escalated", Subject::Command("rm -rf /".into(), forbidden(), None), true, ww, "DDDD"),
             ("read outside", Subject::Read(outside(), Location::Outside), false, ww, "DDDD"),
             ("read outside, escalated", Subject::Read(outside(), Location::Outside), true, ww, "DSSS"),
             ("write outside", Subject::Write(outside(), Location::Outside), false, ww, "DDDD"),
@@ -328,8 +371,20 @@ mod tests {
             ("write own config", Subject::Write("/ws/.tb.toml".into(), Location::Own), false, ww, "DDDD"),
             ("write own config, escalated", Subject::Write("/ws/.tb.toml".into(), Location::Own), true, ww, "DDDD"),
             ("write protected, escalated", Subject::Write(hooks(), Location::Protected), true, ww, "DSSS"),
-            ("unsandboxed command", Subject::Command("make".into(), CommandClass::Other), true, ww, "DSSS"),
-            ("unsandboxed safe command", Subject::Command("ls".into(), CommandClass::KnownSafe), true, ww, "DSSS"),
+            (
+                "unsandboxed command",
+                Subject::Command("make".into(), CommandClass::Other, keys("make")),
+                true,
+                ww,
+                "DSSS",
+            ),
+            (
+                "unsandboxed safe command",
+                Subject::Command("ls".into(), CommandClass::KnownSafe, keys("ls")),
+                true,
+                ww,
+                "DSSS",
+            ),
             (
                 "write in read-only sandbox",
                 Subject::Write(inside(), Location::Inside),
@@ -360,9 +415,42 @@ mod tests {
                 SandboxMode::FullAccess,
                 "AASS",
             ),
-            ("known-safe command", Subject::Command("git status".into(), CommandClass::KnownSafe), false, ww, "AAAS"),
-            ("other command", Subject::Command("cargo test".into(), CommandClass::Other), false, ww, "AASS"),
+            (
+                "known-safe command",
+                Subject::Command("git status".into(), CommandClass::KnownSafe, keys("git status")),
+                false,
+                ww,
+                "AAAS",
+            ),
+            (
+                "other command",
+                Subject::Command("cargo test".into(), CommandClass::Other, keys("cargo test")),
+                false,
+                ww,
+                "AASS",
+            ),
             ("control", Subject::Control, false, ww, "AAAS"),
+            (
+                "dangerous env",
+                Subject::Command("ls".into(), CommandClass::DangerousEnv("BASH_ENV".into()), None),
+                false,
+                ww,
+                "DDDD",
+            ),
+            (
+                "dangerous env, escalated",
+                Subject::Command("ls".into(), CommandClass::DangerousEnv("BASH_ENV".into()), None),
+                true,
+                ww,
+                "DSSS",
+            ),
+            (
+                "unresolved command",
+                Subject::Command("$X".into(), CommandClass::Unresolved("x".into()), None),
+                false,
+                ww,
+                "DSSS",
+            ),
         ];
         for (name, subject, escalate, sandbox, expected) in rows {
             let got: String = POLICIES
@@ -414,17 +502,42 @@ mod tests {
         let grants = [scope];
         assert_eq!(kind(&decide(&policy, &write("/ws/src/deep/b.rs"), &grants)), 'A');
         assert_eq!(kind(&decide(&policy, &write("/ws/srcx/b.rs"), &grants)), 'S', "component-wise prefix");
-        let run = |line: &str, escalate| request(Subject::Command(line.into(), CommandClass::Other), escalate);
-        let cargo = [Scope::Command { prefix: "cargo".into(), unsandboxed: false }];
-        assert_eq!(kind(&decide(&policy, &run("cargo test --all", false), &cargo)), 'A');
+        let run =
+            |line: &str, escalate| request(Subject::Command(line.into(), CommandClass::Other, keys(line)), escalate);
+        let Decision::Ask { scope, .. } = decide(&policy, &run("cargo test --all", false), &[]) else { panic!() };
+        assert_eq!(scope, Scope::Command { keys: vec!["cargo test".into()], unsandboxed: false });
+        let cargo = [scope];
+        assert_eq!(kind(&decide(&policy, &run("cargo test --release", false), &cargo)), 'A');
+        assert_eq!(kind(&decide(&policy, &run("cargo publish", false), &cargo)), 'S', "another subcommand");
         assert_eq!(kind(&decide(&policy, &run("cargo-evil x", false), &cargo)), 'S');
         assert_eq!(
             kind(&decide(&policy, &run("cargo test", true), &cargo)),
             'S',
             "a sandboxed grant does not cover escalation"
         );
-        let forbidden = request(Subject::Command("rm -rf /".into(), CommandClass::Forbidden("rm -rf /".into())), false);
-        let everything = [Scope::Command { prefix: "rm".into(), unsandboxed: true }];
+        // A line is covered only when every command of it is granted.
+        let two = Subject::Command(
+            "git status; curl x".into(),
+            CommandClass::Other,
+            Some(vec!["git status".into(), "curl".into()]),
+        );
+        let git = [Scope::Command { keys: vec!["git status".into()], unsandboxed: false }];
+        assert_eq!(kind(&decide(&policy, &request(two, false), &git)), 'S');
+        // What cannot be granted asks every time.
+        let unresolved = Subject::Command("$X".into(), CommandClass::Unresolved("a variable".into()), None);
+        let Decision::Ask { scope, .. } = decide(&policy, &request(unresolved.clone(), false), &git) else { panic!() };
+        assert_eq!(scope, Scope::Once);
+        assert_eq!(kind(&decide(&policy, &request(unresolved, false), &[Scope::Once])), 'S');
+        let protected = request(Subject::Write("/ws/.git/config".into(), Location::Protected), false);
+        let everything_written = [Scope::WritePath("/ws".into())];
+        assert_eq!(
+            kind(&decide(&policy, &protected, &everything_written)),
+            'S',
+            "no directory grant covers a protected path"
+        );
+        let forbidden =
+            request(Subject::Command("rm -rf /".into(), CommandClass::Forbidden("rm -r /".into()), None), false);
+        let everything = [Scope::Command { keys: vec!["rm".into()], unsandboxed: true }];
         assert_eq!(kind(&decide(&policy, &forbidden, &everything)), 'D', "no grant lifts a forbidden rule");
     }
 }

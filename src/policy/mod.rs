@@ -10,9 +10,10 @@ pub mod ask;
 pub mod audit;
 pub mod command;
 pub mod decide;
+pub mod redact;
 pub mod report;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::cli::Fallback;
 use crate::error::ToolError;
@@ -21,7 +22,7 @@ use crate::policy::ask::Outcome;
 use crate::policy::audit::Verdict;
 use crate::policy::decide::{Decision, Location, Policy, Request, Subject};
 use crate::sandbox::write::Target;
-use crate::sandbox::{Resolved, Roots, paths};
+use crate::sandbox::{Resolved, Roots, paths, protected};
 use crate::tools::{Context, Effect};
 
 /// The gate every call passes before its operation runs.
@@ -63,8 +64,17 @@ impl Gate {
         verdict.justification.clone_from(&escalation.justification);
         verdict.decision = "deny";
         verdict.decided_by = "policy";
-        let Classified { subjects, outside_error, resolved } = classify(effect, context)?;
-        verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
+        let Classified { subjects, outside_error, resolved } = match classify(effect, context) {
+            Ok(classified) => classified,
+            Err(err) => {
+                // The call failed before anything was decided (a path that does not exist, a
+                // cwd that is a file): record what the policy rules for such a call.
+                record_unresolved(effect, context, verdict);
+                return Err(err);
+            }
+        };
+        verdict.subjects =
+            subjects.iter().filter_map(Subject::shown).map(|s| redact::redact(&s).into_owned()).collect();
         let request =
             Request { subjects, escalate: escalation.escalate, justification: escalation.justification.clone() };
         let policy = Policy { approval: config.approval, sandbox: config.sandbox };
@@ -150,6 +160,35 @@ impl Gate {
     }
 }
 
+/// Fills the verdict of a call whose paths did not resolve (missing, not a directory): what
+/// the policy rules for the same call on paths inside the roots, `allow` by the policy for a
+/// read under every approval but `always`; `invalid` when it would have asked.
+fn record_unresolved(effect: &Effect, context: &Context, verdict: &mut Verdict) {
+    let root = context.roots.first();
+    let shown = |input: &String| paths::normalize(&root.join(input));
+    let subjects: Vec<Subject> = match effect {
+        Effect::Read(inputs) => inputs.iter().map(|i| Subject::Read(shown(i), Location::Inside)).collect(),
+        Effect::Write(inputs) => inputs
+            .iter()
+            .map(|i| {
+                let path = shown(i);
+                let location = protection(&path, context).map_or(Location::Inside, |(l, _)| l);
+                Subject::Write(path, location)
+            })
+            .collect(),
+        Effect::Exec { cwd: Some(dir), .. } => vec![Subject::Read(shown(dir), Location::Inside)],
+        _ => Vec::new(),
+    };
+    verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
+    let policy = Policy { approval: context.config.approval, sandbox: context.config.sandbox };
+    let request = Request { subjects, escalate: verdict.escalate, justification: verdict.justification.clone() };
+    verdict.decision = match decide::decide(&policy, &request, &context.session.grants()) {
+        Decision::Allow => "allow",
+        Decision::Deny { .. } => "deny",
+        Decision::Ask { .. } => "invalid",
+    };
+}
+
 /// A classified effect: its subjects, the resolution error of the first path outside the
 /// roots, and the paths resolved inside the roots (kept, so an approved call needs no second
 /// resolution).
@@ -208,7 +247,7 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
         Effect::Control => subjects.push(Subject::Control),
         // The server's own records: nothing of the workspace is touched.
         Effect::Record => {}
-        Effect::Exec { command, cwd } => {
+        Effect::Exec { command, cwd, env, stdin } => {
             if let Some(dir) = cwd {
                 subjects.push(match roots.resolve(dir) {
                     Ok(path) => {
@@ -222,11 +261,30 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
                     Err(err) => Subject::Read(outside(dir, err)?, Location::Outside),
                 });
             }
-            let class = command::classify(command, &context.config.forbidden_commands);
-            subjects.push(Subject::Command(command.clone(), class));
+            let config = &context.config;
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let rules = command::Rules::new(&config.forbidden_commands, config.forbid_catastrophic, home, roots.list());
+            let given = command::Given { env, stdin: stdin.as_deref() };
+            let analysis = command::classify(command, given, &rules);
+            subjects.push(Subject::Command(described(command, env, stdin.as_deref()), analysis.class, analysis.keys));
         }
     }
     Ok(Classified { subjects, outside_error, resolved })
+}
+
+/// The command as the user is asked about it: its line, and the environment and stdin it is
+/// given (they change what it does).
+fn described(line: &str, env: &[String], stdin: Option<&str>) -> String {
+    let mut text = line.to_string();
+    if !env.is_empty() {
+        text = format!("{} {text}", env.join(" "));
+    }
+    if let Some(stdin) = stdin {
+        let shown: String = stdin.chars().take(200).collect();
+        let more = if stdin.chars().count() > 200 { "…" } else { "" };
+        text.push_str(&format!(" <<< {shown:?}{more}"));
+    }
+    text
 }
 
 /// Resolves an approved effect against `roots`.
@@ -283,40 +341,34 @@ fn fallback_hint(context: &Context) -> String {
     )
 }
 
-/// Shell startup files: writing one plants code in the user's next shell.
-const SHELL_STARTUP: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".inputrc",
-];
-
-/// Why a path is protected, if it is: git hooks, git config and shell startup files run code
-/// outside any sandbox (writing them asks), and the server's own config and state decide its
-/// policy (never written).
+/// Why a path is protected, if it is: the protected-path table (`sandbox::protected`: git
+/// internals at any depth, editor and shell startup files; writing them asks, and no grant
+/// covers them), a root repository's `core.hooksPath`, and the server's own config, state and
+/// audit log (never written).
 fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)> {
-    let names: Vec<&std::ffi::OsStr> =
-        path.components().filter_map(|c| if let Component::Normal(n) = c { Some(n) } else { None }).collect();
-    for window in names.windows(2) {
-        if window[0] == ".git" && (window[1] == "hooks" || window[1] == "config") {
-            return Some((Location::Protected, "git hooks and git config can run commands outside the sandbox"));
-        }
-    }
-    if names.last().is_some_and(|name| SHELL_STARTUP.iter().any(|rc| name == rc)) {
-        return Some((Location::Protected, "shell startup files run in every new shell, outside any sandbox"));
-    }
     let config = &context.config;
     if path.starts_with(&config.state_dir) {
         return Some((Location::Own, "it is the server's own state"));
     }
     if config.config_file.as_deref().is_some_and(|file| path == file) || path.starts_with(&config.config_dir) {
         return Some((Location::Own, "it is the server's own configuration"));
+    }
+    if config.audit.is_log_file(path) {
+        return Some((Location::Own, "it is the server's audit log"));
+    }
+    if let Some(protection) = protected::classify(path) {
+        return Some((Location::Protected, protection.why()));
+    }
+    let hooks = context
+        .roots
+        .list()
+        .iter()
+        .filter(|root| path.starts_with(root))
+        .filter_map(|root| protected::hooks_path(root));
+    for hooks in hooks.collect::<Vec<_>>() {
+        if path.starts_with(&hooks) {
+            return Some((Location::Protected, "it lies in the repository's hooks directory (`core.hooksPath`)"));
+        }
     }
     None
 }

@@ -19,11 +19,12 @@ pub fn policy_report(config: &Config, session: &Session) -> String {
     let audit = config.audit.path().map_or_else(|| "off".to_string(), |p| format!("`{}`", p.display()));
     out.push_str(&format!("- audit log: {audit}\n"));
     out.push_str("\n## Forbidden commands\n\n");
-    if config.forbidden_commands.is_empty() {
+    let rules = forbidden_rules(config);
+    if rules.is_empty() {
         out.push_str("none\n");
     }
-    for rule in &config.forbidden_commands {
-        out.push_str(&format!("- `{}`\n", rule.join(" ")));
+    for rule in rules {
+        out.push_str(&format!("- {rule}\n"));
     }
     out.push_str(&format!("\n## Granted for this session ({})\n\n", session.id));
     let grants = session.grants();
@@ -36,15 +37,28 @@ pub fn policy_report(config: &Config, session: &Session) -> String {
     out
 }
 
+/// Every forbidden rule in force, in words: the catastrophic defaults (unless turned off) and
+/// the user's `forbidden_commands`.
+pub fn forbidden_rules(config: &Config) -> Vec<String> {
+    let mut rules = Vec::new();
+    if config.forbid_catastrophic {
+        rules.extend(crate::policy::command::CATASTROPHIC.iter().map(|r| format!("`{r}` (default)")));
+    }
+    rules.extend(config.forbidden_commands.iter().map(|r| format!("`{}`", r.join(" "))));
+    rules
+}
+
 /// A grant in words.
 pub fn describe(scope: &Scope) -> String {
+    let list = |keys: &[String]| keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
     match scope {
         Scope::ReadPath(path) => format!("reading anything under `{}`", path.display()),
         Scope::WritePath(path) => format!("changing anything under `{}`", path.display()),
-        Scope::Command { prefix, unsandboxed: true } => {
-            format!("commands starting with `{prefix}`, outside the sandbox")
+        Scope::Command { keys, unsandboxed: true } => {
+            format!("command lines made only of {}, outside the sandbox", list(keys))
         }
-        Scope::Command { prefix, unsandboxed: false } => format!("commands starting with `{prefix}`"),
+        Scope::Command { keys, unsandboxed: false } => format!("command lines made only of {}", list(keys)),
+        Scope::Once => "nothing more: this asks every time".into(),
         Scope::Control => "signals to this session's processes".into(),
     }
 }

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use crate::cli::SandboxMode;
 use crate::sandbox::fs;
+use crate::sandbox::guard::{Finding, Guard};
 use crate::sandbox::landlock::{self, NET_ABI, Rules};
 use crate::sandbox::mounts::{self, Bind};
 
@@ -43,6 +44,8 @@ pub struct Plan<'a> {
 pub struct Confinement {
     rules: Rules,
     binds: Vec<Bind>,
+    /// The protected paths of the writable roots (its binds are in `binds`).
+    guard: Guard,
 }
 
 /// Why a command cannot be sandboxed (it is then not run).
@@ -84,8 +87,10 @@ impl Confinement {
         }
         writable.sort();
         writable.dedup();
-        let binds = protected_binds(&repos, plan.own_files, &writable);
-        Ok(Some(Self { rules: Rules { abi, writable, deny_network: plan.deny_network }, binds }))
+        let guard = Guard::prepare(&repos);
+        let mut binds = guard.binds().to_vec();
+        binds.extend(own_binds(plan.own_files, &writable));
+        Ok(Some(Self { rules: Rules { abi, writable, deny_network: plan.deny_network }, binds, guard }))
     }
 
     /// The program and arguments that run `program args…` under this confinement.
@@ -121,28 +126,28 @@ impl Confinement {
     pub fn binds(&self) -> &[Bind] {
         &self.binds
     }
+
+    /// Protected paths the command created or replaced so far (renamed aside).
+    pub fn check(&self) -> Vec<Finding> {
+        self.guard.check()
+    }
+
+    /// Takes `written`, which the server itself wrote, as it is now (see [`Guard::accept`]).
+    pub fn accept(&mut self, written: &Path) {
+        self.guard.accept(written);
+    }
 }
 
-/// The protected paths a command could otherwise write: each repository's `.git` (pinned)
-/// with its hooks and config (read-only), and the server's own state and config.
-fn protected_binds(repos: &[PathBuf], own_files: &[PathBuf], writable: &[PathBuf]) -> Vec<Bind> {
+/// The server's own files a command could otherwise write (state, config, audit log): bound
+/// read-only where they lie in a writable directory.
+fn own_binds(own_files: &[PathBuf], writable: &[PathBuf]) -> Vec<Bind> {
     let mut binds = Vec::new();
-    for repo in repos {
-        let git = repo.join(".git");
-        if fs::is_dir(&git) && !binds.contains(&Bind::Pinned(git.clone())) {
-            binds.push(Bind::Pinned(git.clone()));
-            for inner in ["hooks", "config"] {
-                if fs::exists_no_follow(&git.join(inner)) {
-                    binds.push(Bind::ReadOnly(git.join(inner)));
-                }
-            }
-        } else if fs::is_file(&git) {
-            binds.push(Bind::ReadOnly(git));
-        }
-    }
     for own in own_files {
         let real = fs::canonicalize(own).unwrap_or_else(|_| own.clone());
-        if fs::exists(&real) && writable.iter().any(|dir| real.starts_with(dir)) {
+        if fs::exists(&real)
+            && writable.iter().any(|dir| real.starts_with(dir))
+            && !binds.contains(&Bind::ReadOnly(real.clone()))
+        {
             binds.push(Bind::ReadOnly(real));
         }
     }
@@ -195,7 +200,7 @@ fn parse(args: Vec<OsString>) -> Result<(Confinement, OsString, Vec<OsString>), 
             Some("--read-only") => binds.push(Bind::ReadOnly(value()?.into())),
             Some("--") => {
                 let program = args.next().ok_or("no program after `--`")?;
-                return Ok((Confinement { rules, binds }, program, args.collect()));
+                return Ok((Confinement { rules, binds, guard: Guard::default() }, program, args.collect()));
             }
             _ => return Err(format!("unknown argument `{}`", flag.to_string_lossy())),
         }
@@ -213,6 +218,7 @@ mod tests {
         let confinement = Confinement {
             rules: Rules { abi: 7, writable: vec!["/w".into(), "/tmp".into()], deny_network: true },
             binds: vec![Bind::Pinned("/w/.git".into()), Bind::ReadOnly("/w/.git/hooks".into())],
+            guard: Guard::default(),
         };
         let (program, argv) = confinement.wrap(OsStr::new("bash"), &["-c".into(), "echo --write x".into()]);
         assert_eq!(program, PathBuf::from("/proc/self/exe"));
@@ -246,15 +252,10 @@ mod tests {
         let c = Confinement::plan(&plan).unwrap().unwrap();
         assert!(c.writable().contains(&root) && c.writable().contains(&private_tmp));
         let git = root.join(".git");
-        assert_eq!(
-            c.binds,
-            [
-                Bind::Pinned(git.clone()),
-                Bind::ReadOnly(git.join("hooks")),
-                Bind::ReadOnly(git.join("config")),
-                Bind::ReadOnly(state)
-            ]
-        );
+        for bind in [Bind::Pinned(git.clone()), Bind::ReadOnly(git.join("hooks")), Bind::ReadOnly(git.join("config"))] {
+            assert!(c.binds.contains(&bind), "{bind:?}");
+        }
+        assert_eq!(c.binds.last(), Some(&Bind::ReadOnly(state)), "own files after the repositories");
         plan.mode = SandboxMode::ReadOnly;
         let c = Confinement::plan(&plan).unwrap().unwrap();
         assert_eq!(c.writable(), std::slice::from_ref(&private_tmp));

@@ -27,11 +27,6 @@ pub fn exists(path: &Path) -> bool {
     path.exists()
 }
 
-/// Whether `path` itself (not following a final symlink) exists.
-pub fn exists_no_follow(path: &Path) -> bool {
-    path.symlink_metadata().is_ok()
-}
-
 /// Whether `path` is a directory (following symlinks).
 pub fn is_dir(path: &Path) -> bool {
     path.is_dir()
@@ -89,6 +84,17 @@ pub fn write_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()>
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
     file.write_all(contents)
+}
+
+/// Creates a private file (mode 0600, directory 0700) holding `contents`; fails with
+/// `AlreadyExists` when it is there (another process made it first).
+pub fn write_new_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(contents)?;
+    file.sync_all()
 }
 
 /// Removes a file (state-dir bookkeeping, never a tool's subject).
@@ -167,9 +173,26 @@ pub fn open_log(path: &Path) -> io::Result<(File, u64)> {
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     }
-    let file = OpenOptions::new().append(true).create(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(path)?;
-    let size = file.metadata()?.len();
-    Ok((file, size))
+    // Never through a symlink (records appended to whatever it points at), and never
+    // blocking on a FIFO: the log must be a regular file of its own.
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::other(format!(
+                "`{}` is a symbolic link; the log is never written through one",
+                path.display()
+            )),
+            _ => err,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other(format!("`{}` is not a regular file", path.display())));
+    }
+    Ok((file, meta.len()))
 }
 
 /// Rotates a log: `path` becomes `path.1`, `.1` becomes `.2`, … up to `.keep`.

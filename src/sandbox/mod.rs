@@ -3,10 +3,12 @@
 
 pub mod exec;
 pub mod fs;
+pub mod guard;
 pub mod journal;
 pub mod landlock;
 pub mod mounts;
 pub mod paths;
+pub mod protected;
 pub mod walk;
 pub mod write;
 

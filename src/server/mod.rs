@@ -485,16 +485,27 @@ impl ServerHandler for Server {
         let front_door = front_door_cancel(&context);
         let mut args = request.arguments.unwrap_or_default();
         let config = &self.shared.config;
+        let named = args.get("operation").map(|op| op.as_str().map_or_else(|| op.to_string(), str::to_string));
+        // A call that names nothing this server has is recorded too: probing is worth seeing.
+        let refused = |outcome: &str| {
+            let session = self.session_for(&context.meta);
+            let operation = named.as_deref().unwrap_or_default();
+            config.audit.refused(&session.id, &context.id.to_string(), &request.name, operation, outcome);
+        };
         let (operation, siblings) = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
             Ok(Some(found)) => found,
             Ok(None) => {
+                refused("error:UnknownTool");
                 let names: Vec<String> = self.tools()?.iter().map(|t| format!("`{}`", t.name)).collect();
                 return Err(McpError::invalid_params(
                     format!("unknown tool `{}`; this server has {}", request.name, names.join(", ")),
                     None,
                 ));
             }
-            Err(err) => return Ok(error_result(&err).into()),
+            Err(err) => {
+                refused(&format!("error:{}", crate::policy::audit::error_kind(&format!("{err:?}"))));
+                return Ok(error_result(&err).into());
+            }
         };
         let roots = self.roots.current().await;
         let retry =

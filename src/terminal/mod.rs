@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::error::ToolError;
 use crate::sandbox::exec::{Confinement, Plan};
 use crate::sandbox::fs;
+use crate::sandbox::guard::Finding;
 use crate::terminal::process::{group_alive, signal_group};
 use crate::terminal::session::TermSession;
 
@@ -49,6 +50,9 @@ pub struct Terminals {
 struct Registry {
     next: u64,
     sessions: BTreeMap<u64, Arc<TermSession>>,
+    /// The confinements of process groups that may still run (sessions, and what foreground
+    /// commands left behind), checked for protected paths they write.
+    guarded: Vec<(u32, Confinement)>,
     /// Process groups of finished foreground commands that left processes running.
     lingering: Vec<u32>,
 }
@@ -82,6 +86,7 @@ impl Terminals {
         }
         let mut own_files = vec![config.state_dir.clone(), config.config_dir.clone()];
         own_files.extend(config.config_file.clone());
+        own_files.extend(config.audit.files());
         let plan = Plan {
             mode: config.sandbox,
             roots,
@@ -124,6 +129,40 @@ impl Terminals {
     /// Registers a started (or finished, for paging) session under its number.
     pub fn insert(&self, number: u64, session: Arc<TermSession>) {
         self.lock().sessions.insert(number, session);
+    }
+
+    /// Keeps checking what the process group `pgid` writes to protected paths while any of
+    /// it runs (a group already gone gets one check, at the next sweep).
+    pub fn guard(&self, pgid: u32, confinement: Option<&Confinement>) {
+        if let Some(confinement) = confinement {
+            self.lock().guarded.push((pgid, confinement.clone()));
+        }
+    }
+
+    /// Protected paths the guarded groups wrote since they started (or since the last sweep),
+    /// renamed aside; groups that ended get their last check and are dropped.
+    pub fn sweep_guards(&self) -> Vec<Finding> {
+        let guarded = {
+            let mut registry = self.lock();
+            if registry.guarded.is_empty() {
+                return Vec::new();
+            }
+            let (keep, ended): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut registry.guarded).into_iter().partition(|(pgid, _)| group_alive(*pgid));
+            registry.guarded = keep.clone();
+            keep.into_iter().chain(ended).collect::<Vec<_>>()
+        };
+        guarded.iter().flat_map(|(_, confinement)| confinement.check()).collect()
+    }
+
+    /// After the server itself wrote protected paths (approved): what is there now is not the
+    /// sessions' doing.
+    pub fn accept_writes(&self, written: &[PathBuf]) {
+        for (_, confinement) in &mut self.lock().guarded {
+            for path in written {
+                confinement.accept(path);
+            }
+        }
     }
 
     /// Remembers a foreground command's group that still has processes after it ended.

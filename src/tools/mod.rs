@@ -49,6 +49,10 @@ pub enum Effect {
         command: String,
         /// The working directory as the model gave it.
         cwd: Option<String>,
+        /// `NAME=value` entries added to its environment.
+        env: Vec<String>,
+        /// Text written to its stdin.
+        stdin: Option<String>,
     },
     /// Acts on a running session of this connection (sends it a signal).
     Control,
@@ -316,6 +320,13 @@ async fn gate_and_run<O: Operation>(
     };
     let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context, verdict).await?;
     let budget = context.budget;
+    // Protected paths this call may write with approval: not a command's doing afterwards.
+    let protected_writes: Vec<std::path::PathBuf> = approved
+        .targets
+        .iter()
+        .map(|target| target.real().to_path_buf())
+        .filter(|path| crate::sandbox::protected::classify(path).is_some())
+        .collect();
     let call = Call {
         subjects: approved.subjects,
         targets: approved.targets,
@@ -323,7 +334,14 @@ async fn gate_and_run<O: Operation>(
         unsandboxed: approved.unsandboxed,
         context,
     };
-    let reply = O::run(args, call).await?;
+    let reply = O::run(args, call).await;
+    let terminals = &session.terminals;
+    if !protected_writes.is_empty() {
+        terminals.accept_writes(&protected_writes);
+    }
+    // Every call checks what commands wrote to protected paths (nothing to do when none runs).
+    let found = terminals.sweep_guards();
+    let reply = reply?.warn(&found.iter().map(crate::sandbox::guard::Finding::describe).collect::<Vec<_>>());
     reply.finish(O::NAME, budget)
 }
 

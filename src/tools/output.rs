@@ -168,6 +168,20 @@ impl<O: Serialize> Reply<O> {
         Self { truncated: self.truncated || note.is_some(), note: note.or(self.note), ..self }
     }
 
+    /// The same reply with `warnings` first in its text and in its `note` (nothing is cut).
+    pub fn warn(mut self, warnings: &[String]) -> Self {
+        if warnings.is_empty() {
+            return self;
+        }
+        let joined = warnings.join("\n");
+        self.text = format!("{joined}\n{}", self.text);
+        self.note = Some(match self.note.take() {
+            Some(note) => format!("{joined}\n{note}"),
+            None => joined,
+        });
+        self
+    }
+
     /// Holds both views to the budget and builds the structured object.
     pub fn finish(self, operation: &'static str, budget: usize) -> Result<ToolOutput, ToolError> {
         let fields = match serde_json::to_value(self.data) {

@@ -380,6 +380,8 @@ class HttpServer:
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.PIPE, text=True, env=env,
             start_new_session=True)
         self.url: str | None = None
+        # The token the server generated into its state dir (printed in its config lines).
+        self.token: str | None = None
         found = threading.Event()
 
         def drain() -> None:
@@ -390,15 +392,19 @@ class HttpServer:
                 m = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
                 if m and self.url is None:
                     self.url = m.group(1)
+                t = re.search(r"Authorization: Bearer ([0-9a-f]{64})", line)
+                if t and self.token is None:
+                    self.token = t.group(1)
+                if self.url and self.token:
                     found.set()
             found.set()
 
         self.thread = threading.Thread(target=drain, daemon=True)
         self.thread.start()
         found.wait(20)
-        if self.url is None:
+        if self.url is None or self.token is None:
             self.stop()
-            raise RuntimeError(f"`serve --http` printed no URL (see {log})")
+            raise RuntimeError(f"`serve --http` printed no URL and token (see {log})")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -420,16 +426,20 @@ def toml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid TOML basic string
 
 
-def host_command(host: Host, exe: Path, transport: str, binary: str, url: str | None, ws: Path,
+def host_command(host: Host, exe: Path, transport: str, binary: str, http: "HttpServer | None", ws: Path,
                  state: Path, home: Path, model_url: str, run_dir: Path,
                  env: dict[str, str]) -> list[str]:
     """Configure the host in its throwaway HOME and return its command line."""
     cmd, args = server_args(binary, ws, state)
+    url = http.url if http else None
+    bearer = {"Authorization": f"Bearer {http.token}"} if http else {}
+    if http:
+        env["TOOLBELT_AUTH_TOKEN"] = http.token or ""
     if host.kind == "claude":
         if transport == "stdio":
             server = {"type": "stdio", "command": cmd, "args": args}
         else:
-            server = {"type": "http", "url": url}
+            server = {"type": "http", "url": url, "headers": bearer}
         cfg = run_dir / "mcp.json"
         cfg.write_text(json.dumps({"mcpServers": {SERVER: server}}, indent=2))
         if host.answers_questions:
@@ -457,7 +467,8 @@ def host_command(host: Host, exe: Path, transport: str, binary: str, url: str | 
             server = (f"command = {toml_str(cmd)}\n"
                       f"args = [{', '.join(toml_str(a) for a in args)}]\n")
         else:
-            server = f"url = {toml_str(url or '')}\n"
+            server = (f"url = {toml_str(url or '')}\n"
+                      'bearer_token_env_var = "TOOLBELT_AUTH_TOKEN"\n')
         # Without `model`, Codex's default model and its limits (10,000 tokens of tool output);
         # a model it does not know gets plain function tools and about 10 KB of tool output.
         (codex_home / "config.toml").write_text((f'model = "{host.model}"\n' if host.model else "")
@@ -488,7 +499,7 @@ def host_command(host: Host, exe: Path, transport: str, binary: str, url: str | 
         if transport == "stdio":
             server = {"command": cmd, "args": args, "trust": True, "timeout": 120000}
         else:
-            server = {"httpUrl": url, "trust": True, "timeout": 120000}
+            server = {"httpUrl": url, "headers": bearer, "trust": True, "timeout": 120000}
         settings = {
             "mcpServers": {SERVER: server},
             "security": {"auth": {"selectedType": "openai"}},
@@ -679,11 +690,9 @@ def run_one(host: Host, exe: Path, transport: str, binary: str, root: Path, verb
         env = base_env(home)
         srv = model.ModelServer(script(), str(log))
         model_url = srv.start()
-        url = None
         if transport == "http":
             http = HttpServer(binary, ws, state, dict(env), run_dir / "server.log")
-            url = http.url
-        cmd = host_command(host, exe, transport, binary, url, ws, state, home, model_url, run_dir, env)
+        cmd = host_command(host, exe, transport, binary, http, ws, state, home, model_url, run_dir, env)
         (run_dir / "command.json").write_text(json.dumps({"cmd": cmd, "env": env}, indent=2))
         with open(run_dir / "host.out", "w") as out, open(run_dir / "host.err", "w") as err:
             proc = subprocess.Popen(cmd, cwd=ws, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,

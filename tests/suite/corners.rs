@@ -158,6 +158,9 @@ async fn post_raw(url: &str, body: &str, session: Option<&str>) -> (u16, String)
     if let Some(session) = session {
         request = request.header("mcp-session-id", session);
     }
+    if let Some(bearer) = super::http::bearer_for(url) {
+        request = request.header("authorization", bearer);
+    }
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.text().await.unwrap_or_default())

@@ -21,6 +21,8 @@ use super::common::{BIN, Client, Workspace, gone, op, unpack, wait_gone};
 use super::policy::Asker;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
+/// A header list entry that makes `post` send no token.
+const NO_TOKEN: (&str, &str) = ("authorization", "");
 
 /// A `serve --http 127.0.0.1:0` server; killed when dropped.
 pub struct HttpServer {
@@ -29,6 +31,17 @@ pub struct HttpServer {
     base: String,
     /// What it wrote on stderr so far.
     stderr: Arc<Mutex<Vec<String>>>,
+    /// The bearer token it requires: given, or generated (read from its startup lines).
+    pub token: Option<String>,
+}
+
+/// The token of each server started, by URL, so that raw requests carry it.
+static TOKENS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// The `Authorization` header the server at `url` requires, if any.
+pub fn bearer_for(url: &str) -> Option<String> {
+    let tokens = TOKENS.lock().unwrap();
+    tokens.iter().find(|(base, _)| url.starts_with(base.as_str())).map(|(_, token)| format!("Bearer {token}"))
 }
 
 impl HttpServer {
@@ -55,22 +68,36 @@ impl HttpServer {
         let mut child = command.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        let base = loop {
+        let mut next_line = async || {
             let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap();
             let line = line.expect("the server printed its URL before exiting");
             stderr.lock().unwrap().push(line.clone());
+            line
+        };
+        let (base, generated) = loop {
+            let line = next_line().await;
             if let Some(url) = line.split("serving MCP on ").nth(1) {
                 let url = url.split_whitespace().next().unwrap().trim_end_matches(';');
-                break url.strip_suffix("/mcp").unwrap().to_string();
+                break (url.strip_suffix("/mcp").unwrap().to_string(), line.contains("(generated, kept in"));
             }
         };
+        let mut token = env.iter().find(|(name, _)| *name == "TOOLBELT_AUTH_TOKEN").map(|(_, t)| t.to_string());
+        if generated {
+            // The next lines are host configs to paste, with the generated token.
+            let line = next_line().await;
+            let found = line.split("Authorization: Bearer ").nth(1).unwrap_or_else(|| panic!("{line}"));
+            token = Some(found.split('"').next().unwrap().to_string());
+        }
+        if let Some(token) = &token {
+            TOKENS.lock().unwrap().push((base.clone(), token.clone()));
+        }
         let keep = stderr.clone();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 keep.lock().unwrap().push(line);
             }
         });
-        Self { child, base, stderr }
+        Self { child, base, stderr, token }
     }
 
     /// The MCP endpoint.
@@ -90,16 +117,21 @@ impl HttpServer {
         StreamableHttpClientTransport::from_config(config)
     }
 
+    /// A transport with the server's own token.
+    pub fn authed(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+        self.transport(self.token.as_deref())
+    }
+
     /// A client that opens a session (protocol before 2026-07-28).
     async fn client(&self) -> Client {
-        Client { service: ().serve(self.transport(None)).await.unwrap(), pid: None }
+        Client { service: ().serve(self.authed()).await.unwrap(), pid: None }
     }
 
     /// A protocol 2026-07-28 client (no session: every request stands alone).
     async fn modern(&self) -> RunningService<RoleClient, ClientConfig> {
         let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("modern", "0"));
         let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-        info.serve_with_lifecycle(self.transport(None), lifecycle).await.unwrap()
+        info.serve_with_lifecycle(self.authed(), lifecycle).await.unwrap()
     }
 
     fn signal(&self, signal: rustix::process::Signal) {
@@ -121,6 +153,13 @@ impl HttpServer {
     }
 }
 
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        // Its port may serve another test's server next.
+        TOKENS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(base, _)| *base != self.base);
+    }
+}
+
 /// A raw `initialize` POST.
 fn initialize_body() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -133,8 +172,14 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body(body.to_string());
-    for (name, value) in headers {
+    for (name, value) in headers.iter().filter(|(_, value)| !value.is_empty()) {
         request = request.header(*name, *value);
+    }
+    // The server's token, unless the caller sends its own (or none: an empty `authorization`).
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        && let Some(bearer) = bearer_for(url)
+    {
+        request = request.header("authorization", bearer);
     }
     let response = request.send().await.unwrap();
     let (status, headers) = (response.status().as_u16(), response.headers().clone());
@@ -224,8 +269,8 @@ async fn a_grant_for_the_session_stays_in_its_session() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &["--approval", "on-write"], &[]).await;
     let (asker_a, asker_b) = (Asker::default(), Asker::default());
-    let a = asker_a.clone().serve(server.transport(None)).await.unwrap();
-    let b = asker_b.clone().serve(server.transport(None)).await.unwrap();
+    let a = asker_a.clone().serve(server.authed()).await.unwrap();
+    let b = asker_b.clone().serve(server.authed()).await.unwrap();
     let create = |path: &str| {
         let args = op("create_file", json!({"path": path, "content": "x"})).as_object().unwrap().clone();
         CallToolRequestParams::new("file_operations").with_arguments(args)
@@ -243,7 +288,7 @@ async fn a_grant_for_the_session_stays_in_its_session() {
     // A 2026-07-28 client is asked through an input-required result and retries with the answer.
     let asker = Asker::default();
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    let modern = asker.clone().serve_with_lifecycle(server.transport(None), lifecycle).await.unwrap();
+    let modern = asker.clone().serve_with_lifecycle(server.authed(), lifecycle).await.unwrap();
     asker.answer(&["allow_once"]);
     let made = unpack(modern.call_tool(create("modern.txt")).await.unwrap());
     assert!(!made.is_error && ws.root.join("modern.txt").exists(), "{}", made.text);
@@ -275,7 +320,7 @@ async fn a_token_is_required_on_every_request_but_health() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &[], &[("TOOLBELT_AUTH_TOKEN", TOKEN)]).await;
     let url = server.url();
-    let (status, text, headers) = post(&url, &initialize_body(), &[]).await;
+    let (status, text, headers) = post(&url, &initialize_body(), &[NO_TOKEN]).await;
     assert_eq!(status, 401, "{text}");
     assert!(text.contains("Authorization: Bearer"), "{text}");
     assert!(headers.get("www-authenticate").unwrap().to_str().unwrap().starts_with("Bearer"));
@@ -290,6 +335,46 @@ async fn a_token_is_required_on_every_request_but_health() {
     let client = Client { service: ().serve(server.transport(Some(TOKEN))).await.unwrap(), pid: None };
     assert!(!client.file(json!({"operation": "list_dir"})).await.is_error);
     client.close().await;
+}
+
+/// Finding 7 of the policy review: a loopback server without a token was open to every local
+/// user (uid 65534 ran commands as the server's uid). Now a token is generated by default.
+#[tokio::test]
+async fn a_loopback_server_needs_its_generated_token_even_from_another_local_user() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let token = server.token.clone().expect("a token was generated and printed");
+    assert_eq!(token.len(), 64);
+    let file = ws.state_home.join("toolbelt-mcp/http-token");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(server.logs("claude mcp add --transport http toolbelt").await, "a config to paste is printed");
+    assert!(server.logs("\"headers\":{\"Authorization\":\"Bearer ").await, "JSON with headers is printed");
+    assert_eq!(post(&server.url(), &initialize_body(), &[NO_TOKEN]).await.0, 401);
+    assert_eq!(post(&server.url(), &initialize_body(), &[]).await.0, 200, "with the printed token");
+
+    // Another local user: a request without the token, from uid 65534 (when we can be it).
+    if rustix::process::geteuid().is_root() {
+        let body = initialize_body().to_string();
+        let port = server.base.rsplit(':').next().unwrap();
+        let script = format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{port}; printf 'POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Type: application/json\\r\\nAccept: application/json, text/event-stream\\r\\nContent-Length: {}\\r\\nConnection: close\\r\\n\\r\\n%s' '{body}' >&3; head -1 <&3 | cut -d' ' -f2",
+            body.len()
+        );
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/bash", "-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "401", "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    drop(server);
+
+    // `--no-auth` opts out on loopback, with a warning naming the risk.
+    let open = HttpServer::start(&ws, &["--no-auth"], &[]).await;
+    assert!(open.token.is_none());
+    assert!(open.logs("any process of any user of this machine can run commands here").await);
+    assert_eq!(post(&open.url(), &initialize_body(), &[NO_TOKEN]).await.0, 200);
 }
 
 #[tokio::test]
@@ -313,7 +398,7 @@ async fn refuses_to_start_on_a_public_address_without_a_token() {
         HttpServer::start_at(&ws, "0.0.0.0:0", &["--auth-token-file", token_file.to_str().unwrap()], &[]).await;
     let url = public.url().replace("0.0.0.0", "127.0.0.1");
     let bearer = format!("Bearer {TOKEN}");
-    assert_eq!(post(&url, &initialize_body(), &[]).await.0, 401);
+    assert_eq!(post(&url, &initialize_body(), &[NO_TOKEN]).await.0, 401);
     assert_eq!(post(&url, &initialize_body(), &[("authorization", &bearer)]).await.0, 200);
 }
 
@@ -475,7 +560,7 @@ async fn long_calls_stream_progress_and_a_dropped_client_cancels_them() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &[], &[]).await;
     let counter = Progress::default();
-    let service = counter.clone().serve(server.transport(None)).await.unwrap();
+    let service = counter.clone().serve(server.authed()).await.unwrap();
     let handle =
         service.send_cancellable_request(run_request("sleep 2.3; echo done"), PeerRequestOptions::no_options()).await;
     handle.unwrap().await_response().await.unwrap();
@@ -553,12 +638,19 @@ async fn a_connection_dropped_mid_call_cancels_the_call() {
     for (name, value) in with_session {
         request = request.header(name, value);
     }
+    request = request.header("authorization", bearer_for(&server.url()).unwrap());
     let response = request.send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let pid = read_pid(&pid_file).await;
     drop(response);
     assert!(wait_gone(pid, 10).await, "the call of a dropped connection kept running ({pid})");
-    let deleted = reqwest::Client::new().delete(server.url()).header("mcp-session-id", &session).send().await.unwrap();
+    let deleted = reqwest::Client::new()
+        .delete(server.url())
+        .header("mcp-session-id", &session)
+        .header("authorization", bearer_for(&server.url()).unwrap())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(deleted.status().as_u16(), 204, "a closed session answers 204 No Content");
     assert_eq!(post(&server.url(), &initialized, &with_session).await.0, 404, "the session is gone");
 }

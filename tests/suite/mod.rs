@@ -5,6 +5,7 @@ mod cli;
 pub mod common;
 mod confinement;
 mod corners;
+mod escapes;
 pub mod http;
 mod list_dir;
 mod llm;

@@ -68,7 +68,7 @@ impl Asker {
 }
 
 /// A server on `ws` with a config file holding `config`, driven by `handler`.
-async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -> RunningService<RoleClient, H> {
+pub async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -> RunningService<RoleClient, H> {
     let file = ws.config_home.join("policy.toml");
     std::fs::write(&file, config).unwrap();
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
@@ -80,16 +80,16 @@ async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -> Ru
     handler.serve(transport).await.unwrap()
 }
 
-async fn call<H: ClientHandler>(service: &RunningService<RoleClient, H>, tool: &str, args: Value) -> Reply {
+pub async fn call<H: ClientHandler>(service: &RunningService<RoleClient, H>, tool: &str, args: Value) -> Reply {
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().unwrap().clone());
     unpack(service.call_tool(params).await.unwrap())
 }
 
-async fn file<H: ClientHandler>(service: &RunningService<RoleClient, H>, operation: &str, fields: Value) -> Reply {
+pub async fn file<H: ClientHandler>(service: &RunningService<RoleClient, H>, operation: &str, fields: Value) -> Reply {
     call(service, "file_operations", op(operation, fields)).await
 }
 
-async fn run<H: ClientHandler>(service: &RunningService<RoleClient, H>, fields: Value) -> Reply {
+pub async fn run<H: ClientHandler>(service: &RunningService<RoleClient, H>, fields: Value) -> Reply {
     call(service, "terminal_operations", op("run_command", fields)).await
 }
 

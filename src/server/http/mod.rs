@@ -63,8 +63,7 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
         format!("cannot listen on `{}`: {err}; pick another address or port (port 0 picks a free one)", http.addr)
     })?;
     let local = listener.local_addr().map_err(|err| format!("cannot read the address listened on: {err}"))?;
-    let token_note = if http.token.is_some() { "; every request needs the bearer token" } else { "" };
-    let _ = writeln!(std::io::stderr(), "toolbelt-mcp: serving MCP on http://{local}{ENDPOINT}{token_note}");
+    let _ = std::io::stderr().write_all(startup_lines(&format!("http://{local}{ENDPOINT}"), &http).as_bytes());
 
     tokio::spawn(reap_sessionless(shared.clone(), http.idle_timeout, stop_sessions.clone()));
     tokio::spawn(sessions.clone().reap(stop_sessions.clone()));
@@ -103,6 +102,36 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     }
     config.audit.flush();
     outcome
+}
+
+/// What the server says when it listens: its URL, whether and how requests are
+/// authenticated, and host configs to paste (with the generated token: nobody else has it).
+fn startup_lines(url: &str, http: &HttpConfig) -> String {
+    use crate::config::http::TokenSource;
+    let bearer = match (&http.token, &http.token_source) {
+        (Some(token), TokenSource::Generated(_)) => format!("Bearer {}", token.reveal()),
+        (Some(_), _) => "Bearer $TOOLBELT_AUTH_TOKEN".to_string(),
+        (None, _) => String::new(),
+    };
+    let mut text = match &http.token_source {
+        TokenSource::Generated(file) => format!(
+            "toolbelt-mcp: serving MCP on {url}; every request needs the bearer token (generated, kept in `{}`)\n",
+            file.display()
+        ),
+        TokenSource::Given => format!("toolbelt-mcp: serving MCP on {url}; every request needs the bearer token\n"),
+        TokenSource::None => {
+            let uid = rustix::process::getuid().as_raw();
+            return format!(
+                "toolbelt-mcp: serving MCP on {url} without a token (--no-auth)\ntoolbelt-mcp: warning: any process of any user of this machine can run commands here as uid {uid}; drop `--no-auth` to require a token\n"
+            );
+        }
+    };
+    let json = serde_json::json!({"mcpServers": {"toolbelt": {"type": "http", "url": url, "headers": {"Authorization": bearer}}}});
+    text.push_str(&format!(
+        "toolbelt-mcp: Claude Code: claude mcp add --transport http toolbelt {url} --header \"Authorization: {bearer}\"\n"
+    ));
+    text.push_str(&format!("toolbelt-mcp: JSON config (.mcp.json, Cursor): {json}\n"));
+    text
 }
 
 /// The idle timeout for requests without a session (protocol 2026-07-28): when none has come

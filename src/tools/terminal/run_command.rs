@@ -87,7 +87,12 @@ impl Operation for RunCommand {
     type Output = Output;
 
     fn effect(args: &Args) -> Effect {
-        Effect::Exec { command: args.command.clone(), cwd: args.cwd.clone() }
+        Effect::Exec {
+            command: args.command.clone(),
+            cwd: args.cwd.clone(),
+            env: args.env.clone(),
+            stdin: args.stdin.clone(),
+        }
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
@@ -121,6 +126,7 @@ impl Operation for RunCommand {
             let session = TermSession::start_background(id.clone(), &launch, args.command, stdin, terminals.ring_bytes)
                 .map_err(spawn_error)?;
             terminals.insert(number, session.clone());
+            terminals.guard(session.pgid, launch.confinement.as_ref());
             session.wait_for_exit(wait).await;
             let how = format!("page with `read_output` {{session_id: \"{id}\"}}");
             let (shown, _, binary) =
@@ -165,6 +171,8 @@ impl Operation for RunCommand {
         if let Some(pgid) = finished.lingering {
             terminals.linger(pgid);
         }
+        // Checked by this call's sweep, and on while what it left behind runs.
+        terminals.guard(finished.lingering.unwrap_or(0), launch.confinement.as_ref());
         let (out_total, err_total) = (logs[0].total(), logs[1].total());
         if finished.status == Status::Exited(i32::from(SETUP_FAILED)) {
             let stderr = text::to_text(&logs[1].read(0, 4096).bytes).0;

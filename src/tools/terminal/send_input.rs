@@ -60,7 +60,7 @@ impl Operation for SendInput {
     fn effect(args: &Args) -> Effect {
         let mut typed: String = args.keys.iter().map(|key| format!("<{key}> ")).collect();
         typed.push_str(args.input.as_deref().unwrap_or_default());
-        Effect::Exec { command: typed, cwd: None }
+        Effect::Exec { command: typed, cwd: None, env: Vec::new(), stdin: None }
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {

@@ -64,7 +64,12 @@ impl Operation for StartSession {
     type Output = Output;
 
     fn effect(args: &Args) -> Effect {
-        Effect::Exec { command: args.shell.clone().unwrap_or_default(), cwd: args.cwd.clone() }
+        Effect::Exec {
+            command: args.shell.clone().unwrap_or_default(),
+            cwd: args.cwd.clone(),
+            env: args.env.clone(),
+            stdin: None,
+        }
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
@@ -88,6 +93,7 @@ impl Operation for StartSession {
         let session = TermSession::start_pty(id.clone(), &launch, shell.clone(), (rows, cols), terminals.ring_bytes)
             .map_err(|source| ToolError::Spawn { program: shell.clone(), source })?;
         terminals.insert(number, session.clone());
+        terminals.guard(session.pgid, launch.confinement.as_ref());
         session.wait_until_quiet(0, wait, QUIET).await;
         let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         let page = fit_output(budget, |max| page(&session, 0, 0, max), |got| (got.text.as_str(), ""));
