@@ -120,6 +120,14 @@ pub struct CommonArgs {
     /// Env: `TOOLBELT_SANDBOX`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
+    /// Whether sandboxed commands may reach other hosts: `allow` (default) or `deny` (a network
+    /// namespace of their own with loopback only). Env: `TOOLBELT_NETWORK`.
+    #[arg(long, value_enum, value_name = "ACCESS")]
+    pub network: Option<Network>,
+    /// A file or directory sandboxed commands may not read (repeatable; added to the config's
+    /// `deny_read` and the default secrets such as `~/.ssh`).
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
     /// When to ask the user: `never`, `on-request` (default: only escalations and protected
     /// paths), `on-write` (also every write and every command not known to be read-only) or
     /// `always`. Env: `TOOLBELT_APPROVAL`.
@@ -258,14 +266,15 @@ pub enum Fallback {
     Allow,
 }
 
-/// Whether sandboxed commands may open TCP connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// Whether sandboxed commands may reach other hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
-    /// TCP connect and bind are allowed.
+    /// The machine's network, as the server has it.
     #[default]
     Allow,
-    /// TCP connect and bind are denied by Landlock (kernel ABI 4 or newer).
+    /// A network namespace of its own with only loopback up: nothing outside the command is
+    /// reachable (local servers it starts itself are).
     Deny,
 }
 

@@ -24,10 +24,16 @@ use crate::config::Config;
 use crate::config::http::HttpConfig;
 
 fn main() -> ExitCode {
-    // A sandboxed command's re-exec: confine this (still single-threaded) process, then exec.
+    // A sandboxed command's re-execs: the helper and the init of its namespaces, both still
+    // single-threaded here.
     let mut args = std::env::args_os();
-    if args.nth(1).is_some_and(|first| first == sandbox::exec::SUBCOMMAND) {
-        return sandbox::exec::child_main(args.collect());
+    match args.nth(1) {
+        Some(first) if first == sandbox::linux::HELPER_SUBCOMMAND => {
+            return sandbox::linux::helper::main(args.collect());
+        }
+        Some(first) if first == sandbox::linux::INIT_SUBCOMMAND => return sandbox::linux::init::main(args.collect()),
+        Some(first) if first == sandbox::linux::probe::PROBE_SUBCOMMAND => return sandbox::linux::probe::main(),
+        _ => {}
     }
     let cli = Cli::parse();
     if let Command::Agent(args) = &cli.command {
@@ -57,6 +63,11 @@ fn main() -> ExitCode {
 
 /// Serves on stdio, or on HTTP when `--http` is given.
 fn serve(config: std::sync::Arc<Config>, args: &cli::HttpArgs) -> Result<bool, String> {
+    // No process of this user (a command run with `full-access`, another program) may read
+    // the server's environment, memory or open files through `/proc`; nor dump its core.
+    if let Err(err) = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable) {
+        tracing::warn!(%err, "cannot make the server non-dumpable");
+    }
     let http = HttpConfig::resolve(args, &|key| std::env::var_os(key), &config.state_dir).map_err(|e| e.to_string())?;
     let runtime = match http {
         // Many sessions at once: a worker thread per core.

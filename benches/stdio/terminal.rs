@@ -47,6 +47,13 @@ fn pty_floor(calls: usize) -> (f64, f64) {
     stats(v)
 }
 
+/// A session's output in a result: its lines joined (the structured view holds them as an
+/// array).
+fn output(result: &Value) -> String {
+    let lines = result["structuredContent"]["output"].as_array().cloned().unwrap_or_default();
+    lines.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
+}
+
 fn run(p: &mut Peer, command: &str) -> Value {
     let r = p.tool("terminal_operations", &json!({"operation": "run_command", "command": command}));
     let text = r["content"][0]["text"].as_str().unwrap_or_default();
@@ -110,11 +117,11 @@ pub fn terminal_calls(bin: &Path, ws: &Path, calls: usize) {
             "terminal_operations",
             &json!({"operation": "send_input", "session_id": id, "input": "x", "wait_ms": 0}),
         );
-        let mut seen = sent["structuredContent"]["output"].as_str().unwrap_or_default().matches('x').count();
+        let mut seen = output(&sent).matches('x').count();
         while seen < 2 {
             let r =
                 p.tool("terminal_operations", &json!({"operation": "read_output", "session_id": id, "wait_ms": 1000}));
-            seen += r["structuredContent"]["output"].as_str().unwrap_or_default().matches('x').count();
+            seen += output(&r).matches('x').count();
         }
     });
     println!(

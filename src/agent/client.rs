@@ -78,6 +78,12 @@ impl Connection {
                 // Its own process group, so a Ctrl-C on the terminal reaches the agent only:
                 // the agent decides what to cancel, then closes the server's stdin.
                 command.args(args).process_group(0);
+                // The server needs no provider key: none reaches it (or its commands).
+                for (name, _) in std::env::vars_os() {
+                    if name.to_str().is_some_and(is_provider_secret) {
+                        command.env_remove(name);
+                    }
+                }
                 let (transport, _) = TokioChildProcess::builder(command)
                     .stderr(Stdio::inherit())
                     .spawn()
@@ -184,4 +190,14 @@ fn block(content: &ContentBlock) -> Option<Block> {
         ContentBlock::Audio(audio) => Some(Block::text(format!("[{} audio not shown]", audio.mime_type))),
         _ => None,
     }
+}
+
+/// Whether an environment variable holds an LLM provider's key (`ANTHROPIC_API_KEY`,
+/// `OPENAI_API_KEY`, `…_API_KEY`, `…_AUTH_TOKEN` of a provider), which the agent keeps to
+/// itself.
+fn is_provider_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("_API_KEY")
+        || upper == "ANTHROPIC_AUTH_TOKEN"
+        || upper.starts_with("OPENAI_") && upper.contains("KEY")
 }

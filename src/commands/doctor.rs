@@ -2,12 +2,8 @@
 
 use std::io::Write;
 
-use crate::cli::Network;
 use crate::config::Config;
-use crate::sandbox::exec::{Confinement, Plan};
-use crate::sandbox::mounts::Bind;
 use crate::sandbox::{fs, landlock};
-use crate::terminal::Terminals;
 use crate::tools;
 
 /// Prints the report.
@@ -72,53 +68,9 @@ fn database_report(config: &Config) -> String {
     }
 }
 
-/// What a command would run under: the mode, the network rule, and the writable and
-/// protected paths of a command started in the configured roots now.
-fn sandbox_report(config: &Config, abi: Option<u8>) -> String {
-    let mut out = format!("sandbox:       {}", config.sandbox.as_str());
-    let network = match (config.network, abi) {
-        (Network::Allow, _) => "allowed".to_string(),
-        (Network::Deny, Some(abi)) if abi >= landlock::NET_ABI => {
-            "TCP connect and bind denied (Landlock); UDP and other protocols are not filtered".into()
-        }
-        (Network::Deny, _) => {
-            format!("deny requested, but it needs Landlock ABI {}: commands are refused", landlock::NET_ABI)
-        }
-    };
-    let terminals = Terminals::new(config);
-    let mut own = vec![config.state_dir.clone(), config.config_dir.clone()];
-    own.extend(config.config_file.clone());
-    let plan = Plan {
-        mode: config.sandbox,
-        roots: &config.roots,
-        writable_roots: &config.writable_roots,
-        private_tmp: &terminals.private_tmp,
-        own_files: &own,
-        deny_network: config.network == Network::Deny,
-    };
-    match Confinement::plan(&plan) {
-        Ok(None) => out.push_str(" (no Landlock: commands run with the server's own rights)\n"),
-        Ok(Some(confinement)) => {
-            let scoped = abi.is_some_and(|abi| abi >= landlock::SCOPE_ABI);
-            out.push_str(if scoped {
-                " (Landlock filesystem rules, no_new_privs, signals and abstract sockets scoped to the sandbox)\n"
-            } else {
-                " (Landlock filesystem rules, no_new_privs)\n"
-            });
-            out.push_str("  writable:\n");
-            for dir in confinement.writable() {
-                out.push_str(&format!("    {}\n", dir.display()));
-            }
-            out.push_str("    and /dev/null-class devices and PTYs\n  read-only inside them (bound read-only in a private mount namespace):\n");
-            for bind in confinement.binds() {
-                if let Bind::ReadOnly(path) = bind {
-                    out.push_str(&format!("    {}\n", path.display()));
-                }
-            }
-        }
-        Err(err) => out.push_str(&format!(" (commands are refused: {err})\n")),
-    }
-    out.push_str(&format!("network:       {network}\n"));
+/// What a command would run under (see `doctor_sandbox`), then the policy.
+fn sandbox_report(config: &Config, _abi: Option<u8>) -> String {
+    let mut out = super::doctor_sandbox::report(config);
     out.push_str(&format!(
         "approval:      {} (clients without elicitation: {}; unanswered after {} s: deny)\n",
         config.approval.as_str(),

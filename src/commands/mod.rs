@@ -2,4 +2,5 @@
 //! is theirs (only `serve` reserves stdout for the protocol).
 
 pub mod doctor;
+mod doctor_sandbox;
 pub mod schemas;

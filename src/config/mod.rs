@@ -14,6 +14,7 @@ use crate::sandbox::fs;
 
 mod budget;
 pub mod http;
+pub mod sandbox;
 
 pub use budget::OutputBudget;
 
@@ -62,8 +63,10 @@ pub struct Config {
     pub config_dir: PathBuf,
     /// How commands are confined.
     pub sandbox: SandboxMode,
-    /// Whether sandboxed commands may use TCP.
+    /// Whether sandboxed commands may reach other hosts.
     pub network: Network,
+    /// What commands may not read, and their resource limits.
+    pub sandbox_settings: sandbox::SandboxSettings,
     /// Directories commands may also write in `workspace-write` mode (canonical).
     pub writable_roots: Vec<PathBuf>,
     /// The shell that runs commands (`SHELL -c COMMAND`) and interactive sessions.
@@ -111,6 +114,11 @@ struct FileConfig {
     approval_timeout_s: Option<u64>,
     forbidden_commands: Option<Vec<Vec<String>>>,
     forbid_catastrophic: Option<bool>,
+    deny_read: Option<Vec<PathBuf>>,
+    deny_read_defaults: Option<bool>,
+    max_processes: Option<u64>,
+    max_memory_bytes: Option<u64>,
+    max_file_bytes: Option<u64>,
     audit_log: Option<PathBuf>,
     audit_log_max_bytes: Option<u64>,
 }
@@ -189,8 +197,9 @@ impl Config {
             (None, Some(value)) => parse_sandbox(&value)?,
             (None, None) => file.sandbox.unwrap_or_default(),
         };
-        let network = match env("TOOLBELT_NETWORK") {
-            Some(value) => match value.to_str() {
+        let network = match (args.network, env("TOOLBELT_NETWORK")) {
+            (Some(network), _) => network,
+            (None, Some(value)) => match value.to_str() {
                 Some("allow") => Network::Allow,
                 Some("deny") => Network::Deny,
                 _ => {
@@ -201,7 +210,14 @@ impl Config {
                     });
                 }
             },
-            None => file.network.unwrap_or_default(),
+            (None, None) => file.network.unwrap_or_default(),
+        };
+        let mut deny_read: Vec<PathBuf> = args.deny_read.iter().map(|p| cwd.join(p)).collect();
+        deny_read.extend(file.deny_read.iter().flatten().map(from_file));
+        let sandbox_settings = sandbox::SandboxSettings {
+            deny_read: deny_read.into_iter().map(|p| fs::canonicalize(&p).unwrap_or(p)).collect(),
+            deny_read_defaults: file.deny_read_defaults.unwrap_or(true),
+            limits: sandbox::limits(file.max_processes, file.max_memory_bytes, file.max_file_bytes)?,
         };
         let writable_roots =
             canonical_dirs(file.writable_roots.iter().flatten().map(from_file).collect(), |path, problem| {
@@ -282,6 +298,7 @@ impl Config {
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,
             network,
+            sandbox_settings,
             writable_roots,
             shell,
             env_allow: file.env_allow.unwrap_or_default(),

@@ -10,6 +10,7 @@
 //! | command not checkable against the rules   | deny    | ask          | ask        | ask      |
 //! | escalated call without a justification    | deny    | deny         | deny       | deny     |
 //! | the server's own config or state written  | deny    | deny         | deny       | deny     |
+//! | a path listed in `deny_read`, read or written | deny | deny        | deny       | deny     |
 //! | path outside the roots, not escalated     | deny    | deny (1)     | deny (1)   | deny (1) |
 //! | path outside the roots, escalated         | deny    | ask          | ask        | ask      |
 //! | protected path written                    | deny    | ask          | ask        | ask      |
@@ -45,6 +46,8 @@ pub enum Location {
     Protected,
     /// The server's own config or state: the agent can never change its own policy.
     Own,
+    /// Listed in `deny_read`: neither read nor written, by file operations or commands.
+    Hidden,
 }
 
 /// What a command line is, by its parsed shell grammar.
@@ -223,6 +226,10 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
         Subject::Command(line, CommandClass::Unresolved(why), _) => {
             ask(format!("`{line}` cannot be checked against the forbidden rules: {why}"), Scope::Once)
         }
+        Subject::Read(path, Location::Hidden) | Subject::Write(path, Location::Hidden) => deny(
+            format!("`{}` is listed in `deny_read`: the agent may neither read nor write it", path.display()),
+            "remove it from `deny_read` in the config (or from `--deny-read`)",
+        ),
         Subject::Write(path, Location::Own) => deny(
             format!(
                 "`{}` is the server's own configuration or state, which the agent can never change",
@@ -369,6 +376,8 @@ mod tests {
             ("write outside, escalated", Subject::Write(outside(), Location::Outside), true, ww, "DSSS"),
             ("write protected", Subject::Write(hooks(), Location::Protected), false, ww, "DSSS"),
             ("write own config", Subject::Write("/ws/.tb.toml".into(), Location::Own), false, ww, "DDDD"),
+            ("read a deny_read path", Subject::Read("/ws/.env".into(), Location::Hidden), true, ww, "DDDD"),
+            ("write a deny_read path", Subject::Write("/ws/.env".into(), Location::Hidden), true, ww, "DDDD"),
             ("write own config, escalated", Subject::Write("/ws/.tb.toml".into(), Location::Own), true, ww, "DDDD"),
             ("write protected, escalated", Subject::Write(hooks(), Location::Protected), true, ww, "DSSS"),
             (

@@ -218,7 +218,8 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
             for input in inputs {
                 subjects.push(match roots.resolve(input) {
                     Ok(path) => {
-                        let subject = Subject::Read(path.real().to_path_buf(), Location::Inside);
+                        let location = if hidden(path.real(), context) { Location::Hidden } else { Location::Inside };
+                        let subject = Subject::Read(path.real().to_path_buf(), location);
                         resolved.subjects.push(path);
                         subject
                     }
@@ -329,6 +330,12 @@ fn resolve_approved(
     resolve(effect, &widened, escalation.escalate)
 }
 
+/// Whether `path` lies in a path the user listed in `deny_read` (the defaults hide secrets
+/// outside the roots, which file operations cannot reach anyway).
+fn hidden(path: &Path, context: &Context) -> bool {
+    context.config.sandbox_settings.deny_read.iter().any(|denied| path.starts_with(denied))
+}
+
 /// What the user can change on the server so that such calls run without a question.
 fn fallback_hint(context: &Context) -> String {
     let file = context
@@ -347,6 +354,9 @@ fn fallback_hint(context: &Context) -> String {
 /// audit log (never written).
 fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)> {
     let config = &context.config;
+    if hidden(path, context) {
+        return Some((Location::Hidden, "it is listed in `deny_read`"));
+    }
     if path.starts_with(&config.state_dir) {
         return Some((Location::Own, "it is the server's own state"));
     }

@@ -14,7 +14,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::mounts::Bind;
+use crate::sandbox::contract::Bind;
 use crate::sandbox::protected::{self, EDITOR_FILES, GIT_DIR_ENTRIES, GIT_USER_CONFIG, SHELL_CONFIG_DIRS, SHELL_FILES};
 
 /// Directories below a root searched for repositories (the root itself is depth 0).

@@ -1,15 +1,13 @@
 //! Linux Landlock: what the kernel supports (`doctor`, and the check before every sandboxed
-//! command), and the ruleset a sandboxed command runs under (applied in `__sandbox-exec`).
+//! command), and the ruleset a sandboxed command runs under (applied by the sandbox's init).
 
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
-/// The first ABI that can deny TCP connect and bind.
-pub const NET_ABI: u8 = 4;
 /// The first ABI that can scope signals and abstract Unix sockets to the sandbox.
 pub const SCOPE_ABI: u8 = 6;
 
@@ -77,8 +75,6 @@ pub struct Rules {
     pub abi: u8,
     /// Directories (and files) the command may write beneath.
     pub writable: Vec<PathBuf>,
-    /// Deny TCP connect and bind.
-    pub deny_network: bool,
 }
 
 /// Device files every sandboxed command may read and write (never block devices).
@@ -86,29 +82,24 @@ const DEVICES: &[&str] =
     &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
 
 /// Restricts the calling thread (and what it execs): read and execute everywhere, write only
-/// beneath `rules.writable` and the harmless devices, optionally no TCP, and no signals to or
-/// abstract sockets of processes outside the sandbox. Fails unless fully enforced.
+/// beneath `rules.writable` and the harmless devices (never create a device node: no
+/// `MAKE_CHAR`/`MAKE_BLOCK` anywhere), no signals to processes outside the sandbox, and no
+/// connecting to abstract Unix sockets outside it. Fails unless fully enforced.
 pub fn restrict(rules: &Rules) -> Result<(), String> {
     let abi = ABI::from(i32::from(rules.abi));
     let all = AccessFs::from_all(abi);
+    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let read = AccessFs::from_read(abi);
     let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(all);
-    if rules.deny_network {
-        if rules.abi < NET_ABI {
-            return Err(format!("denying TCP needs Landlock ABI {NET_ABI}; this kernel offers ABI {}", rules.abi));
-        }
-        ruleset = ruleset.and_then(|r| r.handle_access(AccessNet::from_all(abi)));
-    }
     if rules.abi >= SCOPE_ABI {
-        let scopes = if rules.deny_network { Scope::Signal | Scope::AbstractUnixSocket } else { Scope::Signal.into() };
-        ruleset = ruleset.and_then(|r| r.scope(scopes));
+        ruleset = ruleset.and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket));
     }
     let devices = DEVICES.iter().filter(|d| crate::sandbox::fs::exists(std::path::Path::new(d)));
     let status = ruleset
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
-        .and_then(|r| r.add_rules(path_beneath_rules(devices, all)))
-        .and_then(|r| r.add_rules(path_beneath_rules(&rules.writable, all)))
+        .and_then(|r| r.add_rules(path_beneath_rules(devices, write)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&rules.writable, write)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| e.to_string())?;
     match status.ruleset {
@@ -136,7 +127,7 @@ mod tests {
     fn probe_sees_the_kernel_landlock() {
         // These machines' kernels enforce Landlock ABI 7; a failure here means the probe is wrong.
         let support = probe();
-        assert!(support.abi.is_some_and(|abi| abi >= NET_ABI), "{support:?}");
+        assert!(support.abi.is_some_and(|abi| abi >= SCOPE_ABI), "{support:?}");
     }
 
     #[test]
@@ -145,7 +136,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let inside = dir.path().join("in");
         std::fs::create_dir(&inside).unwrap();
-        let rules = Rules { abi, writable: vec![inside.clone()], deny_network: false };
+        let rules = Rules { abi, writable: vec![inside.clone()] };
         let base = dir.path().to_path_buf();
         let outcome = std::thread::spawn(move || {
             restrict(&rules).unwrap();

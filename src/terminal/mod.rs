@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 
-use crate::cli::Network;
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::sandbox::exec::{Confinement, Plan};
@@ -26,6 +25,8 @@ use crate::sandbox::guard::Finding;
 use crate::terminal::process::{group_alive, signal_group};
 use crate::terminal::session::TermSession;
 
+/// Running commands' protected paths are checked at most this often.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
 /// Ended sessions are forgotten after this long.
 const ENDED_MAX_AGE: Duration = Duration::from_secs(3600);
 /// At most this many ended sessions are kept listable…
@@ -39,7 +40,8 @@ pub struct Terminals {
     registry: Mutex<Registry>,
     /// Where foreground output spills: `<state>/output/<pid>-<n>`.
     pub spill_dir: PathBuf,
-    /// Scratch space every sandboxed command may write (its `TMPDIR` in `read-only` mode).
+    /// The session's temp dir: its `tmp`, `var-tmp` and `shm` are its commands' `/tmp`,
+    /// `/var/tmp` and `/dev/shm`.
     pub private_tmp: PathBuf,
     max_sessions: usize,
     /// Most bytes of output a session keeps in memory.
@@ -53,6 +55,8 @@ struct Registry {
     /// The confinements of process groups that may still run (sessions, and what foreground
     /// commands left behind), checked for protected paths they write.
     guarded: Vec<(u32, Confinement)>,
+    /// When the running groups were last checked.
+    last_sweep: Option<Instant>,
     /// Process groups of finished foreground commands that left processes running.
     lingering: Vec<u32>,
 }
@@ -76,10 +80,11 @@ impl Terminals {
         self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The confinement for a command started now, creating the private temp dir.
+    /// The confinement for a command started now, creating the session's temp dir.
     pub fn confinement(&self, config: &Config, roots: &[PathBuf]) -> Result<Option<Confinement>, ToolError> {
-        // The state dir exists before any command runs, so it is protected from the first.
-        for dir in [&self.private_tmp, &config.state_dir] {
+        // The state dir exists before any command runs, so it is protected from the first;
+        // the spill dir too, as the one part of it the session's commands may read.
+        for dir in [&self.private_tmp, &config.state_dir, &self.spill_dir] {
             fs::create_private_dir(dir).map_err(|err| {
                 ToolError::Internal(format!("cannot create the directory `{}`: {err}", dir.display()))
             })?;
@@ -87,18 +92,25 @@ impl Terminals {
         let mut own_files = vec![config.state_dir.clone(), config.config_dir.clone()];
         own_files.extend(config.config_file.clone());
         own_files.extend(config.audit.files());
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let own: [&Path; 2] = [&config.state_dir, &config.config_dir];
+        let hidden = crate::config::sandbox::hidden_paths(&config.sandbox_settings, home.as_deref(), &own, roots);
+        let visible = [self.spill_dir.clone()];
         let plan = Plan {
             mode: config.sandbox,
             roots,
             writable_roots: &config.writable_roots,
-            private_tmp: &self.private_tmp,
+            temp: &self.private_tmp,
             own_files: &own_files,
-            deny_network: config.network == Network::Deny,
+            hidden: &hidden,
+            visible: &visible,
+            network: config.network,
+            limits: config.sandbox_settings.limits,
         };
         let confinement = Confinement::plan(&plan).map_err(|err| ToolError::Sandbox(err.to_string()))?;
         // A config dir a command could create (it lies in a writable dir) is created empty
         // first, so it can be bound read-only like an existing one.
-        let writable = confinement.as_ref().map_or(&[][..], |c| c.writable());
+        let writable = confinement.as_ref().map_or(&[][..], |c| &c.contract().writable[..]);
         if !fs::exists(&config.config_dir)
             && writable.iter().any(|dir| config.config_dir.starts_with(dir))
             && fs::create_private_dir(&config.config_dir).is_ok()
@@ -140,7 +152,9 @@ impl Terminals {
     }
 
     /// Protected paths the guarded groups wrote since they started (or since the last sweep),
-    /// renamed aside; groups that ended get their last check and are dropped.
+    /// renamed aside; groups that ended get their last check at once and are dropped. Running
+    /// ones are checked at most every `SWEEP_EVERY` (a PTY conversation calls many times a
+    /// second).
     pub fn sweep_guards(&self) -> Vec<Finding> {
         let guarded = {
             let mut registry = self.lock();
@@ -150,7 +164,11 @@ impl Terminals {
             let (keep, ended): (Vec<_>, Vec<_>) =
                 std::mem::take(&mut registry.guarded).into_iter().partition(|(pgid, _)| group_alive(*pgid));
             registry.guarded = keep.clone();
-            keep.into_iter().chain(ended).collect::<Vec<_>>()
+            let due = registry.last_sweep.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+            if due {
+                registry.last_sweep = Some(Instant::now());
+            }
+            ended.into_iter().chain(keep.into_iter().filter(|_| due)).collect::<Vec<_>>()
         };
         guarded.iter().flat_map(|(_, confinement)| confinement.check()).collect()
     }

@@ -93,7 +93,7 @@ impl Launch {
     /// The command line as spawned: wrapped in `__sandbox-exec` when confined.
     fn command(&self) -> tokio::process::Command {
         let (program, args) = match &self.confinement {
-            Some(confinement) => confinement.wrap(&self.program, &self.args),
+            Some(confinement) => confinement.wrap(&self.program, &self.args, &self.cwd),
             None => (PathBuf::from(&self.program), self.args.clone()),
         };
         let mut command = tokio::process::Command::new(program);
@@ -106,7 +106,11 @@ impl Launch {
     /// for both when `merged`), stdin from `/dev/null` unless `stdin` is piped.
     pub fn spawn_piped(&self, stdin: bool, merged: bool) -> io::Result<Piped> {
         let mut command = self.command();
-        command.process_group(0);
+        // The sandbox's helper starts a session of its own (`setsid`, which a group leader
+        // cannot); an unconfined command gets a group of its own here.
+        if self.confinement.is_none() {
+            command.process_group(0);
+        }
         command.stdin(if stdin { Stdio::piped() } else { Stdio::null() });
         let (out_read, out_write) = io::pipe()?;
         let err = if merged {
@@ -158,15 +162,18 @@ pub async fn feed(mut stdin: tokio::process::ChildStdin, input: Vec<u8>) {
     let _ = stdin.shutdown().await;
 }
 
-/// Sends `signal` to every process of group `pgid`. False if the group is gone.
+/// Sends `signal` to every process of group `pgid` (or to its leader, in the moment before a
+/// sandbox helper has made the group). False if the group is gone.
 pub fn signal_group(pgid: u32, signal: Signal) -> bool {
     let Some(pid) = Pid::from_raw(pgid as i32) else { return false };
-    rustix::process::kill_process_group(pid, signal).is_ok()
+    rustix::process::kill_process_group(pid, signal).is_ok() || rustix::process::kill_process(pid, signal).is_ok()
 }
 
 /// Whether any process of group `pgid` is still there.
 pub fn group_alive(pgid: u32) -> bool {
-    Pid::from_raw(pgid as i32).is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+    Pid::from_raw(pgid as i32).is_some_and(|pid| {
+        rustix::process::test_kill_process_group(pid).is_ok() || rustix::process::test_kill_process(pid).is_ok()
+    })
 }
 
 /// The signal named `name` (`TERM`, `SIGINT`, `kill`, …), if it is one we send.

@@ -302,9 +302,9 @@ async fn ctrl_c_cancels_the_call_then_stops_the_agent_leaving_no_process() {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let sleeper: u32 = loop {
         if let Ok(text) = std::fs::read_to_string(&pid_file)
-            && let Ok(pid) = text.trim().parse()
+            && text.ends_with('\n')
         {
-            break pid;
+            break super::common::host_pid(&text);
         }
         assert!(std::time::Instant::now() < deadline, "the command never started");
         tokio::time::sleep(Duration::from_millis(50)).await;

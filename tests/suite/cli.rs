@@ -53,11 +53,19 @@ fn doctor_reports_config_roots_and_landlock() {
     assert!(stdout.contains("max edit:      10485760 bytes per file"), "{stdout}");
     assert!(stdout.contains("undo data:     at most 268435456 bytes per session"), "{stdout}");
     assert!(stdout.contains("landlock:      available"), "{stdout}");
-    assert!(stdout.contains("sandbox:       workspace-write (Landlock"), "{stdout}");
+    assert!(stdout.contains("sandbox:       workspace-write, checked by a probe run under it"), "{stdout}");
+    for layer in
+        ["pid (the command is PID 2", "an own /proc", "no capabilities", "no_new_privs", "seccomp filter", "Landlock ("]
+    {
+        assert!(stdout.contains(layer) && !stdout.contains(&format!("NOT {layer}")), "{layer}: {stdout}");
+    }
+    assert!(stdout.contains("the machine's network"), "{stdout}");
     assert!(stdout.contains("  writable:\n") && stdout.contains(&format!("    {root}\n")), "{stdout}");
-    assert!(stdout.contains("network:       allowed"), "{stdout}");
+    assert!(stdout.contains("  limits:      4096 processes"), "{stdout}");
+    let (ok, stdout, _) = run(&["doctor", "--root", &root, "--network", "deny"], &ws);
+    assert!(ok && stdout.contains("network (loopback only)"), "{stdout}");
     let (ok, stdout, _) = run(&["doctor", "--root", &root, "--sandbox", "full-access"], &ws);
-    assert!(ok && stdout.contains("sandbox:       full-access (no Landlock"), "{stdout}");
+    assert!(ok && stdout.contains("sandbox:       full-access (no sandbox"), "{stdout}");
 }
 
 #[test]

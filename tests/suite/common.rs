@@ -56,6 +56,11 @@ impl Workspace {
 /// is cargo's target temp dir, unless the checkout itself lives under a temp dir; then a
 /// cache directory in `$HOME`.
 fn scratch_base() -> PathBuf {
+    // The unprivileged pass runs these tests as another user, who cannot write `target/`.
+    if let Some(dir) = std::env::var_os("TOOLBELT_TEST_SCRATCH") {
+        std::fs::create_dir_all(&dir).unwrap();
+        return PathBuf::from(dir).canonicalize().unwrap();
+    }
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).canonicalize().unwrap();
     let temps = [std::env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()];
     if !temps.iter().filter_map(|t| t.canonicalize().ok()).any(|t| target.starts_with(t)) {
@@ -243,6 +248,29 @@ pub fn op(operation: &str, fields: Value) -> Value {
 }
 
 /// Whether process `pid` is gone (or a zombie waiting for its parent).
+/// Shell words printing the shell's pid as the host sees it can be found: `PID:pid:[NS]`, the
+/// pid inside the command's PID namespace and that namespace (see [`host_pid`]).
+pub const SELF_PID: &str = "$$:$(readlink /proc/$$/ns/pid)";
+/// The same for the last background job (`$!`).
+pub const JOB_PID: &str = "$!:$(readlink /proc/$!/ns/pid)";
+
+/// The host pid of a process a sandboxed command reported with [`SELF_PID`] or [`JOB_PID`]:
+/// the one in that PID namespace with that pid there.
+pub fn host_pid(reported: &str) -> u32 {
+    let (inner, namespace) = reported.trim().split_once(':').unwrap_or_else(|| panic!("not a pid report: {reported}"));
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let last = status.lines().find_map(|l| l.strip_prefix("NSpid:")).and_then(|ids| ids.split_whitespace().last());
+        if last == Some(inner)
+            && std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns.to_string_lossy() == namespace)
+        {
+            return pid;
+        }
+    }
+    panic!("no process {inner} in {namespace}")
+}
+
 pub fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,

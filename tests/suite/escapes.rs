@@ -137,11 +137,11 @@ async fn a_background_command_cannot_plant_a_repository_or_a_late_commondir() {
     let ws = Workspace::new();
     git_init(&ws);
     let service = start(&ws, "", ()).await;
-    let plant = "sleep 0.3; mkdir -p sub/.git/hooks; printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > sub/.git/config; printf '#!/bin/sh\\n' > sub/.git/hooks/post-checkout; printf ../x > .git/commondir";
-    // Left running by a foreground command, and as a background session.
-    let left = run(&service, json!({"command": format!("({plant}) >/dev/null 2>&1 &")})).await;
-    assert!(!left.is_error, "{}", left.text);
-    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    let plant = "sleep 1; mkdir -p sub/.git/hooks; printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > sub/.git/config; printf '#!/bin/sh\\n' > sub/.git/hooks/post-checkout; printf ../x > .git/commondir; sleep 30";
+    let started = run(&service, json!({"command": plant, "background": true})).await;
+    assert!(!started.is_error, "{}", started.text);
+    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    // The next call of any kind checks what running commands wrote.
     let next = file(&service, "list_dir", json!({"path": "."})).await;
     let note = next.structured["note"].as_str().unwrap_or_default().to_string();
     for path in ["sub/.git/config", "sub/.git/hooks", ".git/commondir"] {

@@ -207,7 +207,7 @@ async fn raw_call(url: &str, session: &str, fields: Value) -> (u16, String) {
 /// The pid a [`background_sleep`] printed, in a raw answer.
 fn raw_pid(answer: &str) -> u32 {
     let pid = answer.split("\"stdout\":[\"").nth(1).and_then(|rest| rest.split('"').next());
-    pid.and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no pid in {answer}"))
+    super::common::host_pid(pid.unwrap_or_else(|| panic!("no pid in {answer}")))
 }
 
 #[tokio::test]
@@ -518,13 +518,13 @@ fn run_request(command: &str) -> ClientRequest {
 
 /// `run_command` fields of a background `sleep 300` that prints its pid first.
 fn background_sleep() -> Value {
-    json!({"command": "echo $$; exec sleep 300", "background": true})
+    json!({"command": format!("echo {}; exec sleep 300", super::common::SELF_PID), "background": true})
 }
 
 /// The pid a [`background_sleep`] printed.
 fn pid_of(started: &super::common::Reply) -> u32 {
     assert!(!started.is_error, "{}", started.text);
-    started.joined("stdout").as_str().trim().parse().unwrap()
+    super::common::host_pid(started.joined("stdout").as_str())
 }
 
 /// A [`background_sleep`] started by a 2026-07-28 client (no session); its pid.
@@ -538,7 +538,7 @@ async fn sessionless_background(modern: &RunningService<RoleClient, ClientConfig
 /// the command.
 fn sleep_writing_pid(ws: &Workspace, name: &str) -> (std::path::PathBuf, String) {
     let file = ws.root.join(format!("{name}.pid"));
-    let command = format!("echo $$ > {}; exec sleep 300", file.display());
+    let command = format!("echo {} > {}; exec sleep 300", super::common::SELF_PID, file.display());
     (file, command)
 }
 
@@ -546,9 +546,9 @@ async fn read_pid(file: &std::path::Path) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(text) = std::fs::read_to_string(file)
-            && let Ok(pid) = text.trim().parse()
+            && text.ends_with('\n')
         {
-            return pid;
+            return super::common::host_pid(&text);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

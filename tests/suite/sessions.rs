@@ -134,9 +134,10 @@ async fn python_repl_and_a_full_screen_program() {
 async fn kill_session_signals_the_group_and_remove_forgets_it() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
-    let started = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
+    let command = format!("echo {}; exec sleep 300", super::common::SELF_PID);
+    let started = client.term("run_command", json!({"command": command, "background": true})).await;
     let id = started.structured["session_id"].as_str().unwrap().to_string();
-    let pid: u32 = started.joined("stdout").as_str().trim().parse().unwrap();
+    let pid = super::common::host_pid(started.joined("stdout").as_str());
     let bad = client.term("kill_session", json!({"session_id": id, "signal": "BOGUS"})).await;
     assert!(bad.is_error && bad.text.contains("`TERM`"), "{}", bad.text);
     let killed = client.term("kill_session", json!({"session_id": id})).await;
@@ -179,16 +180,20 @@ async fn server_exit_kills_every_child() {
     let ws = Workspace::new();
     for how in ["stdin closed", "SIGTERM"] {
         let client = Client::start(&ws, &[]).await;
-        let bg = client.term("run_command", json!({"command": "echo $$; exec sleep 300", "background": true})).await;
-        let bg_pid: u32 = bg.joined("stdout").as_str().trim().parse().unwrap();
+        let command = format!("echo {}; exec sleep 300", super::common::SELF_PID);
+        let bg = client.term("run_command", json!({"command": command, "background": true})).await;
+        let bg_pid = super::common::host_pid(bg.joined("stdout").as_str());
         let pty = client.term("start_session", json!({})).await;
         let id = pty.structured["session_id"].as_str().unwrap().to_string();
-        let shell = client.term("send_input", json!({"session_id": id, "input": "echo pid=$$"})).await;
+        let input = format!("echo pid={}", super::common::SELF_PID);
+        let shell = client.term("send_input", json!({"session_id": id, "input": input, "wait_ms": 500})).await;
         let out = shell.joined("output");
-        let pty_pid: u32 = out.split("pid=").last().unwrap().split_whitespace().next().unwrap().parse().unwrap();
-        let fg = client.run("sleep 300 & echo $!").await;
-        let lingering: u32 = fg.joined("stdout").as_str().trim().parse().unwrap();
-        assert!(!gone(bg_pid) && !gone(pty_pid) && !gone(lingering), "{how}: all running");
+        let pty_pid = super::common::host_pid(out.split("pid=").last().unwrap().split_whitespace().next().unwrap());
+        // What a foreground command leaves behind ends with it (its PID namespace does), even
+        // out of its process group.
+        let fg = client.run("(setsid sh -c 'sleep 1; touch fg-survivor' &) ; echo started").await;
+        assert!(!fg.is_error && fg.text.contains("started"), "{}", fg.text);
+        assert!(!gone(bg_pid) && !gone(pty_pid), "{how}: all running");
         match how {
             "SIGTERM" => {
                 let server = client.pid.unwrap();
@@ -202,8 +207,10 @@ async fn server_exit_kills_every_child() {
             }
             _ => client.close().await,
         }
-        for pid in [bg_pid, pty_pid, lingering] {
+        for pid in [bg_pid, pty_pid] {
             assert!(wait_gone(pid, 5).await, "{how}: process {pid} outlived the server");
         }
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert!(!ws.root.join("fg-survivor").exists(), "{how}: a foreground command's job outlived it");
     }
 }

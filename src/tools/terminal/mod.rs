@@ -72,9 +72,10 @@ fn launch(
     let terminals = &context.session.terminals;
     let confinement = if unsandboxed { None } else { terminals.confinement(&context.config, context.roots.list())? };
     let mut environment = env::build(std::env::vars_os(), &context.config.env_allow, terminal, extra);
-    if context.config.sandbox == SandboxMode::ReadOnly && !extra.contains_key("TMPDIR") {
+    // A sandboxed command's `/tmp` is the session's own, and the only temp dir it may write.
+    if confinement.is_some() && !extra.contains_key("TMPDIR") {
         environment.retain(|(name, _)| name != "TMPDIR");
-        environment.push(("TMPDIR".into(), terminals.private_tmp.clone().into_os_string()));
+        environment.push(("TMPDIR".into(), "/tmp".into()));
     }
     let cwd = cwd.map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
     Ok(Launch { program, args, cwd, env: environment, confinement })

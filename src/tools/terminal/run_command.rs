@@ -208,7 +208,7 @@ impl Operation for RunCommand {
         };
         let mut text = headline;
         if finished.lingering.is_some() {
-            text.push_str("; processes it started in the background are still running (they end when the server exits; use `run_command` with `background: true` to manage them)");
+            text.push_str("; processes it started in the background are still running (unsandboxed: they end when the server exits; use `run_command` with `background: true` to manage them)");
         }
         for (name, shown, total) in [("stdout", &stdout, out_total), ("stderr", &stderr, err_total)] {
             if total > 0 {

@@ -1,0 +1,120 @@
+//! The sandbox part of `doctor`: the contract a command started now would get (writable,
+//! read-only, hidden paths, temp dirs, limits), and the layers a probe run under it finds.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::Network;
+use crate::config::Config;
+use crate::sandbox::contract::{Bind, Contract};
+use crate::sandbox::exec::Confinement;
+use crate::sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
+use crate::terminal::Terminals;
+
+/// The report's sandbox lines.
+pub fn report(config: &Config) -> String {
+    let mut out = format!("sandbox:       {}", config.sandbox.as_str());
+    let terminals = Terminals::new(config);
+    let confinement = terminals.confinement(config, &config.roots);
+    let confinement = match confinement {
+        Ok(None) => {
+            out.push_str(" (no sandbox: commands run with the server's own rights)\n");
+            return out;
+        }
+        Ok(Some(confinement)) => confinement,
+        Err(err) => {
+            out.push_str(&format!(" (commands are refused: {err})\n"));
+            return out;
+        }
+    };
+    match probe(&confinement, config.roots.first().map_or(Path::new("/"), PathBuf::as_path)) {
+        Ok(layers) => {
+            out.push_str(&format!(", checked by a probe run under it:\n{}", describe_layers(&layers, config.network)))
+        }
+        Err(err) => out.push_str(&format!(" (commands are refused: {err})\n")),
+    }
+    out.push_str(&describe_contract(confinement.contract()));
+    terminals.remove_scratch();
+    out
+}
+
+/// Runs the probe as a sandboxed command.
+fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let (program, args) = confinement.wrap(exe.as_os_str(), &[PROBE_SUBCOMMAND.into()], cwd);
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start the probe: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("the probe's report does not parse: {e}"))
+}
+
+/// One line per layer, as found.
+fn describe_layers(layers: &Layers, network: Network) -> String {
+    let yes_no = |held: bool, what: &str| if held { what.to_string() } else { format!("NOT {what}") };
+    let mut namespaces = vec!["mount".to_string()];
+    namespaces.push(if layers.pid == 2 {
+        "pid (the command is PID 2 under the sandbox's init)".into()
+    } else {
+        format!("NOT pid (the command is PID {})", layers.pid)
+    });
+    namespaces.push(yes_no(layers.own_proc, "an own /proc (the server and other commands are not in it)"));
+    match network {
+        Network::Deny => namespaces.push(yes_no(layers.interfaces == ["lo"], "network (loopback only)")),
+        Network::Allow => namespaces.push(format!("the machine's network ({} interfaces)", layers.interfaces.len())),
+    }
+    let caps_none = layers.capabilities.trim_start_matches('0').is_empty();
+    let privileges = [
+        yes_no(caps_none, "no capabilities"),
+        yes_no(layers.no_new_privs, "no_new_privs"),
+        yes_no(layers.seccomp, "seccomp filter (socket families, io_uring)"),
+        yes_no(layers.writes_confined, "Landlock (writes only where listed, no device nodes)"),
+    ];
+    let limit =
+        |value: Option<u64>, unit: &str| value.map_or_else(|| "unlimited".to_string(), |v| format!("{v}{unit}"));
+    let [processes, memory, file, core] = layers.limits;
+    format!(
+        "  layers:      {}\n               {}\n  limits:      {} processes, {} address space per process, {} per file, core files {}\n",
+        namespaces.join(", "),
+        privileges.join(", "),
+        limit(processes, ""),
+        memory.map_or_else(|| "unlimited".to_string(), gib),
+        file.map_or_else(|| "unlimited".to_string(), gib),
+        if core == Some(0) { "off" } else { "on" },
+    )
+}
+
+/// Bytes as GiB, to a tenth.
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+}
+
+/// The paths of the contract.
+fn describe_contract(contract: &Contract) -> String {
+    let mut out = String::from("  writable:\n");
+    for dir in &contract.writable {
+        out.push_str(&format!("    {}\n", dir.display()));
+    }
+    out.push_str(&format!(
+        "    /tmp, /var/tmp, /dev/shm: the session's own (under {}), removed with it\n    and /dev/null-class devices and PTYs\n",
+        contract.temp.display()
+    ));
+    out.push_str("  read-only inside them (bound read-only in the command's mount namespace):\n");
+    for bind in &contract.binds {
+        if let Bind::ReadOnly(path) = bind {
+            out.push_str(&format!("    {}\n", path.display()));
+        }
+    }
+    out.push_str("  hidden from commands (deny_read):\n");
+    for path in &contract.hidden {
+        out.push_str(&format!("    {}\n", path.display()));
+    }
+    if contract.hidden.is_empty() {
+        out.push_str("    (none)\n");
+    }
+    out
+}

@@ -1,0 +1,133 @@
+//! The sandbox's own settings: what commands may not read (`deny_read`) and the resource limits
+//! of every command, with their defaults.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::ConfigError;
+use crate::sandbox::contract::Limits;
+
+/// Default most processes (and threads) of one command's user namespace: room for parallel
+/// builds (`cargo`, `make -j`), not for a fork bomb.
+pub const DEFAULT_MAX_PROCESSES: u64 = 4096;
+/// Default largest file a command may write: 16 GiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 30;
+/// The smallest default address-space limit, whatever the machine's memory: 8 GiB (the JVM,
+/// V8 and Go reserve large ranges they never touch).
+pub const MIN_DEFAULT_MEMORY_BYTES: u64 = 8 << 30;
+
+/// Secrets commands never see by default, relative to the home directory.
+pub const DEFAULT_DENY_READ: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".git-credentials",
+];
+
+/// The sandbox settings as given (absolute paths).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// Paths commands may not read, listed by the user (hidden even inside a root).
+    pub deny_read: Vec<PathBuf>,
+    /// Whether the default secrets (`DEFAULT_DENY_READ`, the server's state and config
+    /// dirs) are hidden too.
+    pub deny_read_defaults: bool,
+    /// Resource limits of every command.
+    pub limits: Limits,
+}
+
+/// The limits from the config's `max_processes`, `max_memory_bytes` and `max_file_bytes`
+/// (0: no limit), or their defaults.
+pub fn limits(
+    processes: Option<u64>,
+    memory_bytes: Option<u64>,
+    file_bytes: Option<u64>,
+) -> Result<Limits, ConfigError> {
+    if let Some(n) = processes.filter(|n| (1..64).contains(n)) {
+        return Err(ConfigError::OutOfRange {
+            key: "max_processes",
+            value: n.to_string(),
+            expected: "at least 64 (a shell and a build need a few dozen), or 0 for no limit",
+        });
+    }
+    let memory = rustix::system::sysinfo();
+    let machine = u64::from(memory.mem_unit).saturating_mul(memory.totalram);
+    let limit = |given: Option<u64>, default: u64| match given {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => Some(default),
+    };
+    Ok(Limits {
+        processes: limit(processes, DEFAULT_MAX_PROCESSES),
+        memory_bytes: limit(memory_bytes, machine.max(MIN_DEFAULT_MEMORY_BYTES)),
+        file_bytes: limit(file_bytes, DEFAULT_MAX_FILE_BYTES),
+    })
+}
+
+/// The paths hidden from commands: the user's `deny_read` entries, and unless turned off the
+/// default secrets under `home`, the state dir and the config dir. A default entry inside a
+/// root is left visible (the user put it in the workspace); a missing one is skipped (there
+/// is nothing to hide, and a command can create it only inside a root).
+pub fn hidden_paths(settings: &SandboxSettings, home: Option<&Path>, own: &[&Path], roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut hidden: Vec<PathBuf> =
+        settings.deny_read.iter().filter(|p| crate::sandbox::fs::exists(p)).cloned().collect();
+    if settings.deny_read_defaults {
+        let secrets = home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
+        let defaults = secrets.chain(own.iter().map(|p| p.to_path_buf()));
+        for path in defaults {
+            let real = crate::sandbox::fs::canonicalize(&path).unwrap_or(path);
+            if crate::sandbox::fs::exists(&real) && !roots.iter().any(|root| real.starts_with(root)) {
+                hidden.push(real);
+            }
+        }
+    }
+    hidden.sort();
+    hidden.dedup();
+    hidden
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_default_and_zero_means_none() {
+        let limits = limits(None, None, Some(0)).unwrap();
+        assert_eq!(limits.processes, Some(DEFAULT_MAX_PROCESSES));
+        assert!(limits.memory_bytes.unwrap() >= MIN_DEFAULT_MEMORY_BYTES);
+        assert_eq!(limits.file_bytes, None);
+        assert!(super::limits(Some(10), None, None).unwrap_err().to_string().contains("max_processes"));
+    }
+
+    #[test]
+    fn defaults_hide_existing_secrets_outside_the_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".netrc"), "machine x").unwrap();
+        std::fs::create_dir_all(home.join("ws/.aws")).unwrap();
+        let state = home.join("state");
+        std::fs::create_dir(&state).unwrap();
+        let listed = home.join("ws/secret.env");
+        std::fs::write(&listed, "K=V").unwrap();
+        let settings =
+            SandboxSettings { deny_read: vec![listed.clone()], deny_read_defaults: true, limits: Limits::default() };
+        let roots = vec![home.join("ws")];
+        let hidden = hidden_paths(&settings, Some(&home), &[&state], &roots);
+        assert_eq!(hidden, [home.join(".netrc"), home.join(".ssh"), state.clone(), listed.clone()]);
+        // A root that is the home itself: its secrets are the user's to show.
+        let at_home = hidden_paths(&settings, Some(&home), &[], std::slice::from_ref(&home));
+        assert_eq!(at_home, std::slice::from_ref(&listed));
+        let off = SandboxSettings { deny_read_defaults: false, ..settings };
+        assert_eq!(hidden_paths(&off, Some(&home), &[&state], &roots), [listed]);
+    }
+}

@@ -1,0 +1,69 @@
+//! The sandbox contract: everything that decides what a confined command may do, whatever
+//! enforces it (Linux: namespaces, mounts, Landlock, seccomp and rlimits in `linux/`). The
+//! server builds it from the policy's tables (`exec::Confinement::plan`) and hands it whole to
+//! the platform's helper, so every backend enforces the same lists.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::Network;
+
+/// A path to bind over itself in the command's view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Bind {
+    /// Read-only: writes fail with `EROFS`; renames and removal with `EBUSY`.
+    ReadOnly(PathBuf),
+    /// Writable, but a mount point: it cannot be renamed or removed (`EBUSY`).
+    Pinned(PathBuf),
+}
+
+/// Resource limits of every process of a command (`None`: no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Limits {
+    /// Processes and threads of the user inside the command's user namespace (`RLIMIT_NPROC`).
+    pub processes: Option<u64>,
+    /// Address space of one process, in bytes (`RLIMIT_AS`).
+    pub memory_bytes: Option<u64>,
+    /// Largest file a process may write, in bytes (`RLIMIT_FSIZE`).
+    pub file_bytes: Option<u64>,
+}
+
+/// What one sandboxed command may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contract {
+    /// The Landlock ABI the server probed (the helper refuses if the kernel offers less).
+    pub abi: u8,
+    /// Directories the command may write beneath (roots, writable roots), besides its
+    /// temp dirs.
+    pub writable: Vec<PathBuf>,
+    /// Protected paths inside writable ones, bound in this order.
+    pub binds: Vec<Bind>,
+    /// Paths whose contents the command cannot see (deny-read): an empty, unreadable view.
+    pub hidden: Vec<PathBuf>,
+    /// Paths that stay visible where something above them is hidden or replaced (the roots,
+    /// the session's own output dir).
+    pub visible: Vec<PathBuf>,
+    /// The session's temp dir: its `tmp`, `var-tmp` and `shm` become the command's `/tmp`,
+    /// `/var/tmp` and `/dev/shm`.
+    pub temp: PathBuf,
+    /// Whether the command may reach other hosts (`Deny`: loopback only).
+    pub network: Network,
+    /// Resource limits.
+    pub limits: Limits,
+    /// The server's pid: a helper whose parent is already gone does not run the command.
+    pub parent: u32,
+    /// The command's working directory.
+    pub cwd: PathBuf,
+}
+
+/// The system temp dirs a command gets its own of, with the name of its stand-in under the
+/// session's temp dir.
+pub const TEMP_DIRS: [(&str, &str); 3] = [("/tmp", "tmp"), ("/var/tmp", "var-tmp"), ("/dev/shm", "shm")];
+
+impl Contract {
+    /// The session's stand-ins for the system temp dirs, with the dir each replaces.
+    pub fn temp_dirs(&self) -> impl Iterator<Item = (&'static Path, PathBuf)> + '_ {
+        TEMP_DIRS.iter().map(|(system, own)| (Path::new(*system), self.temp.join(own)))
+    }
+}

@@ -1,0 +1,182 @@
+//! `__sandbox-exec`: the helper the server starts for each sandboxed command. Single-threaded
+//! from `main` on, it leaves the server's session (`setsid`: no controlling terminal to
+//! inject keystrokes into), dies with the server, enters the command's namespaces, builds its
+//! view of the filesystem and sets its limits, then starts `__sandbox-init` as PID 1 of the
+//! new PID namespace and waits for it. It ends as the command ended: with its exit code, or
+//! by its signal.
+
+use std::ffi::OsString;
+use std::io::{BufRead, Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::process::ExitCode;
+
+use nix::sys::signal::{SigSet, Signal};
+use rustix::event::{PollFd, PollFlags, Timespec};
+
+use crate::cli::Network;
+use crate::sandbox::contract::Contract;
+use crate::sandbox::linux::{InitArgs, Timings, caps, limits, mounts, namespaces, setup_failed};
+
+/// The helper's entry point. Returns only to exit.
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let mut timings = Timings::start("helper");
+    let (contract, program, rest) = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(message) => return setup_failed(&message),
+    };
+    // If the server dies abruptly, its commands die with it (and never start if it is gone).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32) != Some(contract.parent) {
+        return setup_failed("the server exited before the command started");
+    }
+    // A PTY session's helper leads its session already; a piped one leaves the server's.
+    let _ = rustix::process::setsid();
+    timings.step("parse");
+    let (status, init) = match prepare(&contract, program, rest, &mut timings) {
+        Ok(started) => started,
+        Err(message) => return setup_failed(&message),
+    };
+    let ended = wait(status, init);
+    timings.step("wait");
+    ended
+}
+
+/// Namespaces, the view, limits, the status channel and init.
+fn prepare(
+    contract: &Contract,
+    program: OsString,
+    rest: Vec<OsString>,
+    timings: &mut Timings,
+) -> Result<(UnixListener, std::process::Child), String> {
+    let entered = namespaces::enter(contract.network == Network::Deny)?;
+    timings.step("namespaces");
+    if contract.network == Network::Deny {
+        namespaces::loopback_up()?;
+        timings.step("loopback");
+    }
+    let temps = mounts::apply(contract)?;
+    timings.step("mounts");
+    limits::apply(&contract.limits)?;
+    if entered.user {
+        caps::pass_sys_admin()?;
+    }
+    // Init reports how the command ended over an abstract socket it connects to first thing
+    // (before the command exists), so nothing the command does can speak for it.
+    let mut name = [0u8; 16];
+    getrandom::fill(&mut name).map_err(|e| format!("cannot name the status channel: {e}"))?;
+    let name: String = name.iter().map(|b| format!("{b:02x}")).collect();
+    let address = SocketAddr::from_abstract_name(format!("toolbelt-mcp-init-{name}"))
+        .map_err(|e| format!("cannot name the status channel: {e}"))?;
+    let listener = UnixListener::bind_addr(&address).map_err(|e| format!("cannot open the status channel: {e}"))?;
+    let mut writable = contract.writable.clone();
+    writable.extend(temps);
+    let init = InitArgs { status: name, abi: contract.abi, writable, cwd: contract.cwd.clone() };
+    let init = serde_json::to_string(&init).map_err(|e| format!("cannot pass the plan to init: {e}"))?;
+    forwarded().thread_block().map_err(|e| format!("cannot block signals: {e}"))?;
+    let child = std::process::Command::new("/proc/self/exe")
+        .arg(super::INIT_SUBCOMMAND)
+        .arg(init)
+        .arg("--")
+        .arg(program)
+        .args(rest)
+        .spawn()
+        .map_err(|e| format!("cannot start the sandbox's init: {e}"))?;
+    timings.step("spawn-init");
+    Ok((listener, child))
+}
+
+/// Signals the helper and init block and wait for: children ending, and the ones the server
+/// sends a command's group (init passes them on to a command that left the group).
+pub fn forwarded() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+    ] {
+        set.add(signal);
+    }
+    set
+}
+
+/// Waits for init's report of how the command ended, and ends the same way. The report comes
+/// once the command and everything it left are gone; init's own exit (and its namespace's
+/// teardown) is not waited for: init dies with the helper (parent-death signal).
+fn wait(listener: UnixListener, mut init: std::process::Child) -> ExitCode {
+    let report = match connection(&listener, &mut init) {
+        Some(stream) => read_report(stream),
+        None => String::new(),
+    };
+    drop(listener);
+    let mut words = report.split_whitespace();
+    let number = |w: Option<&str>| w.and_then(|n| n.parse::<i32>().ok());
+    match (words.next(), number(words.next())) {
+        (Some("exit"), Some(code)) => ExitCode::from(code as u8),
+        (Some("signal"), Some(signal)) => end_by(signal),
+        // No report: init itself was killed (its signal is the command's end) or failed.
+        _ => {
+            use std::os::unix::process::ExitStatusExt;
+            match init.wait().map(|status| (status.code(), status.signal())) {
+                Ok((Some(code), _)) => ExitCode::from(code as u8),
+                Ok((None, Some(signal))) => end_by(signal),
+                _ => ExitCode::from(super::SETUP_FAILED),
+            }
+        }
+    }
+}
+
+/// Init's connection, accepted as soon as init makes it (first thing it does); `None` if init
+/// ended before making it.
+fn connection(listener: &UnixListener, init: &mut std::process::Child) -> Option<UnixStream> {
+    let _ = listener.set_nonblocking(true);
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => return Some(stream),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return None,
+        }
+        if !matches!(init.try_wait(), Ok(None)) {
+            return listener.accept().ok().map(|(stream, _)| stream);
+        }
+        let mut ready = [PollFd::new(listener, PollFlags::IN)];
+        let _ = rustix::event::poll(&mut ready, Some(&Timespec { tv_sec: 0, tv_nsec: 5_000_000 }));
+    }
+}
+
+/// The report line (`exit N` or `signal N`); empty when init closed without one.
+fn read_report(stream: UnixStream) -> String {
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(stream.take(64)).read_line(&mut line);
+    line
+}
+
+/// Ends this process by `signal` (so the server sees the command's signal), or with
+/// `128 + signal` when the signal does not end a process.
+fn end_by(signal: i32) -> ExitCode {
+    if let Ok(signal) = Signal::try_from(signal) {
+        // Only this one: another pending (blocked) signal must not end the helper instead.
+        let mut only = SigSet::empty();
+        only.add(signal);
+        let _ = only.thread_unblock();
+        let _ = std::io::stderr().flush();
+        let _ = nix::sys::signal::raise(signal);
+    }
+    ExitCode::from((128 + signal) as u8)
+}
+
+fn parse(args: Vec<OsString>) -> Result<(Contract, OsString, Vec<OsString>), String> {
+    let mut args = args.into_iter();
+    let contract = args.next().ok_or("no contract")?;
+    let contract: Contract = serde_json::from_str(&contract.to_string_lossy())
+        .map_err(|e| format!("the sandbox contract does not parse: {e}"))?;
+    if args.next().is_none_or(|sep| sep != "--") {
+        return Err("no `--` before the program".into());
+    }
+    let program = args.next().ok_or("no program after `--`")?;
+    Ok((contract, program, args.collect()))
+}

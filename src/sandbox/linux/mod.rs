@@ -1,0 +1,72 @@
+//! The Linux enforcement of the sandbox contract, applied in the order a command meets it:
+//! the helper (`helper.rs`: session, parent death, namespaces, the filesystem view, limits)
+//! then init (`init.rs`: `/proc`, capabilities, Landlock, seccomp, the command as PID 2).
+//! Both are re-execs of this binary, dispatched in `main` before anything else runs, so they
+//! are single-threaded and need no `pre_exec` hook (no `unsafe`).
+
+pub mod caps;
+pub mod helper;
+pub mod init;
+pub mod limits;
+pub mod mounts;
+pub mod namespaces;
+pub mod probe;
+pub mod seccomp;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+
+/// The hidden subcommand of the helper.
+pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
+/// The hidden subcommand of init.
+pub const INIT_SUBCOMMAND: &str = "__sandbox-init";
+/// The exit status of a command the sandbox could not set up (like a shell's "cannot run").
+pub const SETUP_FAILED: u8 = 126;
+/// How a setup failure is reported on stderr, so the server can recognise it.
+pub const SETUP_PREFIX: &str = "toolbelt-mcp sandbox:";
+
+/// What the helper tells init.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitArgs {
+    /// The abstract socket name of the status channel (after `toolbelt-mcp-init-`).
+    pub status: String,
+    /// The Landlock ABI to enforce.
+    pub abi: u8,
+    /// Everything the command may write, as it is seen now (temp dirs by their system paths).
+    pub writable: Vec<PathBuf>,
+    /// The command's working directory.
+    pub cwd: PathBuf,
+}
+
+/// Reports a setup failure on stderr (the command's) and exits with [`SETUP_FAILED`].
+pub fn setup_failed(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "{SETUP_PREFIX} {message}; the command was not run");
+    ExitCode::from(SETUP_FAILED)
+}
+
+/// Per-step timing of the helper and init, for the bench's per-layer report: with
+/// `TOOLBELT_SANDBOX_TIMINGS` set, each step prints `timing PROCESS STEP MICROSECONDS` (since
+/// the previous step) on stderr.
+pub struct Timings {
+    process: &'static str,
+    last: Option<std::time::Instant>,
+}
+
+impl Timings {
+    /// Starts timing `process` (`helper` or `init`), if asked to.
+    pub fn start(process: &'static str) -> Self {
+        let on = std::env::var_os("TOOLBELT_SANDBOX_TIMINGS").is_some();
+        Self { process, last: on.then(std::time::Instant::now) }
+    }
+
+    /// Reports the time since the previous step as `step`.
+    pub fn step(&mut self, step: &str) {
+        if let Some(last) = self.last {
+            let _ = writeln!(std::io::stderr(), "timing {} {step} {}", self.process, last.elapsed().as_micros());
+            self.last = Some(std::time::Instant::now());
+        }
+    }
+}
