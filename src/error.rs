@@ -104,6 +104,16 @@ pub enum ToolError {
         /// The current hash.
         actual: String,
     },
+    /// Another process held the file's edit lock for the whole wait.
+    #[error(
+        "`{path}` is being edited by another process (it held the file's edit lock for {seconds} s); try again in a moment"
+    )]
+    Locked {
+        /// The path.
+        path: String,
+        /// How long this call waited.
+        seconds: u64,
+    },
     /// An edit whose text was not found, or found too often.
     #[error("{0}")]
     EditFailed(String),

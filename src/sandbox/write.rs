@@ -7,7 +7,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ use crate::sandbox::{Roots, fs};
 
 pub use crate::sandbox::journal::TempJournal;
 
+mod lock;
 mod tree;
 
 /// Suffix of our temp files; leftovers of a killed server are swept by [`TempJournal`].
@@ -35,6 +36,9 @@ pub struct Target {
     name: OsString,
     real: PathBuf,
     shown: String,
+    /// The edit lock on the file `read_existing` read, and the sha256 of what it read; held
+    /// until the target is dropped, after the commit.
+    held: std::sync::Mutex<Option<(lock::Held, [u8; 32])>>,
 }
 
 /// A regular file's current content, read through the target's directory handle.
@@ -105,7 +109,14 @@ impl Target {
         let mut real = ancestor_real.clone();
         real.extend(&missing);
         real.push(name);
-        let target = Self { dir, missing, name: name.to_os_string(), shown: roots.show(&real), real };
+        let target = Self {
+            dir,
+            missing,
+            name: name.to_os_string(),
+            shown: roots.show(&real),
+            real,
+            held: std::sync::Mutex::new(None),
+        };
         if target.missing.is_empty()
             && let Ok(stat) = rustix::fs::statat(&target.dir, &target.name, AtFlags::SYMLINK_NOFOLLOW)
             && FileType::from_raw_mode(stat.st_mode) == FileType::Symlink
@@ -128,18 +139,22 @@ impl Target {
         &self.real
     }
 
-    /// The current regular file at the target, if any, read whole up to `limit` bytes.
+    /// The current regular file at the target, if any, read whole up to `limit` bytes. The
+    /// target keeps it locked against other processes' edits until it is dropped, and a
+    /// commit checks it still holds what was read.
     pub fn read_existing(&self, limit: u64) -> Result<Option<Existing>, ToolError> {
         if !self.missing.is_empty() {
             return Ok(None);
         }
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        let fd = match rustix::fs::openat(&self.dir, &self.name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(err) => return Err(ToolError::io("read", &self.shown, err.into())),
+        let held = match lock::lock_file(&self.dir, &self.name, lock::LOCK_WAIT) {
+            Ok(Some(held)) => held,
+            Ok(None) => return Ok(None),
+            Err(lock::LockError::Busy) => {
+                return Err(ToolError::Locked { path: self.shown.clone(), seconds: lock::LOCK_WAIT.as_secs() });
+            }
+            Err(lock::LockError::Io(err)) => return Err(ToolError::io("read", &self.shown, err.into())),
         };
-        let stat = rustix::fs::fstat(&fd).map_err(|e| ToolError::io("read", &self.shown, e.into()))?;
+        let stat = rustix::fs::fstat(&held.fd).map_err(|e| ToolError::io("read", &self.shown, e.into()))?;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile => {}
             FileType::Directory => return Err(ToolError::IsADirectory { path: self.shown.clone() }),
@@ -156,12 +171,29 @@ impl Target {
                 what: "edits (set `max_edit_bytes` in the config file to raise it)",
             });
         }
-        let mut bytes = Vec::with_capacity(size as usize);
-        std::fs::File::from(fd)
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| ToolError::io("read", &self.shown, e))?;
+        let bytes = read_from_start(&held.fd, limit).map_err(|e| ToolError::io("read", &self.shown, e))?;
+        *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some((held, sha256(&bytes)));
         Ok(Some(Existing { bytes, mode: stat.st_mode & 0o7777 }))
+    }
+
+    /// Fails if the file this target read was replaced or changed since (by a program that
+    /// does not take our lock: an editor, a command); nothing to check if it read none.
+    fn check_unchanged_since_read(&self) -> Result<(), ToolError> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((held, read)) = held.as_ref() else { return Ok(()) };
+        let now = if held.still_at(&self.dir, &self.name) {
+            read_from_start(&held.fd, u64::MAX).map(|bytes| sha256(&bytes)).ok()
+        } else {
+            None
+        };
+        if now.as_ref() == Some(read) {
+            return Ok(());
+        }
+        Err(ToolError::StaleHash {
+            path: self.shown.clone(),
+            expected: hex(read),
+            actual: now.map_or_else(|| "a different file".to_string(), |now| hex(&now)),
+        })
     }
 
     /// Whether a directory exists at the target.
@@ -253,6 +285,7 @@ impl Target {
         let mut file = std::fs::File::from(fd);
         file.write_all(bytes).map_err(|e| ToolError::io("write", &self.shown, e))?;
         rustix::fs::fsync(&file).map_err(|e| io_err("flush", e))?;
+        self.check_unchanged_since_read()?;
         let rename_flags = match replace {
             Replace::Never => RenameFlags::NOREPLACE,
             Replace::Allowed => RenameFlags::empty(),
@@ -269,6 +302,7 @@ impl Target {
 
     /// Removes the file at the target (used by undo of a creation).
     pub fn remove_file(&self) -> Result<(), ToolError> {
+        self.check_unchanged_since_read()?;
         rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::empty())
             .map_err(|e| ToolError::io("remove", &self.shown, e.into()))
     }
@@ -350,6 +384,32 @@ fn open_beneath(root: &Path, relative: &Path) -> io::Result<OwnedFd> {
     Ok(rustix::fs::openat2(&root_fd, relative, dir_flags, Mode::empty(), resolve)?)
 }
 
+/// The whole file behind `fd`, from its start, up to `limit` bytes (one more shows it was
+/// larger).
+fn read_from_start(fd: &OwnedFd, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut offset = 0u64;
+    while offset <= limit {
+        let n = rustix::io::pread(fd, &mut chunk, offset)?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        offset += n as u64;
+    }
+    Ok(bytes)
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
+}
+
+fn hex(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// `.name.<pid>.<n>.toolbelt-tmp`, short enough for any file system.
 fn temp_name(name: &OsStr) -> OsString {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -357,4 +417,59 @@ fn temp_name(name: &OsStr) -> OsString {
     let stem = String::from_utf8_lossy(&bytes[..bytes.len().min(100)]).into_owned();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     OsString::from(format!(".{stem}.{}.{n}{TEMP_SUFFIX}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(content: &str) -> (tempfile::TempDir, Roots, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let file = root.join("f.txt");
+        std::fs::write(&file, content).unwrap();
+        (tmp, Roots::new(vec![root]), file)
+    }
+
+    #[test]
+    fn a_change_by_a_program_without_the_lock_is_never_overwritten() {
+        let journal_dir = tempfile::tempdir().unwrap();
+        let journal = TempJournal::new(journal_dir.path());
+        // In place (an append, an editor saving over the file), then by rename.
+        for replace_by_rename in [false, true] {
+            let (_tmp, roots, file) = setup("one\n");
+            let mut target = Target::resolve(&roots, "f.txt").unwrap();
+            let read = target.read_existing(u64::MAX).unwrap().unwrap();
+            assert_eq!(read.bytes, b"one\n");
+            if replace_by_rename {
+                std::fs::write(file.with_extension("new"), "theirs\n").unwrap();
+                std::fs::rename(file.with_extension("new"), &file).unwrap();
+            } else {
+                use std::io::Write;
+                std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(b"theirs\n").unwrap();
+            }
+            let err = target.write_atomic(b"ours\n", None, Replace::Allowed, &journal).unwrap_err().to_string();
+            assert!(err.contains("changed since it was read"), "{err}");
+            assert!(std::fs::read_to_string(&file).unwrap().contains("theirs"));
+            let err = target.remove_file().unwrap_err().to_string();
+            assert!(err.contains("changed since it was read"), "{err}");
+            assert!(file.exists());
+        }
+    }
+
+    #[test]
+    fn an_unchanged_file_is_replaced_and_the_lock_is_held_until_then() {
+        let journal_dir = tempfile::tempdir().unwrap();
+        let journal = TempJournal::new(journal_dir.path());
+        let (_tmp, roots, file) = setup("one\n");
+        let mut target = Target::resolve(&roots, "f.txt").unwrap();
+        target.read_existing(u64::MAX).unwrap().unwrap();
+        let other = Target::resolve(&roots, "f.txt").unwrap();
+        let dir = rustix::fs::open(file.parent().unwrap(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let busy = lock::lock_file(&dir, OsStr::new("f.txt"), std::time::Duration::from_millis(20));
+        assert!(matches!(busy, Err(lock::LockError::Busy)), "{busy:?}");
+        target.write_atomic(b"two\n", None, Replace::Allowed, &journal).unwrap();
+        drop(target);
+        assert_eq!(other.read_existing(u64::MAX).unwrap().unwrap().bytes, b"two\n");
+    }
 }

@@ -7,6 +7,7 @@ mod confinement;
 mod corners;
 mod escapes;
 pub mod http;
+mod integrity;
 mod isolation;
 mod list_dir;
 mod llm;

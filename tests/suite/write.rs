@@ -590,6 +590,12 @@ async fn apply_patch_is_all_or_nothing_and_explains_the_failing_hunk() {
     let exists =
         client.err(op("apply_patch", json!({"patch": "--- /dev/null\n+++ b/README.md\n@@ -0,0 +1 @@\n+x\n"}))).await;
     assert!(exists.contains("`README.md` already exists"), "{exists}");
+    let started = std::time::Instant::now();
+    let twice = "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,1 +1,1 @@\n-fn main() {\n+fn main() -> () {\n--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,1 +1,1 @@\n-fn main() {\n+fn main() {}\n";
+    let err = client.err(op("apply_patch", json!({"patch": twice}))).await;
+    assert!(err.contains("`src/main.rs` appears more than once in the patch"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "it waited on its own lock");
+    assert_eq!(read(&ws, "src/main.rs"), main_before);
     client.close().await;
 }
 

@@ -111,6 +111,17 @@ enum Plan {
 /// Computes every file's new content; any problem fails the whole patch before a write.
 fn plan(files: &[FilePatch], targets: Vec<Target>, context: &Context) -> Result<Vec<Plan>, ToolError> {
     let limit = context.config.max_edit_bytes;
+    // Each file once: a second section would edit the original again and undo the first
+    // (and wait on the edit lock the first holds).
+    let mut seen = std::collections::HashSet::new();
+    for target in &targets {
+        if !seen.insert(target.real().to_path_buf()) {
+            return Err(ToolError::EditFailed(format!(
+                "`{}` appears more than once in the patch; put all of its hunks in one section. No file was changed",
+                target.shown()
+            )));
+        }
+    }
     let mut targets = targets.into_iter();
     let mut next =
         || targets.next().ok_or_else(|| ToolError::Internal("the gate returned fewer targets than paths".into()));
