@@ -315,6 +315,11 @@ impl Session {
     }
 }
 
+/// Removes the undo blobs of sessions whose server was killed (a clean exit removes its own).
+pub fn sweep_undo(state_dir: &std::path::Path) -> usize {
+    fs::remove_dirs_of_dead_servers(&state_dir.join("undo"), "")
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         fs::remove_state_dir(&self.undo_dir);

@@ -126,6 +126,27 @@ pub fn remove_state_dir(path: &Path) {
     let _ = std::fs::remove_dir_all(path);
 }
 
+/// Removes the folders in `dir` named `{prefix}{pid}-…` whose server process `pid` is gone
+/// (a killed server's undo blobs, spilled output, private temp dirs) and that this user owns;
+/// returns how many went.
+pub fn remove_dirs_of_dead_servers(dir: &Path, prefix: &str) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let mut removed = 0;
+    for name in file_names(dir) {
+        let text = name.to_string_lossy();
+        let Some(pid) = text.strip_prefix(prefix).and_then(|rest| rest.split('-').next()?.parse::<u32>().ok()) else {
+            continue;
+        };
+        let path = dir.join(&name);
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            removed += usize::from(std::fs::remove_dir_all(&path).is_ok());
+        }
+    }
+    removed
+}
+
 /// Creates (or truncates) a file the CLI user named, such as the agent's `--transcript`: the
 /// user's own choice, not a tool operation, so it is not confined to a root.
 pub fn create_user_file(path: &Path) -> io::Result<File> {

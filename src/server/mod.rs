@@ -179,16 +179,29 @@ impl Server {
     }
 }
 
-/// Removes, off the startup path, the temp files and spilled output a killed server left.
+/// How often a running server looks again for what killed servers left.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes, off the startup path and then every `SWEEP_EVERY`, what servers that were killed
+/// left: temp files of interrupted writes, undo blobs, spilled output and private temp dirs.
 pub fn sweep_leftovers(config: &Config) {
-    let journal = crate::sandbox::write::TempJournal::new(&config.state_dir);
     let state_dir = config.state_dir.clone();
-    tokio::task::spawn_blocking(move || {
-        let removed = journal.sweep();
-        if removed > 0 {
-            tracing::info!(removed, "removed temp files left by a server that was killed mid-write");
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            every.tick().await;
+            let state_dir = state_dir.clone();
+            let swept = tokio::task::spawn_blocking(move || {
+                let temp_files = crate::sandbox::write::TempJournal::new(&state_dir).sweep();
+                let dirs = crate::session::sweep_undo(&state_dir) + crate::terminal::sweep_spills(&state_dir);
+                (temp_files, dirs)
+            });
+            if let Ok((temp_files, dirs)) = swept.await
+                && temp_files + dirs > 0
+            {
+                tracing::info!(temp_files, dirs, "removed what servers that were killed left behind");
+            }
         }
-        crate::terminal::sweep_spills(&state_dir);
     });
 }
 

@@ -292,17 +292,8 @@ impl Registry {
     }
 }
 
-/// Removes spilled output left by servers that are no longer running.
-pub fn sweep_spills(state_dir: &Path) {
-    let dir = state_dir.join("output");
-    for name in fs::file_names(&dir) {
-        let text = name.to_string_lossy();
-        let pid = text.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid
-            && pid != std::process::id()
-            && !fs::is_dir(Path::new(&format!("/proc/{pid}")))
-        {
-            fs::remove_state_dir(&dir.join(&name));
-        }
-    }
+/// Removes spilled output and private temp dirs left by servers that are no longer running.
+pub fn sweep_spills(state_dir: &Path) -> usize {
+    fs::remove_dirs_of_dead_servers(&state_dir.join("output"), "")
+        + fs::remove_dirs_of_dead_servers(&std::env::temp_dir(), "toolbelt-mcp-")
 }

@@ -71,3 +71,58 @@ async fn overlapping_patches_from_three_server_processes_lose_nothing() {
         client.close().await;
     }
 }
+
+/// Servers killed (`SIGKILL`) in the middle of their work leave undo blobs, spilled output and
+/// private temp dirs; the next server removes them all and keeps only its own.
+#[tokio::test]
+async fn what_killed_servers_left_is_removed_by_the_next_start() {
+    let ws = Workspace::new();
+    let state = ws.state_home.join("toolbelt-mcp");
+    // Its own temp dir: other tests' servers sweep the shared one at their start.
+    let temp = ws.state_home.join("system-tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let env = [("TMPDIR", temp.to_str().unwrap())];
+    let big: String =
+        (0..40_000).map(|i| format!("line {i} of a file large enough for its undo data to go to disk\n")).collect();
+    std::fs::write(ws.root.join("big.txt"), &big).unwrap();
+    let mut killed = Vec::new();
+    for round in 0..4 {
+        let client = Client::start_with_env(&ws, &[], &env).await;
+        client.ok(op("insert_lines", json!({"path": "big.txt", "line": 0, "text": format!("round {round}")}))).await;
+        let spilled = client.run("seq 1 200000").await;
+        assert!(!spilled.is_error, "{}", spilled.text);
+        let pid = client.pid.unwrap();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+        assert!(super::common::wait_gone(pid, 10).await);
+        let left = dirs_of(&state.join("undo"), pid) * dirs_of(&state.join("output"), pid) * dirs_of(&temp, pid);
+        assert!(left > 0, "server {pid} left nothing to collect: the test proves nothing");
+        killed.push(pid);
+        drop(client);
+    }
+    let next = Client::start_with_env(&ws, &[], &env).await;
+    next.run("true").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let left = |pid: u32| dirs_of(&state.join("undo"), pid) + dirs_of(&state.join("output"), pid) + dirs_of(&temp, pid);
+    while killed.iter().any(|pid| left(*pid) > 0) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for pid in &killed {
+        assert_eq!(left(*pid), 0, "server {pid}'s leftovers are still there");
+    }
+    // The live server's own are kept.
+    assert!(dirs_of(&state.join("output"), next.pid.unwrap()) > 0);
+    next.close().await;
+}
+
+/// Entries of `dir` that belong to server `pid` (`PID-N` or `toolbelt-mcp-PID-N`).
+fn dirs_of(dir: &std::path::Path, pid: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let name = name.strip_prefix("toolbelt-mcp-").unwrap_or(&name).to_string();
+            name.split('-').next() == Some(pid.to_string().as_str())
+        })
+        .count()
+}
