@@ -40,7 +40,15 @@ fn main() -> ExitCode {
         // The agent's stderr is its progress display: warnings only, whatever `RUST_LOG` says
         // of the other commands.
         init_logging("warn");
-        return agent::main(args);
+        // With `--server-url` on this machine and no token given: the one a local server
+        // generated into its state dir.
+        let local_token = || {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let env = |key: &str| std::env::var_os(key);
+            let state_dir = config::plain_state_dir(args.common.state_dir.as_deref(), &env, &cwd);
+            config::http::generated_token_in(&state_dir)
+        };
+        return agent::main(args, &local_token);
     }
     let http = matches!(&cli.command, Command::Serve(args) if args.http.http.is_some());
     // Over HTTP, one log line per request at `info`; on stdio, warnings only.

@@ -34,11 +34,11 @@ const EXIT_LIMIT: u8 = 2;
 const EXIT_DENIED: u8 = 3;
 
 /// Runs the agent; the exit code says how it ended.
-pub fn main(args: &AgentArgs) -> ExitCode {
+pub fn main(args: &AgentArgs, local_token: &dyn Fn() -> Option<String>) -> ExitCode {
     // TLS for the provider and for `--server-url`: rustls with ring (see Cargo.toml).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let reporter = Arc::new(Reporter::new());
-    let setup = match settings::Setup::resolve(args, &|key| std::env::var_os(key)) {
+    let setup = match settings::Setup::resolve(args, &|key| std::env::var_os(key), local_token) {
         Ok(setup) => setup,
         Err(err) => return fail(&reporter, &err.to_string()),
     };

@@ -67,8 +67,14 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Resolves `args` with `env`, reading the task from stdin when `-p` is not given.
-    pub fn resolve(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Self, SettingsError> {
+    /// Resolves `args` with `env`, reading the task from stdin when `-p` is not given;
+    /// `local_token` reads the token a server on this machine generated (the caller knows
+    /// where state lives).
+    pub fn resolve(
+        args: &AgentArgs,
+        env: &dyn Fn(&str) -> Option<OsString>,
+        local_token: &dyn Fn() -> Option<String>,
+    ) -> Result<Self, SettingsError> {
         let stdin_tty = std::io::stdin().is_terminal();
         let task = match &args.prompt {
             Some(task) => task.clone(),
@@ -96,7 +102,7 @@ impl Setup {
             Some(root) => crate::sandbox::fs::canonicalize(root).unwrap_or_else(|_| root.clone()),
             None => std::env::current_dir().map_err(|e| SettingsError::NoCurrentDir(e.to_string()))?,
         };
-        let target = target(args, env)?;
+        let target = target(args, env, local_token)?;
         let provider = provider(args, env)?;
         let filter = Filter { allow: args.allow_tools.clone(), deny: args.deny_tools.clone() };
         Ok(Self { task, root, provider, max_output_tokens: args.max_output_tokens, answering, target, filter })
@@ -132,16 +138,18 @@ pub fn provider(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Res
 }
 
 /// The server to connect to.
-fn target(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Target, SettingsError> {
+fn target(
+    args: &AgentArgs,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    local_token: &dyn Fn() -> Option<String>,
+) -> Result<Target, SettingsError> {
     if let Some(url) = &args.server_url {
         let mut token =
             env("TOOLBELT_AUTH_TOKEN").map(|t| t.to_string_lossy().trim().to_string()).filter(|t| !t.is_empty());
         // A server on this machine generated its token into the state dir: use it.
         let local = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"].iter().any(|p| url.starts_with(p));
         if token.is_none() && local {
-            let cwd = std::env::current_dir().unwrap_or_default();
-            let state_dir = crate::config::plain_state_dir(args.common.state_dir.as_deref(), env, &cwd);
-            token = crate::config::http::generated_token_in(&state_dir);
+            token = local_token();
         }
         return Ok(Target::Url { url: url.clone(), token });
     }
@@ -232,8 +240,8 @@ mod tests {
         );
         let cmd = parse(&["--server-cmd", "npx -y 'a b'"]);
         assert!(
-            matches!(target(&cmd, &env(&[])).unwrap(), Target::Spawn { program, args } if program.as_os_str() == "npx" && args == ["-y", "a b"])
+            matches!(target(&cmd, &env(&[]), &|| None).unwrap(), Target::Spawn { program, args } if program.as_os_str() == "npx" && args == ["-y", "a b"])
         );
-        assert!(target(&parse(&["--server-cmd", "x 'y"]), &env(&[])).is_err());
+        assert!(target(&parse(&["--server-cmd", "x 'y"]), &env(&[]), &|| None).is_err());
     }
 }
