@@ -39,8 +39,9 @@ pub fn report(config: &Config) -> String {
 
 /// Runs the probe as a sandboxed command.
 fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-    let (program, args) = confinement.wrap(exe.as_os_str(), &[PROBE_SUBCOMMAND.into()], cwd);
+    // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
+    // (a binary under `/tmp` is behind the command's private `/tmp`).
+    let (program, args) = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &[PROBE_SUBCOMMAND.into()], cwd);
     let out = std::process::Command::new(program)
         .args(args)
         .current_dir(cwd)
