@@ -193,7 +193,8 @@ pub fn sweep_leftovers(config: &Config) {
             let state_dir = state_dir.clone();
             let swept = tokio::task::spawn_blocking(move || {
                 let temp_files = crate::sandbox::write::TempJournal::new(&state_dir).sweep();
-                let dirs = crate::session::sweep_undo(&state_dir) + crate::terminal::sweep_spills(&state_dir);
+                let dirs = crate::session::sweep_undo(&state_dir)
+                    + crate::terminal::sweep_dead_servers_output_and_temp(&state_dir);
                 (temp_files, dirs)
             });
             if let Ok((temp_files, dirs)) = swept.await

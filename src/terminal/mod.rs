@@ -293,7 +293,7 @@ impl Registry {
 }
 
 /// Removes spilled output and private temp dirs left by servers that are no longer running.
-pub fn sweep_spills(state_dir: &Path) -> usize {
+pub fn sweep_dead_servers_output_and_temp(state_dir: &Path) -> usize {
     fs::remove_dirs_of_dead_servers(&state_dir.join("output"), "")
         + fs::remove_dirs_of_dead_servers(&std::env::temp_dir(), "toolbelt-mcp-")
 }
