@@ -290,6 +290,9 @@ pub enum ToolError {
     /// The todo and memory store failed, or a request broke one of its rules.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The client cancelled the call and it stopped.
+    #[error("cancelled: the client cancelled this call and it stopped; call it again to get the answer")]
+    Cancelled,
     #[error("internal error: {0}; this is a bug in toolbelt-mcp, please report it")]
     Internal(String),
 }

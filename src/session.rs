@@ -11,8 +11,16 @@ use crate::sandbox::fs;
 use crate::sandbox::write::TempJournal;
 use crate::terminal::Terminals;
 
+mod ledger;
+
 /// Default cap on the bytes of undo blobs one session keeps.
 pub const DEFAULT_UNDO_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Default cap on the bytes of undo blobs all the sessions of one server keep together.
+pub const DEFAULT_UNDO_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// Stamps changes in the order they were made, across sessions: the oldest goes first.
+static NEXT_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// One connection's state.
 #[derive(Debug)]
@@ -33,9 +41,10 @@ pub struct Session {
     /// Questions put to a protocol 2026-07-28 client (their fingerprints), with when: the
     /// answer comes with a retried call, and how long it took tells a person from a program.
     questions: Mutex<VecDeque<(String, std::time::Instant)>>,
-    history: Mutex<History>,
+    history: std::sync::Arc<Mutex<History>>,
     undo_dir: PathBuf,
     cap: u64,
+    total_cap: u64,
 }
 
 /// The changes made so far, oldest first.
@@ -47,6 +56,38 @@ struct History {
     call: u64,
     blob_bytes: u64,
     dropped: u64,
+    /// The stamp of each change, in step with `changes`.
+    stamps: VecDeque<u64>,
+}
+
+impl History {
+    /// The stamp of the oldest change that may be dropped: not one of the latest call.
+    fn oldest_droppable(&self) -> Option<u64> {
+        self.changes.front().filter(|change| change.call != self.call).and(self.stamps.front().copied())
+    }
+
+    /// Drops the oldest change and lets go of its blobs; returns their bytes.
+    fn drop_oldest(&mut self) -> u64 {
+        let Some(old) = self.changes.pop_front() else { return 0 };
+        self.stamps.pop_front();
+        let bytes = old.kind.blob_bytes();
+        self.blob_bytes -= bytes;
+        self.dropped += 1;
+        for before in old.kind.blobs() {
+            self.release(before);
+        }
+        bytes
+    }
+
+    /// Lets go of a blob (dropped from history or undone).
+    fn release(&mut self, before: &Before) {
+        match &before.blob {
+            Blob::Memory(_) => self.memory_bytes = self.memory_bytes.saturating_sub(before.len),
+            Blob::Disk(path) => {
+                let _ = fs::remove_file(path);
+            }
+        }
+    }
 }
 
 /// One recorded change of one path.
@@ -151,6 +192,8 @@ impl Session {
     /// and no terminal sessions yet.
     pub fn new(config: &crate::config::Config) -> Self {
         let (state_dir, cap) = (&config.state_dir, config.max_undo_bytes);
+        let history = std::sync::Arc::new(Mutex::new(History::default()));
+        ledger::register(&history);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let undo_dir = state_dir.join("undo").join(&id);
@@ -158,9 +201,10 @@ impl Session {
             id: id.clone(),
             journal: TempJournal::new(state_dir),
             writes: tokio::sync::Mutex::new(()),
-            history: Mutex::new(History::default()),
+            history,
             undo_dir,
             cap,
+            total_cap: config.max_undo_total_bytes,
             terminals: Terminals::new(config),
             grants: Mutex::new(Vec::new()),
             questions: Mutex::new(VecDeque::new()),
@@ -230,31 +274,23 @@ impl Session {
         Ok(Before { blob: Blob::Disk(path), len, mode })
     }
 
-    /// Lets go of a blob (dropped from history or undone).
-    fn release(&self, history: &mut History, before: &Before) {
-        match &before.blob {
-            Blob::Memory(_) => history.memory_bytes = history.memory_bytes.saturating_sub(before.len),
-            Blob::Disk(path) => {
-                let _ = fs::remove_file(path);
-            }
-        }
-    }
-
     /// Records a change made by the current call; drops the oldest calls' changes past the
-    /// size cap.
+    /// session's cap, then, past the process-wide cap, the oldest changes of any session.
     pub fn record(&self, operation: &'static str, path: PathBuf, shown: String, kind: ChangeKind) {
-        let mut history = self.history();
-        let call = history.call;
-        history.blob_bytes += kind.blob_bytes();
-        history.changes.push_back(Change { call, operation, path, shown, kind });
-        while history.blob_bytes > self.cap && history.changes.front().is_some_and(|c| c.call != call) {
-            if let Some(old) = history.changes.pop_front() {
-                history.blob_bytes -= old.kind.blob_bytes();
-                history.dropped += 1;
-                for before in old.kind.blobs() {
-                    self.release(&mut history, before);
-                }
+        let grew = {
+            let mut history = self.history();
+            let call = history.call;
+            let bytes = kind.blob_bytes();
+            history.blob_bytes += bytes;
+            history.changes.push_back(Change { call, operation, path, shown, kind });
+            history.stamps.push_back(NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            while history.blob_bytes > self.cap && history.oldest_droppable().is_some() {
+                history.drop_oldest();
             }
+            bytes > 0
+        };
+        if grew {
+            ledger::enforce(self.total_cap);
         }
     }
 
@@ -276,6 +312,7 @@ impl Session {
             keep -= 1;
         }
         let taken: Vec<Change> = history.changes.drain(keep..).rev().collect();
+        history.stamps.truncate(keep);
         history.blob_bytes -= taken.iter().map(|c| c.kind.blob_bytes()).sum::<u64>();
         taken
     }
@@ -286,6 +323,7 @@ impl Session {
         for change in changes {
             history.blob_bytes += change.kind.blob_bytes();
             history.changes.push_back(change);
+            history.stamps.push_back(NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         }
     }
 
@@ -294,7 +332,7 @@ impl Session {
         let mut history = self.history();
         for change in changes {
             for before in change.kind.blobs() {
-                self.release(&mut history, before);
+                history.release(before);
             }
         }
     }
@@ -323,5 +361,46 @@ pub fn sweep_undo(state_dir: &std::path::Path) -> usize {
 impl Drop for Session {
     fn drop(&mut self) {
         fs::remove_state_dir(&self.undo_dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(session: &Session, path: &str) {
+        session.begin_call();
+        let before = session.keep_before(&[b'a'; 1000], 0o644).unwrap();
+        let kind = ChangeKind::Wrote { before: Some(before), after_sha256: String::new(), created_dirs: Vec::new() };
+        session.record("create_file", PathBuf::from(path), path.to_string(), kind);
+    }
+
+    fn paths(session: &Session) -> (Vec<String>, u64) {
+        let (changes, dropped) = session.changes();
+        (changes.into_iter().map(|c| c.shown).collect(), dropped)
+    }
+
+    #[test]
+    fn the_oldest_change_of_any_session_goes_first_past_the_process_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_str().unwrap().to_string();
+        let env = move |key: &str| (key == "HOME").then(|| std::ffi::OsString::from(&home));
+        let config = crate::config::Config::resolve(&crate::cli::CommonArgs::default(), &env, tmp.path()).unwrap();
+        let mut config = (*config).clone();
+        (config.max_undo_bytes, config.max_undo_total_bytes) = (10_000, 2_500);
+        let (one, two) = (Session::new(&config), Session::new(&config));
+        kept(&one, "one-a");
+        kept(&one, "one-b");
+        kept(&two, "two-a");
+        assert_eq!(paths(&one), (vec!["one-b".to_string()], 1), "the oldest change of all went");
+        assert_eq!(paths(&two), (vec!["two-a".to_string()], 0));
+        // `one`'s last call is never dropped: the next oldest droppable change is `two`'s.
+        kept(&two, "two-b");
+        assert_eq!(paths(&one), (vec!["one-b".to_string()], 1));
+        assert_eq!(paths(&two), (vec!["two-b".to_string()], 1));
+        // A session that is gone no longer counts.
+        drop(one);
+        kept(&two, "two-c");
+        assert_eq!(paths(&two), (vec!["two-b".to_string(), "two-c".to_string()], 1));
     }
 }

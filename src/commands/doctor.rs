@@ -34,7 +34,10 @@ pub fn run(config: &Config) -> Result<(), String> {
     report.push_str(&format!("output budget: {}\n", config.output_budget.describe()));
     report.push_str(&format!("max image:     {} bytes\n", config.max_image_bytes));
     report.push_str(&format!("max edit:      {} bytes per file\n", config.max_edit_bytes));
-    report.push_str(&format!("undo data:     at most {} bytes per session\n", config.max_undo_bytes));
+    report.push_str(&format!(
+        "undo data:     at most {} bytes per session, {} for all the sessions of the server\n",
+        config.max_undo_bytes, config.max_undo_total_bytes
+    ));
     report.push_str(&format!("landlock:      {}\n", landlock.status));
     report.push_str(&sandbox_report(config, landlock.abi));
     std::io::stdout().lock().write_all(report.as_bytes()).map_err(|e| e.to_string())

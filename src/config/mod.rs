@@ -56,6 +56,9 @@ pub struct Config {
     pub max_edit_bytes: u64,
     /// Most bytes of undo data one session keeps (oldest dropped first).
     pub max_undo_bytes: u64,
+    /// Most bytes of undo data all the sessions of this server keep together (the oldest
+    /// change of any session dropped first).
+    pub max_undo_total_bytes: u64,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
     /// Where the default config file lives (`$XDG_CONFIG_HOME/toolbelt-mcp`), read or not:
@@ -102,6 +105,7 @@ struct FileConfig {
     max_image_bytes: Option<usize>,
     max_edit_bytes: Option<u64>,
     max_undo_bytes: Option<u64>,
+    max_undo_total_bytes: Option<u64>,
     sandbox: Option<SandboxMode>,
     network: Option<Network>,
     writable_roots: Option<Vec<PathBuf>>,
@@ -294,6 +298,7 @@ impl Config {
             max_image_bytes,
             max_edit_bytes: file.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
             max_undo_bytes: file.max_undo_bytes.unwrap_or(crate::session::DEFAULT_UNDO_BYTES),
+            max_undo_total_bytes: file.max_undo_total_bytes.unwrap_or(crate::session::DEFAULT_UNDO_TOTAL_BYTES),
             config_file,
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,

@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::Resolved;
+use crate::sandbox::{Resolved, beneath};
 
 /// Largest config-like file read whole (config files, committed schemas, the README).
 const SMALL_FILE_LIMIT: u64 = 4 * 1024 * 1024;
@@ -32,27 +32,25 @@ pub fn is_dir(path: &Path) -> bool {
     path.is_dir()
 }
 
-/// Metadata of a confined path.
+/// Metadata of a confined path, reached beneath its root without following a symlink.
 pub fn metadata(path: &Resolved) -> io::Result<Metadata> {
-    std::fs::metadata(path.real())
+    beneath::Root::open(path.root())?.symlink_metadata(path.real())
 }
 
-/// Opens a confined file for reading. `O_NOFOLLOW` makes a symlink swapped in at the last
-/// component after the check fail instead of being followed out of the roots.
-pub fn open_read(path: &Resolved) -> io::Result<File> {
-    open_no_follow(path.real())
+/// Opens a confined file for reading, beneath its root without following a symlink anywhere
+/// on the way (a directory swapped for one after the check makes it fail), without blocking
+/// on a FIFO; with the metadata of what was opened.
+pub fn open_read(path: &Resolved) -> io::Result<(File, Metadata)> {
+    beneath::Root::open(path.root())?.open_read(path.real())
 }
 
-/// Opens a regular file met while walking a root (walkers never follow symlinks).
-pub fn open_walked(path: &Path) -> io::Result<File> {
-    open_no_follow(path)
+/// The root of a walk held open: the walker opens, describes and re-checks the entries it
+/// meets through it (see [`beneath::Root`]).
+pub fn walk_root(walked: &Resolved) -> io::Result<beneath::Root> {
+    beneath::Root::open(walked.root())
 }
 
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
-}
-
-/// The target text of a symlink met while walking (not followed).
+/// The target text of a symlink (not followed): the config file's own check.
 pub fn read_link(path: &Path) -> io::Result<PathBuf> {
     std::fs::read_link(path)
 }

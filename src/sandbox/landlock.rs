@@ -108,6 +108,29 @@ pub fn restrict(rules: &Rules) -> Result<(), String> {
     }
 }
 
+/// Restricts the calling thread (and the threads it starts) to reading files and listing
+/// directories beneath `dirs` and reading `files`; everything else it may still do. Returns
+/// whether the kernel enforces it (`false` without Landlock); an error when Landlock is there
+/// but the ruleset could not be applied.
+pub fn restrict_reads(dirs: &[&std::path::Path], files: &[PathBuf]) -> Result<bool, String> {
+    if support().abi.is_none() {
+        return Ok(false);
+    }
+    let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(read)
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rules(path_beneath_rules(dirs, read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(files, AccessFs::ReadFile)))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| e.to_string())?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok(true),
+        other => Err(format!("the kernel enforced the read ruleset only as `{other:?}`")),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]
 mod tests {
@@ -147,5 +170,35 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(outcome, (true, std::io::ErrorKind::PermissionDenied));
+    }
+
+    #[test]
+    fn restrict_reads_confines_reads_on_a_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("in");
+        std::fs::create_dir(&inside).unwrap();
+        std::fs::write(inside.join("a"), "x").unwrap();
+        std::fs::write(dir.path().join("allowed"), "y").unwrap();
+        std::fs::write(dir.path().join("other"), "z").unwrap();
+        let base = dir.path().to_path_buf();
+        let outcome = std::thread::spawn(move || {
+            assert!(restrict_reads(&[inside.as_path()], &[base.join("allowed")]).unwrap());
+            let nested = std::thread::spawn({
+                let base = base.clone();
+                move || std::fs::read_dir(&base).is_err()
+            });
+            (
+                std::fs::read(inside.join("a")).is_ok(),
+                std::fs::read(base.join("allowed")).is_ok(),
+                std::fs::read(base.join("other")).is_err(),
+                nested.join().unwrap(),
+                std::fs::write(base.join("written"), "w").is_ok(),
+            )
+        })
+        .join()
+        .unwrap();
+        assert_eq!(outcome, (true, true, true, true, true));
+        // The rest of the process is not confined.
+        assert!(std::fs::read(dir.path().join("other")).is_ok());
     }
 }

@@ -1,6 +1,7 @@
 //! The sandbox: path confinement to the roots, the only module that touches the filesystem,
 //! directory walking, and kernel sandbox (Landlock) support.
 
+pub mod beneath;
 pub mod contract;
 pub mod exec;
 pub mod fs;

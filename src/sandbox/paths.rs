@@ -18,6 +18,7 @@ pub struct Roots {
 pub struct Resolved {
     real: PathBuf,
     shown: String,
+    root: PathBuf,
 }
 
 impl Resolved {
@@ -29,6 +30,11 @@ impl Resolved {
     /// How to show the path to the model: relative to the first root when inside it.
     pub fn shown(&self) -> &str {
         &self.shown
+    }
+
+    /// The root it lies in (the innermost, when roots nest): what its opens stay beneath.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 }
 
@@ -64,7 +70,9 @@ impl Roots {
         if !self.contains(&real) {
             return Err(ToolError::SymlinkEscape { path: input.to_string(), target: real, roots: self.joined() });
         }
-        Ok(Resolved { shown: self.show(&real), real })
+        let root = self.roots.iter().filter(|root| real.starts_with(root)).max_by_key(|root| root.as_os_str().len());
+        let root = root.cloned().unwrap_or_else(|| real.clone());
+        Ok(Resolved { shown: self.show(&real), real, root })
     }
 
     /// How to show an absolute path found inside the roots: relative to the first root when
@@ -113,7 +121,7 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn setup() -> (tempfile::TempDir, Roots, PathBuf) {
+    pub(super) fn setup() -> (tempfile::TempDir, Roots, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let base = tmp.path().canonicalize().unwrap();
         let root = base.join("root");
@@ -158,5 +166,65 @@ mod tests {
     fn normalize_folds_dots() {
         assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
         assert_eq!(normalize(Path::new("/../..")), PathBuf::from("/"));
+    }
+}
+
+/// Property tests (CI runs them with many more cases: `PROPTEST_CASES`; failing inputs are
+/// kept under `proptest-regressions/`).
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The unit tests' root (symlinks in and out, a sibling sharing its prefix), with more
+    /// symlinks climbing out.
+    fn layout() -> (tempfile::TempDir, Roots, PathBuf) {
+        let (tmp, roots, root) = super::tests::setup();
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("sub/up")).unwrap();
+        std::os::unix::fs::symlink("../..", root.join("sub/upup")).unwrap();
+        std::os::unix::fs::symlink("/", root.join("slash")).unwrap();
+        (tmp, roots, root)
+    }
+
+    fn segment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("..".to_string()),
+            Just(".".to_string()),
+            Just(String::new()),
+            Just("sub".to_string()),
+            Just("deeper".to_string()),
+            Just("file.txt".to_string()),
+            Just("escape".to_string()),
+            Just("inside".to_string()),
+            Just("dirlink".to_string()),
+            Just("up".to_string()),
+            Just("upup".to_string()),
+            Just("slash".to_string()),
+            Just("root-evil".to_string()),
+            Just("secret".to_string()),
+            Just("etc".to_string()),
+            "[a-z~\\\\]{1,3}".prop_map(String::from),
+        ]
+    }
+
+    proptest! {
+        /// Whatever path the model gives, what resolves lies inside the root, symlinks and all.
+        #[test]
+        fn fuzz_resolved_paths_stay_inside(
+            absolute in any::<bool>(),
+            segments in proptest::collection::vec(segment(), 0..8),
+        ) {
+            let (_tmp, roots, root) = layout();
+            let relative = segments.join("/");
+            let input = if absolute { format!("{}/{relative}", root.display()) } else { relative };
+            if let Ok(resolved) = roots.resolve(&input) {
+                let real = resolved.real();
+                prop_assert!(real.starts_with(&root), "`{}` resolved to `{}`", input, real.display());
+                prop_assert_eq!(std::fs::canonicalize(real).unwrap(), real.to_path_buf());
+                prop_assert_eq!(resolved.root(), root.as_path());
+            }
+        }
     }
 }

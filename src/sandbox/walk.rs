@@ -1,9 +1,12 @@
 //! Directory walking for list, glob and grep: the `ignore` walker configured once, so every
 //! operation skips the same things and never follows a symlink out of a root.
 
+use std::path::PathBuf;
+
 use ignore::WalkBuilder;
 
-use crate::sandbox::Resolved;
+use crate::error::ToolError;
+use crate::sandbox::{Resolved, fs};
 
 /// What a walk includes.
 #[derive(Debug, Clone, Copy)]
@@ -47,15 +50,59 @@ pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
     builder
 }
 
+/// The ignore files a walk reads above its root (`parents`): the kernel lets a confined walk
+/// read these and nothing else outside the root.
+const PARENT_IGNORE_FILES: [&str; 4] = [".gitignore", ".ignore", ".git", ".git/info/exclude"];
+
+/// Runs `work` on a thread of its own whose reads, and those of every thread it starts (the
+/// parallel walker's), the kernel confines (Landlock) to `walked`'s root and the ignore files
+/// above it: a directory swapped for a symlink mid-walk then reads as unreadable instead of
+/// listing what it points to. Without Landlock the walk runs as before (file contents are
+/// still opened beneath the root: [`fs::walk_root`]).
+pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> Result<T, ToolError> {
+    let root = walked.root();
+    let above: Vec<PathBuf> = root
+        .ancestors()
+        .skip(1)
+        .flat_map(|dir| PARENT_IGNORE_FILES.iter().map(move |name| dir.join(name)))
+        .filter(|file| fs::is_file(file))
+        .collect();
+    let outcome = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                crate::sandbox::landlock::restrict_reads(&[root], &above).map_err(|err| {
+                    ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display()))
+                })?;
+                Ok(work())
+            })
+            .join()
+    });
+    outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Whether the kernel confines walks ([`confined`]); when it cannot, walkers keep only the
+/// entries still there beneath the root ([`fs::walk_root`]), so a name listed through a swapped
+/// directory is dropped.
+pub fn kernel_confined() -> bool {
+    crate::sandbox::landlock::support().abi.is_some()
+}
+
 /// Threads for parallel walks: one per core, like ripgrep, capped at 12.
 pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
 }
 
-/// Visits every entry of a walk on several threads. Each thread gets its own state from
+/// Visits every entry of a walk of `walked` on several threads, confined to its root, until
+/// `stop` says so (the call was cancelled). Each thread gets its own state from
 /// `make` (a buffer, a searcher), passed to `visit` for each entry; the states are returned
 /// when the walk ends. Walk errors (unreadable directories) are counted, not fatal.
-pub fn visit_parallel<S, M, F>(builder: &WalkBuilder, make: M, visit: F) -> (Vec<S>, u64)
+pub fn visit_parallel<S, M, F>(
+    walked: &Resolved,
+    builder: &WalkBuilder,
+    stop: &(dyn Fn() -> bool + Sync),
+    make: M,
+    visit: F,
+) -> Result<(Vec<S>, u64), ToolError>
 where
     S: Send,
     M: Fn() -> S + Sync,
@@ -68,6 +115,7 @@ where
     struct Shared<'a, S, M, F> {
         make: &'a M,
         visit: &'a F,
+        stop: &'a (dyn Fn() -> bool + Sync),
         states: Mutex<Vec<S>>,
         errors: AtomicU64,
     }
@@ -77,6 +125,9 @@ where
     }
     impl<S: Send, M: Sync, F: Fn(&ignore::DirEntry, &mut S) + Sync> ParallelVisitor for Visitor<'_, '_, S, M, F> {
         fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
+            if (self.shared.stop)() {
+                return WalkState::Quit;
+            }
             match (entry, self.state.as_mut()) {
                 (Ok(entry), Some(state)) => (self.shared.visit)(&entry, state),
                 _ => {
@@ -101,8 +152,10 @@ where
         }
     }
 
-    let shared = Shared { make: &make, visit: &visit, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };
-    builder.clone().threads(threads()).build_parallel().visit(&mut &shared);
+    let shared = Shared { make: &make, visit: &visit, stop, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };
+    // Built here, unconfined: building reads the global git excludes (`core.excludesFile`).
+    let walk = builder.clone().threads(threads()).build_parallel();
+    confined(walked, || walk.visit(&mut &shared))?;
     let errors = shared.errors.load(Ordering::Relaxed);
-    (shared.states.into_inner().unwrap_or_default(), errors)
+    Ok((shared.states.into_inner().unwrap_or_default(), errors))
 }

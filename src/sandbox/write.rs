@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 
 use crate::error::ToolError;
 use crate::sandbox::paths::normalize;
@@ -105,7 +105,8 @@ impl Target {
             return Err(ToolError::NotADirectory { path: roots.show(&ancestor_real) });
         }
         let relative = ancestor_real.strip_prefix(root).unwrap_or(Path::new(""));
-        let dir = open_beneath(root, relative).map_err(|err| ToolError::io("open the directory of", input, err))?;
+        let dir = crate::sandbox::beneath::open_dir(root, relative)
+            .map_err(|err| ToolError::io("open the directory of", input, err))?;
         let mut real = ancestor_real.clone();
         real.extend(&missing);
         real.push(name);
@@ -371,17 +372,6 @@ impl Target {
         let _ = rustix::fs::fsync(&self.dir);
         Ok(created)
     }
-}
-
-/// Opens `relative` (no symlinks, canonical) beneath `root` as a directory handle.
-fn open_beneath(root: &Path, relative: &Path) -> io::Result<OwnedFd> {
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let root_fd = rustix::fs::open(root, dir_flags, Mode::empty())?;
-    if relative.as_os_str().is_empty() {
-        return Ok(root_fd);
-    }
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    Ok(rustix::fs::openat2(&root_fd, relative, dir_flags, Mode::empty(), resolve)?)
 }
 
 /// The whole file behind `fd`, from its start, up to `limit` bytes (one more shows it was

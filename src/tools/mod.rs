@@ -327,6 +327,7 @@ async fn gate_and_run<O: Operation>(
         .map(|target| target.real().to_path_buf())
         .filter(|path| crate::sandbox::protected::classify(path).is_some())
         .collect();
+    let cancel = context.signals.cancel.clone();
     let call = Call {
         subjects: approved.subjects,
         targets: approved.targets,
@@ -334,7 +335,16 @@ async fn gate_and_run<O: Operation>(
         unsandboxed: approved.unsandboxed,
         context,
     };
-    let reply = O::run(args, call).await;
+    let reply = match O::KIND {
+        // A read has no effect to finish: a cancelled one answers at once (its walk or scan
+        // sees the same token and stops too). Writes finish what they started (their diff has
+        // a deadline), so nothing lands after the call was answered.
+        EffectKind::Read => tokio::select! {
+            reply = O::run(args, call) => reply,
+            () = cancel.cancelled() => Err(ToolError::Cancelled),
+        },
+        _ => O::run(args, call).await,
+    };
     let terminals = &session.terminals;
     if !protected_writes.is_empty() {
         terminals.accept_writes(&protected_writes);

@@ -126,3 +126,88 @@ fn dirs_of(dir: &std::path::Path, pid: u32) -> usize {
         })
         .count()
 }
+
+/// Replacing a 200,000-line file with a dissimilar one answers within 2 s, with a summary
+/// diff (counts, first and last changed regions), and the session's next write is not kept
+/// waiting behind it.
+#[tokio::test]
+async fn a_huge_dissimilar_create_file_answers_promptly_with_a_summary() {
+    let ws = Workspace::new();
+    let old: String = (0..200_000).map(|n| format!("old line {n}\n")).collect();
+    std::fs::write(ws.root.join("huge.txt"), old).unwrap();
+    let new: String = (0..200_000).map(|n| format!("{n} is a new line\n")).collect();
+    let client = Client::start(&ws, &[]).await;
+    let started = std::time::Instant::now();
+    let reply = client.ok(op("create_file", json!({"path": "huge.txt", "content": new, "overwrite": true}))).await;
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(2), "create_file took {took:?}");
+    assert!(reply.text.contains("@@ summary: -200000 +200000 lines"), "{}", &reply.text[..reply.text.len().min(2000)]);
+    assert!(reply.text.contains("-old line 0") && reply.text.contains("+199999 is a new line"), "{}", reply.text);
+    assert_eq!(reply.structured["lines_added"], 200_000);
+    assert_eq!(std::fs::read_to_string(ws.root.join("huge.txt")).unwrap(), new);
+    let next = std::time::Instant::now();
+    client.ok(op("insert_lines", json!({"path": "README.md", "line": 0, "text": "next"}))).await;
+    assert!(next.elapsed() < std::time::Duration::from_secs(1), "the next write waited {:?}", next.elapsed());
+    client.close().await;
+}
+
+/// CPU time (user + system) the process `pid` has used so far.
+fn cpu_time(pid: u32) -> std::time::Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) end with `)`.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let per_second = std::process::Command::new("getconf").arg("CLK_TCK").output().unwrap().stdout;
+    let per_second: u64 = String::from_utf8(per_second).unwrap().trim().parse().unwrap();
+    std::time::Duration::from_millis(ticks * 1000 / per_second)
+}
+
+/// A grep over a large tree, cancelled by the client, stops: the call answers at once and the
+/// server's threads go idle within 100 ms.
+#[tokio::test]
+async fn a_cancelled_grep_stops_within_100_ms() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use std::time::{Duration, Instant};
+
+    let ws = Workspace::new();
+    let tree = ws.root.join("tree");
+    let line = "a line of text that the pattern never matches, long enough to make work\n";
+    let chunk = line.repeat(1_000_000 / line.len());
+    for dir in 0..8 {
+        std::fs::create_dir_all(tree.join(format!("d{dir}"))).unwrap();
+        for file in 0..20 {
+            std::fs::write(tree.join(format!("d{dir}/f{file}.txt")), &chunk).unwrap();
+        }
+    }
+    let client = Client::start(&ws, &[]).await;
+    let pid = client.pid.unwrap();
+    let args = op("grep_search", json!({"pattern": "NEVER_THERE_[0-9]+", "path": "tree"}));
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("file_operations").with_arguments(args.as_object().unwrap().clone()),
+    ));
+    // Uncancelled, the grep takes this long: the cancelled one must be much shorter.
+    let started = Instant::now();
+    let whole = client.service.send_cancellable_request(request.clone(), PeerRequestOptions::no_options()).await;
+    whole.unwrap().await_response().await.unwrap();
+    let full = started.elapsed();
+    assert!(full > Duration::from_millis(400), "the grep is too quick to cancel: {full:?}");
+
+    let handle = client.service.send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let busy_from = cpu_time(pid);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let busy = cpu_time(pid) - busy_from;
+    assert!(busy >= Duration::from_millis(50), "the grep was not running: {busy:?} of CPU in 100 ms");
+    handle.cancel(Some("test".into())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let idle_from = cpu_time(pid);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let after = cpu_time(pid) - idle_from;
+    assert!(after <= Duration::from_millis(40), "still working after the cancel: {after:?} of CPU in 400 ms");
+    // The server answers the next call at once.
+    let next = Instant::now();
+    client.ok(op("read_file", json!({"path": "README.md"}))).await;
+    assert!(next.elapsed() < Duration::from_millis(500), "{:?}", next.elapsed());
+    client.close().await;
+}

@@ -15,6 +15,7 @@ mod memory;
 pub mod policy;
 mod protocol;
 mod read_file;
+mod read_races;
 mod roots;
 mod sandbox;
 mod search;

@@ -14,7 +14,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use super::common::{BIN, Reply, Workspace, op, unpack};
+use super::common::{BIN, Client, Reply, Workspace, op, unpack};
 
 /// A client that declares elicitation and answers from a script: `allow_once`,
 /// `allow_session`, `deny` (with a note), or `timeout` (answers too late).
@@ -403,4 +403,17 @@ async fn protocol_2026_clients_are_asked_through_input_required_results() {
     assert!(!file(&service, "read_file", json!({"path": "modern.txt"})).await.is_error);
     assert_eq!(asker.asked(), 2);
     service.cancel().await.unwrap();
+}
+
+/// A command line that crashes tree-sitter-bash 0.25.1's scanner (`{` then a code point above
+/// U+00FF; found by the classifier's fuzz test) is answered, and the server lives on.
+#[tokio::test]
+async fn a_line_that_crashes_the_bash_grammar_does_not_crash_the_server() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let reply = client.run("echo {\u{31860}").await;
+    assert!(reply.text.contains('\u{31860}'), "{}", reply.text);
+    let reply = client.run("echo still-here").await;
+    assert!(!reply.is_error && reply.text.contains("still-here"), "{}", reply.text);
+    client.close().await;
 }

@@ -251,10 +251,37 @@ fn subcommand(args: &[Word]) -> Option<String> {
     None
 }
 
+/// Parses `source` as bash; `None` for text the grammar cannot take safely (see
+/// [`crashes_the_scanner`]).
 pub(crate) fn parse(source: &str) -> Option<Tree> {
+    if crashes_the_scanner(source) {
+        return None;
+    }
     let mut parser = Parser::new();
     parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
     parser.parse(source, None)
+}
+
+/// Whether tree-sitter-bash 0.25.1's scanner would crash the process on `source` (found by
+/// our fuzz test; upstream tree-sitter/tree-sitter-bash#337, fix unreleased): after `{`, it
+/// calls C's `isdigit` on the next code point, which reads past its table above U+00FF. The
+/// shapes it reads there: `{`, digits, and again after `{digits..`, digits.
+fn crashes_the_scanner(source: &str) -> bool {
+    let wide = |c: Option<char>| c.is_some_and(|c| u32::from(c) > 0xFF);
+    let mut rest = source;
+    while let Some(at) = rest.find('{') {
+        rest = &rest[at + 1..];
+        let after_digits = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+        if wide(after_digits.chars().next()) {
+            return true;
+        }
+        if let Some(range) = after_digits.strip_prefix("..")
+            && wide(range.trim_start_matches(|c: char| c.is_ascii_digit()).chars().next())
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// The commands of a plain script, or `None` if it holds anything else.
@@ -491,5 +518,90 @@ mod tests {
         assert_eq!(keys("ls -la src"), Some(vec!["ls".to_string()]));
         assert_eq!(keys("git -C sub status"), Some(vec!["git status".to_string()]));
         assert_eq!(keys("$X status"), None);
+    }
+}
+
+/// Property tests (CI runs them with many more cases: `PROPTEST_CASES`; failing inputs are
+/// kept under `proptest-regressions/`).
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rules() -> Rules {
+        let user = [vec!["touch".to_string()], vec!["git".into(), "push".into(), "--force".into()]];
+        Rules::new(&user, true, Some("/home/u".into()), &["/ws".into()])
+    }
+
+    /// `text` inside double quotes.
+    fn quoted(text: &str) -> String {
+        let mut out = String::from('"');
+        for c in text.chars() {
+            if matches!(c, '"' | '\\' | '$' | '`') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+        out
+    }
+
+    /// A forbidden command wrapped in valid shell that still runs it.
+    fn wrapped() -> impl Strategy<Value = String> {
+        // Simple commands, some behind a prefix that only a simple command can take.
+        let program = prop_oneof![
+            Just("touch F".to_string()),
+            Just("rm -rf /".to_string()),
+            Just("git push --force".to_string()),
+            Just("rm -fr ~".to_string()),
+        ];
+        let prefix = prop_oneof![Just(""), Just("timeout 5 "), Just("X=1 "), Just("nice "), Just("command ")];
+        let core = (prefix, program).prop_map(|(prefix, program)| format!("{prefix}{program}"));
+        core.prop_recursive(4, 16, 1, |inner| {
+            (inner, 0..12u8).prop_map(|(c, how)| match how {
+                0 => format!("true && {c}"),
+                1 => format!("{c} || true"),
+                2 => format!("echo hi; {c}"),
+                3 => format!("( {c} )"),
+                4 => format!("{{ {c}; }}"),
+                5 => format!("bash -c {}", quoted(&c)),
+                6 => format!("eval {}", quoted(&c)),
+                7 => format!("if true; then {c}; fi"),
+                8 => format!("for i in 1; do {c}; done"),
+                9 => format!("echo $( {c} )"),
+                10 => format!("f() {{ {c}; }}; f"),
+                _ => format!("ls | {c}"),
+            })
+        })
+    }
+
+    /// The inputs the fuzz test found crashing the bash grammar's scanner (SIGSEGV): read as
+    /// unreadable, so a forbidden command beside them is still caught.
+    #[test]
+    fn fuzz_found_scanner_crashes_are_not_parsed() {
+        for line in ["{\u{eeb4b}", "=🕴{\u{eeb4b}", "echo {12\u{31860}", "echo {1..2\u{31860}", "touch F; {\u{31860}"]
+        {
+            let class = classify(line, Given::default(), &rules()).class;
+            assert!(!matches!(class, CommandClass::KnownSafe | CommandClass::Other), "{line:?}: {class:?}");
+        }
+        assert!(!crashes_the_scanner("echo {a,b} {1..3} é{é} {\u{e9}"));
+    }
+
+    proptest! {
+        /// Any line at all is classified without a panic.
+        #[test]
+        fn fuzz_classify_never_panics(line in "\\PC{0,60}", env in proptest::collection::vec("[A-Z_]{1,6}=.{0,8}", 0..2)) {
+            let _ = classify(&line, Given { env: &env, stdin: None }, &rules());
+        }
+
+        /// However a forbidden command is wrapped, it is never let through as an ordinary one.
+        #[test]
+        fn fuzz_forbidden_commands_stay_forbidden(line in wrapped()) {
+            let class = classify(&line, Given::default(), &rules()).class;
+            prop_assert!(
+                matches!(class, CommandClass::Forbidden(_) | CommandClass::Unresolved(_)),
+                "`{}` was classified {:?}", line, class
+            );
+        }
     }
 }

@@ -53,6 +53,8 @@ fn walk_into(script: &str, home: Option<&str>, depth: usize, out: &mut Walked) {
     }
     let Some(tree) = parse(script) else {
         out.errors = true;
+        out.unknown.push("text the shell grammar cannot read".into());
+        fallback(script, home, out);
         return;
     };
     let root = tree.root_node();

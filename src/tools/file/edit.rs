@@ -114,11 +114,19 @@ pub struct Diff {
     pub removed: u64,
 }
 
-/// The unified diff from `old` (`None`: no file) to `new`.
+/// A diff changing more lines than this is summarised: counts and the first and last changed
+/// regions (nobody reads 400,000 diff lines, and rendering them costs seconds).
+const SUMMARY_OVER_LINES: u64 = 20_000;
+
+/// Lines of each region a summary shows.
+const REGION_LINES: usize = 20;
+
+/// The unified diff from `old` (`None`: no file) to `new`: in full, or summarised when it is
+/// too large or its deadline passed.
 pub fn diff(shown: &str, old: Option<&str>, new: &str) -> Diff {
     let before = old.unwrap_or("");
-    let deadline = std::time::Instant::now() + DIFF_DEADLINE;
-    let text_diff = similar::TextDiff::configure().deadline(deadline).diff_lines(before, new);
+    let started = std::time::Instant::now();
+    let text_diff = similar::TextDiff::configure().deadline(started + DIFF_DEADLINE).diff_lines(before, new);
     let (mut added, mut removed) = (0, 0);
     for op in text_diff.ops() {
         match op {
@@ -132,8 +140,38 @@ pub fn diff(shown: &str, old: Option<&str>, new: &str) -> Diff {
         }
     }
     let old_header = if old.is_some() { format!("a/{shown}") } else { "/dev/null".to_string() };
-    let text = text_diff.unified_diff().context_radius(3).header(&old_header, &format!("b/{shown}")).to_string();
-    Diff { lines: split_lines(&text), added, removed }
+    let new_header = format!("b/{shown}");
+    let mut unified = text_diff.unified_diff();
+    unified.context_radius(3).header(&old_header, &new_header);
+    let took_too_long = started.elapsed() >= DIFF_DEADLINE;
+    if !took_too_long && added + removed <= SUMMARY_OVER_LINES {
+        return Diff { lines: split_lines(&unified.to_string()), added, removed };
+    }
+    let why = if took_too_long { "the line-by-line diff took too long" } else { "too many to show line by line" };
+    let mut lines = vec![
+        format!("--- {old_header}"),
+        format!("+++ {new_header}"),
+        format!("@@ summary: -{removed} +{added} lines ({why}); the first and last changed regions follow @@"),
+    ];
+    let hunks: Vec<_> = unified.iter_hunks().collect();
+    let render = |change: similar::Change<&str>| {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+            similar::ChangeTag::Equal => ' ',
+        };
+        format!("{sign}{}", change.value().trim_end_matches(['\n', '\r']))
+    };
+    if let Some(first) = hunks.first() {
+        lines.push(first.header().to_string());
+        lines.extend(first.iter_changes().take(REGION_LINES).map(render));
+    }
+    if let Some(last) = hunks.last().filter(|_| hunks.len() > 1 || hunks[0].iter_changes().count() > REGION_LINES) {
+        let changes: Vec<_> = last.iter_changes().collect();
+        lines.push(format!("… (changed lines between the regions not shown) {}", last.header()));
+        lines.extend(changes[changes.len().saturating_sub(REGION_LINES)..].iter().copied().map(render));
+    }
+    Diff { lines, added, removed }
 }
 
 /// Adds `diff` to `lines` while it fits; past that, one line saying how much was left out
@@ -288,6 +326,20 @@ mod tests {
         let created = diff("n.txt", None, "x\n");
         assert_eq!(created.lines[..2], ["--- /dev/null", "+++ b/n.txt"]);
         assert_eq!(created.added, 1);
+    }
+
+    #[test]
+    fn a_huge_dissimilar_diff_is_summarised_quickly() {
+        let old: String = (0..200_000).map(|n| format!("old line {n}\n")).collect();
+        let new: String = (0..200_000).map(|n| format!("{n} is a new line\n")).collect();
+        let started = std::time::Instant::now();
+        let change = diff("big.txt", Some(&old), &new);
+        assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+        assert_eq!((change.added, change.removed), (200_000, 200_000));
+        assert!(change.lines[2].starts_with("@@ summary: -200000 +200000 lines"), "{:?}", &change.lines[..3]);
+        assert!(change.lines.len() < 50, "{}", change.lines.len());
+        assert!(change.lines.contains(&"-old line 0".to_string()), "{:#?}", change.lines);
+        assert!(change.lines.contains(&"+199999 is a new line".to_string()), "{:#?}", change.lines);
     }
 
     #[test]

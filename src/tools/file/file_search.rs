@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::sandbox::walk::{self, WalkOptions};
-use crate::sandbox::{Resolved, Roots, fs};
+use crate::sandbox::{Resolved, fs};
 use crate::tools::file::glob::PathGlob;
-use crate::tools::{Call, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
 
 const DEFAULT_LIMIT: usize = 500;
 
@@ -73,11 +73,13 @@ impl Operation for FileSearch {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (dir, context) = call.single()?;
-        blocking(move || search(&dir, &args, &context.roots, context.budget)).await
+        blocking(move || search(&dir, &args, &context)).await
     }
 }
 
-fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
+fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
+    let (roots, budget) = (&*context.roots, context.budget);
+    let stop = || context.signals.cancel.is_cancelled();
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 file")?;
     let glob = PathGlob::new(&args.pattern)?;
     if !fs::metadata(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?.is_dir() {
@@ -87,13 +89,17 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
     let by_mtime = args.sort == Some(Sort::Mtime);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None);
     let builder = walk::builder(dir, options);
+    let confined = walk::kernel_confined();
+    let held = fs::walk_root(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?;
     let total = AtomicU64::new(0);
     let base = dir.real();
     // Newest first, then path; `Reverse` on the time makes "smallest" mean "newest".
     let order = |a: &(std::cmp::Reverse<Option<SystemTime>>, String),
                  b: &(std::cmp::Reverse<Option<SystemTime>>, String)| { a.cmp(b) };
     let (states, _errors) = walk::visit_parallel(
+        dir,
         &builder,
+        &stop,
         Vec::new,
         |entry, kept: &mut Vec<(std::cmp::Reverse<Option<SystemTime>>, String)>| {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -102,11 +108,12 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
             let Ok(relative) = entry.path().strip_prefix(base) else {
                 return;
             };
-            if !glob.is_match(relative) {
+            if !glob.is_match(relative) || (!confined && held.symlink_metadata(entry.path()).is_err()) {
                 return;
             }
             total.fetch_add(1, Ordering::Relaxed);
-            let mtime = if by_mtime { entry.metadata().ok().and_then(|m| m.modified().ok()) } else { None };
+            let mtime =
+                if by_mtime { held.symlink_metadata(entry.path()).ok().and_then(|m| m.modified().ok()) } else { None };
             kept.push((std::cmp::Reverse(mtime), roots.show(entry.path())));
             // Keep memory bounded on huge trees: only the best `limit` can be shown.
             if kept.len() >= limit * 4 {
@@ -114,7 +121,10 @@ fn search(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<R
                 kept.truncate(limit);
             }
         },
-    );
+    )?;
+    if stop() {
+        return Err(ToolError::Cancelled);
+    }
     let mut found: Vec<_> = states.into_iter().flatten().collect();
     found.sort_unstable_by(order);
     let total = total.into_inner();

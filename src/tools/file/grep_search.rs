@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::sandbox::walk::{self, WalkOptions};
-use crate::sandbox::{Resolved, Roots, fs};
+use crate::sandbox::{Resolved, fs};
 use crate::tools::file::glob::PathGlob;
-use crate::tools::{Call, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
 
 const DEFAULT_LIMIT: usize = 200;
 /// Characters of a matching line shown before it is cut (minified files).
@@ -114,7 +114,7 @@ impl Operation for GrepSearch {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (target, context) = call.single()?;
-        blocking(move || grep(&target, &args, &context.roots, context.budget)).await
+        blocking(move || grep(&target, &args, &context)).await
     }
 }
 
@@ -250,7 +250,9 @@ struct Kept {
     rows: usize,
 }
 
-fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
+fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
+    let (roots, budget) = (&*context.roots, context.budget);
+    let stop = || context.signals.cancel.is_cancelled();
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1")?;
     let matcher = matcher(args)?;
     let glob = args.glob.as_deref().map(PathGlob::new).transpose()?;
@@ -264,10 +266,13 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
         target.real().parent().map(|p| p.to_path_buf()).unwrap_or_default()
     };
     let builder = walk::builder(target, options);
+    let held = fs::walk_root(target).map_err(|e| ToolError::io("search", target.shown(), e))?;
     let kept = Mutex::new(Kept { files: BTreeMap::new(), rows: 0 });
     let (total_matches, total_files, searched) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let (_, _errors) = walk::visit_parallel(
+        target,
         &builder,
+        &stop,
         || searcher(args),
         |entry, searcher: &mut Searcher| {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -279,7 +284,7 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
             {
                 return;
             }
-            let Ok(file) = fs::open_walked(entry.path()) else {
+            let Ok(file) = held.open_file(entry.path()) else {
                 return;
             };
             searched.fetch_add(1, Ordering::Relaxed);
@@ -295,7 +300,10 @@ fn grep(target: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<
                 keep(&mut kept, roots.show(entry.path()), hits, limit);
             }
         },
-    );
+    )?;
+    if stop() {
+        return Err(ToolError::Cancelled);
+    }
     let kept = kept.into_inner().map_err(|_| ToolError::Internal("a search thread panicked".into()))?;
     let totals = Totals {
         matches: total_matches.into_inner(),

@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::human_size;
-use crate::tools::{Call, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
 
 const DEFAULT_LIMIT: usize = 1000;
 const MAX_DEPTH: usize = 10;
@@ -87,7 +87,7 @@ impl Operation for ListDir {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (dir, context) = call.single()?;
-        blocking(move || list(&dir, &args, &context.roots, context.budget)).await
+        blocking(move || list(&dir, &args, &context)).await
     }
 }
 
@@ -98,7 +98,9 @@ struct Found {
     entry: Entry,
 }
 
-fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Reply<Output>, ToolError> {
+fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
+    let (roots, budget) = (&*context.roots, context.budget);
+    let stop = || context.signals.cancel.is_cancelled();
     ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 entry")?;
     if !fs::metadata(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?.is_dir() {
@@ -113,24 +115,39 @@ fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Rep
     let mut found: Vec<Found> = Vec::new();
     let mut children: HashMap<PathBuf, u64> = HashMap::new();
     let (mut total, mut unreadable) = (0u64, 0u64);
-    for item in builder.build() {
-        let Ok(item) = item else {
-            unreadable += 1;
-            continue;
-        };
-        if item.depth() == 0 {
-            continue;
+    let walk = builder.build();
+    let confined = walk::kernel_confined();
+    let held = fs::walk_root(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?;
+    walk::confined(dir, || {
+        for item in walk {
+            if stop() {
+                break;
+            }
+            let Ok(item) = item else {
+                unreadable += 1;
+                continue;
+            };
+            if item.depth() == 0 || (!confined && held.symlink_metadata(item.path()).is_err()) {
+                continue;
+            }
+            if let Some(parent) = item.path().parent() {
+                *children.entry(parent.to_path_buf()).or_default() += 1;
+            }
+            if item.depth() > depth {
+                continue;
+            }
+            total += 1;
+            if found.len() < limit {
+                found.push(Found {
+                    path: item.path().to_path_buf(),
+                    depth: item.depth(),
+                    entry: describe(&held, &item, roots),
+                });
+            }
         }
-        if let Some(parent) = item.path().parent() {
-            *children.entry(parent.to_path_buf()).or_default() += 1;
-        }
-        if item.depth() > depth {
-            continue;
-        }
-        total += 1;
-        if found.len() < limit {
-            found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry: describe(&item, roots) });
-        }
+    })?;
+    if stop() {
+        return Err(ToolError::Cancelled);
     }
     let mut text = format!(
         "`{}`: {total} entries{}\n",
@@ -164,7 +181,7 @@ fn list(dir: &Resolved, args: &Args, roots: &Roots, budget: usize) -> Result<Rep
     Ok(Reply::new(text, data).cut(note))
 }
 
-fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
+fn describe(held: &crate::sandbox::beneath::Root, item: &ignore::DirEntry, roots: &Roots) -> Entry {
     let path = roots.show(item.path());
     let file_type = item.file_type();
     let mut entry = Entry { path, kind: "other".into(), size: None, children: None, target: None, leads: None };
@@ -172,11 +189,11 @@ fn describe(item: &ignore::DirEntry, roots: &Roots) -> Entry {
         Some(t) if t.is_dir() => entry.kind = "dir".into(),
         Some(t) if t.is_file() => {
             entry.kind = "file".into();
-            entry.size = item.metadata().ok().map(|m| m.len());
+            entry.size = held.symlink_metadata(item.path()).ok().map(|m| m.len());
         }
         Some(t) if t.is_symlink() => {
             entry.kind = "symlink".into();
-            entry.target = fs::read_link(item.path()).ok().map(|t| t.to_string_lossy().into_owned());
+            entry.target = held.read_link(item.path()).ok().map(|t| t.to_string_lossy().into_owned());
             let leads = match fs::canonicalize(item.path()) {
                 Ok(real) if roots.contains(&real) => "inside",
                 Ok(_) => "outside",

@@ -422,3 +422,75 @@ mod tests {
         assert_eq!(apply(twice, &[near(2)]).unwrap().body, "X\ny\nx\ny\nx\n", "ties go to the earlier line");
     }
 }
+
+/// Property tests (CI runs them with many more cases: `PROPTEST_CASES`; failing inputs are
+/// kept under `proptest-regressions/`).
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines a patch is made of, and junk.
+    fn patch_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("*** Begin Patch".to_string()),
+            Just("*** End Patch".to_string()),
+            Just("*** End of File".to_string()),
+            "\\*\\*\\* (Add|Update|Delete) File: [a-z/.]{0,8}".prop_map(String::from),
+            "\\*\\*\\* Move to: [a-z/.]{0,8}".prop_map(String::from),
+            "(---|\\+\\+\\+) (a/|b/)?[a-z/.]{0,8}".prop_map(String::from),
+            "@@ -[0-9]{1,20}(,[0-9]{1,20})? \\+[0-9]{1,20}(,[0-9]{1,20})? @@.{0,6}".prop_map(String::from),
+            "@@ ?.{0,8}".prop_map(String::from),
+            "[-+ ].{0,10}".prop_map(String::from),
+            Just("\\ No newline at end of file".to_string()),
+            ".{0,12}".prop_map(String::from),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the model sends, parsing and applying answer (an error at worst).
+        #[test]
+        fn fuzz_patch_parse_and_apply_never_panic(
+            lines in proptest::collection::vec(patch_line(), 0..24),
+            body in "([a-z ]{0,6}\n){0,12}",
+        ) {
+            let text = lines.join("\n");
+            if let Ok(files) = parse(&text) {
+                for file in files {
+                    if let FilePatch::Update { hunks, .. } = file {
+                        let _ = apply(&body, &hunks);
+                    }
+                }
+            }
+        }
+
+        /// The diff we show for an edit is a patch we apply back to the same result.
+        #[test]
+        fn fuzz_our_diff_applies_back(
+            old in proptest::collection::vec("[a-c]{0,3}", 0..30),
+            at in 0usize..30,
+            cut in 0usize..6,
+            new in proptest::collection::vec("[a-d]{0,3}", 0..6),
+        ) {
+            let at = at.min(old.len());
+            let end = (at + cut).min(old.len());
+            let mut edited = old.clone();
+            edited.splice(at..end, new);
+            let (old_text, new_text) = (join(&old), join(&edited));
+            let diff = super::super::edit::diff("f.txt", Some(&old_text), &new_text);
+            if diff.added + diff.removed == 0 {
+                return Ok(());
+            }
+            let files = parse(&format!("{}\n", diff.lines.join("\n"))).map_err(TestCaseError::fail)?;
+            let [FilePatch::Update { hunks, .. }] = files.as_slice() else {
+                return Err(TestCaseError::fail(format!("{files:?}")));
+            };
+            let applied = apply(&old_text, hunks).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(applied.body, new_text);
+        }
+    }
+
+    fn join(lines: &[String]) -> String {
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+}

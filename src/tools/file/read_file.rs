@@ -99,20 +99,36 @@ impl Operation for ReadFile {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (file, context) = call.single()?;
-        blocking(move || read(&file, &args, context.budget, context.config.max_image_bytes)).await
+        blocking(move || {
+            read(&file, &args, context.budget, context.config.max_image_bytes, &|| {
+                context.signals.cancel.is_cancelled()
+            })
+        })
+        .await
     }
 }
 
-fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result<Reply<Output>, ToolError> {
+fn read(
+    file: &Resolved,
+    args: &Args,
+    budget: usize,
+    max_image: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Reply<Output>, ToolError> {
     ToolError::check_range("offset", args.offset.map(|o| o as usize), 1, usize::MAX, "lines are numbered from 1")?;
     ToolError::check_range("limit", args.limit.map(|l| l as usize), 1, usize::MAX, "at least 1 line")?;
     let shown = file.shown().to_string();
     let io_err = |err| ToolError::io("read", &shown, err);
-    let meta = fs::metadata(file).map_err(io_err)?;
+    let (mut handle, meta) = fs::open_read(file).map_err(io_err)?;
     if meta.is_dir() {
         return Err(ToolError::IsADirectory { path: shown });
     }
-    let mut handle = fs::open_read(file).map_err(io_err)?;
+    if !meta.is_file() {
+        return Err(ToolError::BadTarget {
+            path: shown,
+            problem: "is not a regular file (a FIFO, socket or device); only files are read".into(),
+        });
+    }
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut handle).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(io_err)?;
     let detected = infer::get(&head);
@@ -154,7 +170,7 @@ fn read(file: &Resolved, args: &Args, budget: usize, max_image: usize) -> Result
     let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
     let window =
         Window { offset: args.offset.unwrap_or(1).max(1), limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1), budget };
-    let scan = scan(reader, &window).map_err(io_err)?;
+    let scan = scan(reader, &window, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
     if scan.total > 0 && window.offset > scan.total {
         return Err(ToolError::OffsetPastEnd { path: shown, offset: window.offset, total: scan.total });
     }
@@ -183,8 +199,13 @@ struct Scan {
     long_lines: u64,
 }
 
-/// Streams the file once: hashes every byte, counts every line, keeps the window's lines.
-fn scan(mut reader: impl BufRead, window: &Window) -> std::io::Result<Scan> {
+/// Bytes scanned between two looks at `stop`.
+const STOP_EVERY_BYTES: usize = 1 << 20;
+
+/// Streams the file once: hashes every byte, counts every line, keeps the window's lines;
+/// gives up (`None`) when `stop` says so.
+fn scan(mut reader: impl BufRead, window: &Window, stop: &dyn Fn() -> bool) -> std::io::Result<Option<Scan>> {
+    let mut since_look = 0usize;
     let mut hasher = Sha256::new();
     let mut out = Scan { lines: Lines::new(window.budget.saturating_sub(RESERVE)), ..Scan::default() };
     let mut line: Vec<u8> = Vec::new();
@@ -232,6 +253,13 @@ fn scan(mut reader: impl BufRead, window: &Window) -> std::io::Result<Scan> {
         }
         line_len += take;
         reader.consume(take);
+        since_look += take;
+        if since_look >= STOP_EVERY_BYTES {
+            since_look = 0;
+            if stop() {
+                return Ok(None);
+            }
+        }
         if complete {
             finish_line(&mut line, &mut line_len, &mut out);
         }
@@ -240,7 +268,7 @@ fn scan(mut reader: impl BufRead, window: &Window) -> std::io::Result<Scan> {
         finish_line(&mut line, &mut line_len, &mut out);
     }
     out.sha256 = hex(&hasher.finalize());
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// `7\tthe line`, cut at 2000 characters with a marker.
@@ -331,7 +359,7 @@ mod tests {
     use super::*;
 
     fn scan_str(text: &str, offset: u64, limit: u64, budget: usize) -> Scan {
-        scan(text.as_bytes(), &Window { offset, limit, budget }).unwrap()
+        scan(text.as_bytes(), &Window { offset, limit, budget }, &|| false).unwrap().unwrap()
     }
 
     #[test]
@@ -360,7 +388,9 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_lossy_and_noted() {
-        let s = scan(&b"ok\n\xff\xfe bad\n"[..], &Window { offset: 1, limit: 10, budget: 10_000 }).unwrap();
+        let s = scan(&b"ok\n\xff\xfe bad\n"[..], &Window { offset: 1, limit: 10, budget: 10_000 }, &|| false)
+            .unwrap()
+            .unwrap();
         assert!(s.lossy && s.lines.text().contains('\u{fffd}'));
     }
 }

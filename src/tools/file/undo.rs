@@ -91,20 +91,21 @@ fn target(context: &Context, path: &std::path::Path) -> Result<Target, ToolError
 /// touches is not checked: reverting that newer change decides its state.
 fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Reply<Output>, ToolError> {
     let mut touched: HashSet<&std::path::Path> = HashSet::new();
+    // The files checked stay locked until they are written back: no edit of another process
+    // can land between the check and the revert (and be overwritten by it).
+    let mut checked: Vec<Option<Target>> = Vec::with_capacity(changes.len());
     for change in changes {
         Gate::check_protected(&change.path, &change.shown, context)?;
         let decided = change.path.ancestors().any(|a| touched.contains(a));
-        if !decided && !force {
-            check_unchanged(change, context)?;
-        }
+        checked.push(if !decided && !force { check_unchanged(change, context)? } else { None });
         touched.insert(&change.path);
         if let ChangeKind::Renamed { from, .. } = &change.kind {
             touched.insert(from);
         }
     }
     let mut undone = Vec::new();
-    for change in changes {
-        let action = revert(change, context)?;
+    for (change, held) in changes.iter().zip(checked) {
+        let action = revert_checked(change, context, held)?;
         undone.push(Undone { path: change.shown.clone(), operation: change.operation.into(), action: action.into() });
     }
     let remaining = context.session.changes().0.len() as u64;
@@ -113,12 +114,13 @@ fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Repl
     Ok(Reply::new(text, Output { undone, remaining }))
 }
 
-/// Refuses when the path is no longer as the change left it.
-fn check_unchanged(change: &Change, context: &Context) -> Result<(), ToolError> {
+/// Refuses when the path is no longer as the change left it. A file written is returned
+/// locked (as read), for the revert to write back.
+fn check_unchanged(change: &Change, context: &Context) -> Result<Option<Target>, ToolError> {
     let now = target(context, &change.path)?;
     let problem = match &change.kind {
         ChangeKind::Wrote { after_sha256, .. } => match now.read_existing(u64::MAX) {
-            Ok(Some(existing)) if &sha256_hex(&existing.bytes) == after_sha256 => None,
+            Ok(Some(existing)) if &sha256_hex(&existing.bytes) == after_sha256 => return Ok(Some(now)),
             Ok(Some(existing)) => Some(format!("now has sha256 {}", sha256_hex(&existing.bytes))),
             Ok(None) => Some("is gone".into()),
             Err(err) => Some(err.to_string()),
@@ -132,7 +134,7 @@ fn check_unchanged(change: &Change, context: &Context) -> Result<(), ToolError> 
         ChangeKind::MadeDirs(_) => None,
     };
     match problem {
-        None => Ok(()),
+        None => Ok(None),
         Some(state) => Err(ToolError::EditFailed(format!(
             "`{}` was changed by someone else since `{}` ({state}); undo refused and nothing was reverted. Pass `force: true` to revert it anyway",
             change.shown, change.operation
@@ -142,6 +144,11 @@ fn check_unchanged(change: &Change, context: &Context) -> Result<(), ToolError> 
 
 /// Reverts one change (also used by `apply_patch` to roll back a half-applied patch).
 pub(super) fn revert(change: &Change, context: &Context) -> Result<&'static str, ToolError> {
+    revert_checked(change, context, None)
+}
+
+/// Reverts one change; `held` is its file as the check read and locked it, if it was checked.
+fn revert_checked(change: &Change, context: &Context, held: Option<Target>) -> Result<&'static str, ToolError> {
     let session = &context.session;
     let write_back = |path: &std::path::Path, before: &Before| -> Result<(), ToolError> {
         let bytes = session.read_before(before)?;
@@ -149,7 +156,18 @@ pub(super) fn revert(change: &Change, context: &Context) -> Result<&'static str,
     };
     let action = match &change.kind {
         ChangeKind::Wrote { before: Some(before), created_dirs, .. } => {
-            write_back(&change.path, before)?;
+            // Unchecked (`force`): locked here all the same, so a concurrent edit is not
+            // torn by it.
+            let mut file = match held {
+                Some(file) => file,
+                None => {
+                    let file = target(context, &change.path)?;
+                    file.read_existing(u64::MAX)?;
+                    file
+                }
+            };
+            let bytes = session.read_before(before)?;
+            file.write_atomic(&bytes, Some(before.mode), Replace::Allowed, &session.journal)?;
             remove_dirs(created_dirs, context)?;
             "restored"
         }

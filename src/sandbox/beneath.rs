@@ -1,0 +1,130 @@
+//! Opens beneath a root: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's own
+//! handle, so neither a symlink nor a directory swapped for one after a path was checked can
+//! lead out of it. Reads, walks and writes all open their subjects through here.
+
+use std::ffi::OsString;
+use std::fs::{File, Metadata};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+
+const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS).union(ResolveFlags::NO_MAGICLINKS);
+
+/// A root held open: everything beneath it is opened from this handle.
+#[derive(Debug)]
+pub struct Root {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl Root {
+    /// Opens the root `path` (canonical, trusted: the configured root).
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        Ok(Self { path: path.to_path_buf(), fd })
+    }
+
+    /// Opens `relative` beneath the root with `flags` (`O_CLOEXEC` added); an empty
+    /// `relative` is the root itself.
+    fn open_relative(&self, relative: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        Ok(rustix::fs::openat2(&self.fd, relative, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)?)
+    }
+
+    /// `path` relative to the root; an error when it does not lie beneath it.
+    fn relative<'a>(&self, path: &'a Path) -> io::Result<&'a Path> {
+        path.strip_prefix(&self.path).map_err(|_| {
+            let message = format!("`{}` is not beneath `{}`", path.display(), self.path.display());
+            io::Error::new(io::ErrorKind::PermissionDenied, message)
+        })
+    }
+
+    /// A directory beneath the root (relative path) as a handle for reading its entries and
+    /// creating in it.
+    pub fn open_dir(&self, relative: &Path) -> io::Result<OwnedFd> {
+        self.open_relative(relative, OFlags::RDONLY | OFlags::DIRECTORY)
+    }
+
+    /// A file beneath the root (absolute `path`), opened for reading without blocking on a
+    /// FIFO; with its metadata, taken from the open handle.
+    pub fn open_read(&self, path: &Path) -> io::Result<(File, Metadata)> {
+        let file = self.open_file(path)?;
+        let meta = file.metadata()?;
+        Ok((file, meta))
+    }
+
+    /// [`Self::open_read`] without the metadata: a walker's file, known to be regular.
+    pub fn open_file(&self, path: &Path) -> io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+        Ok(File::from(self.open_relative(self.relative(path)?, flags)?))
+    }
+
+    /// The metadata of `path` (absolute) itself: a symlink is described, not followed.
+    pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+        File::from(self.open_relative(self.relative(path)?, OFlags::PATH | OFlags::NOFOLLOW)?).metadata()
+    }
+
+    /// The target text of the symlink at `path` (absolute).
+    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let relative = self.relative(path)?;
+        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        };
+        let dir = self.open_relative(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+        let target: OsString = OsStringExt::from_vec(rustix::fs::readlinkat(&dir, name, Vec::new())?.into_bytes());
+        Ok(target.into())
+    }
+}
+
+/// A directory beneath `root` (relative path) as a handle.
+pub fn open_dir(root: &Path, relative: &Path) -> io::Result<OwnedFd> {
+    Root::open(root)?.open_dir(relative)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_symlink_anywhere_on_the_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(root.join("dir")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("dir/f"), "in").unwrap();
+        std::fs::write(outside.join("f"), "out").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("swapped")).unwrap();
+        std::os::unix::fs::symlink("dir/f", root.join("link")).unwrap();
+        let held = Root::open(&root).unwrap();
+        let (mut file, meta) = held.open_read(&root.join("dir/f")).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+        assert_eq!((text.as_str(), meta.len()), ("in", 2));
+        assert!(held.open_read(&root.join("swapped/f")).is_err(), "a directory symlink on the way");
+        assert!(held.open_read(&root.join("link")).is_err(), "a symlink at the end");
+        assert!(held.open_read(&outside.join("f")).is_err(), "not beneath the root");
+        assert!(held.open_read(&root.join("dir/../../outside/f")).is_err(), "`..` out of the root");
+        assert!(held.symlink_metadata(&root.join("link")).unwrap().file_type().is_symlink());
+        assert!(held.symlink_metadata(&root.join("swapped/f")).is_err());
+        assert!(held.symlink_metadata(&root).unwrap().is_dir());
+        assert_eq!(held.read_link(&root.join("link")).unwrap(), Path::new("dir/f"));
+        assert!(held.read_link(&root.join("swapped/f")).is_err());
+        assert!(open_dir(&root, Path::new("dir")).is_ok());
+        assert!(open_dir(&root, Path::new("swapped")).is_err());
+    }
+
+    #[test]
+    fn a_fifo_does_not_block() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        rustix::fs::mknodat(rustix::fs::CWD, root.join("fifo"), rustix::fs::FileType::Fifo, Mode::from(0o600), 0)
+            .unwrap();
+        let (_file, meta) = Root::open(&root).unwrap().open_read(&root.join("fifo")).unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
+    }
+}
