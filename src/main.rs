@@ -24,14 +24,13 @@ use crate::config::Config;
 use crate::config::http::HttpConfig;
 
 fn main() -> ExitCode {
-    // A sandboxed command's re-execs: the helper and the init of its namespaces, both still
-    // single-threaded here.
+    // A sandboxed command's helper (which forks the init of its namespaces) and the doctor's
+    // probe: still single-threaded here.
     let mut args = std::env::args_os();
     match args.nth(1) {
         Some(first) if first == sandbox::linux::HELPER_SUBCOMMAND => {
             return sandbox::linux::helper::main(args.collect());
         }
-        Some(first) if first == sandbox::linux::INIT_SUBCOMMAND => return sandbox::linux::init::main(args.collect()),
         Some(first) if first == sandbox::linux::probe::PROBE_SUBCOMMAND => return sandbox::linux::probe::main(),
         _ => {}
     }

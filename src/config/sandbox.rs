@@ -82,7 +82,8 @@ pub fn hidden_paths(settings: &SandboxSettings, home: Option<&Path>, own: &[&Pat
     if settings.deny_read_defaults {
         let secrets = home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
         let defaults = secrets.chain(own.iter().map(|p| p.to_path_buf()));
-        for path in defaults {
+        // Most defaults are missing: one `stat` skips them before any `realpath`.
+        for path in defaults.filter(|path| crate::sandbox::fs::exists(path)) {
             let real = crate::sandbox::fs::canonicalize(&path).unwrap_or(path);
             if crate::sandbox::fs::exists(&real) && !roots.iter().any(|root| real.starts_with(root)) {
                 hidden.push(real);

@@ -137,7 +137,8 @@ impl Confinement {
 /// read-only where they lie in a writable directory.
 fn own_binds(own_files: &[PathBuf], writable: &[PathBuf]) -> Vec<Bind> {
     let mut binds = Vec::new();
-    for own in own_files {
+    // (Most are missing: the rotated audit logs. Nothing to bind, and no `realpath` to pay.)
+    for own in own_files.iter().filter(|own| fs::exists(own)) {
         let real = fs::canonicalize(own).unwrap_or_else(|_| own.clone());
         if fs::exists(&real)
             && writable.iter().any(|dir| real.starts_with(dir))

@@ -37,8 +37,11 @@ struct Identity {
 
 impl Identity {
     fn of(path: &Path) -> Option<Self> {
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        Some(Self { dev: meta.dev(), ino: meta.ino(), mtime: (meta.mtime(), meta.mtime_nsec()), size: meta.size() })
+        std::fs::symlink_metadata(path).ok().map(|meta| Self::from_meta(&meta))
+    }
+
+    fn from_meta(meta: &std::fs::Metadata) -> Self {
+        Self { dev: meta.dev(), ino: meta.ino(), mtime: (meta.mtime(), meta.mtime_nsec()), size: meta.size() }
     }
 }
 
@@ -139,10 +142,8 @@ impl Guard {
         match std::fs::symlink_metadata(&path) {
             // A symlink cannot be bound (the bind would land on its target): watched instead.
             Ok(meta) if !meta.file_type().is_symlink() => self.binds.push(Bind::ReadOnly(path)),
-            _ => {
-                let identity = Identity::of(&path);
-                self.watched.push((path, identity, why));
-            }
+            Ok(meta) => self.watched.push((path, Some(Identity::from_meta(&meta)), why)),
+            Err(_) => self.watched.push((path, None, why)),
         }
     }
 
@@ -190,19 +191,25 @@ fn find_repos(root: &Path) -> Vec<PathBuf> {
     for depth in 0..=DEPTH {
         let mut next = Vec::new();
         for dir in level {
-            let dot_git = dir.join(".git");
-            if std::fs::symlink_metadata(&dot_git).is_ok() {
-                found.push(dot_git);
-            }
-            if depth == DEPTH || read >= MAX_DIRS {
+            let listing = if depth < DEPTH && read < MAX_DIRS {
+                read += 1;
+                std::fs::read_dir(&dir).ok()
+            } else {
+                None
+            };
+            // A directory read shows its `.git` among its entries; the others are asked.
+            let Some(entries) = listing else {
+                let dot_git = dir.join(".git");
+                if std::fs::symlink_metadata(&dot_git).is_ok() {
+                    found.push(dot_git);
+                }
                 continue;
-            }
-            read += 1;
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            };
             for entry in entries.flatten() {
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
                 let name = entry.file_name();
-                if is_dir && !SKIPPED.iter().any(|skip| name == *skip) {
+                if name == ".git" {
+                    found.push(entry.path());
+                } else if entry.file_type().is_ok_and(|t| t.is_dir()) && !SKIPPED.iter().any(|skip| name == *skip) {
                     next.push(entry.path());
                 }
             }

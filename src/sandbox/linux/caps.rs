@@ -1,23 +1,13 @@
-//! Capabilities around the sandbox's init: the helper hands init `CAP_SYS_ADMIN` across
-//! `exec` (ambient) when it runs in a user namespace, so init can mount the new `/proc`; init
-//! then drops every capability before the command starts: securebits locked so root gains
+//! Capabilities in the sandbox's init (the helper's fork: in a user namespace it holds the
+//! namespace's capabilities, enough to mount the new `/proc`), which drops every capability
+//! before the command starts: securebits locked so root gains
 //! none on `exec`, the bounding set emptied, ambient cleared, and the thread's own sets
 //! emptied.
 
 use rustix::thread::{
     CapabilitiesSecureBits, CapabilitySet, CapabilitySets, capabilities, clear_ambient_capability_set,
-    configure_capability_in_ambient_set, remove_capability_from_bounding_set, set_capabilities,
-    set_capabilities_secure_bits,
+    remove_capability_from_bounding_set, set_capabilities, set_capabilities_secure_bits,
 };
-
-/// Keeps `CAP_SYS_ADMIN` (held in the new user namespace) across the `exec` of init.
-pub fn pass_sys_admin() -> Result<(), String> {
-    let mut sets = capabilities(None).map_err(|e| format!("cannot read capabilities: {e}"))?;
-    sets.inheritable |= CapabilitySet::SYS_ADMIN;
-    set_capabilities(None, sets).map_err(|e| format!("cannot make CAP_SYS_ADMIN inheritable: {e}"))?;
-    configure_capability_in_ambient_set(CapabilitySet::SYS_ADMIN, true)
-        .map_err(|e| format!("cannot raise ambient CAP_SYS_ADMIN: {e}"))
-}
 
 /// Drops every capability for good. Securebits and the bounding set need `CAP_SETPCAP`,
 /// which only root (outside a user namespace) has here; without it there is nothing they

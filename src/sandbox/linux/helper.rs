@@ -1,22 +1,21 @@
 //! `__sandbox-exec`: the helper the server starts for each sandboxed command. Single-threaded
 //! from `main` on, it leaves the server's session (`setsid`: no controlling terminal to
 //! inject keystrokes into), dies with the server, enters the command's namespaces, builds its
-//! view of the filesystem and sets its limits, then starts `__sandbox-init` as PID 1 of the
-//! new PID namespace and waits for it. It ends as the command ended: with its exit code, or
-//! by its signal.
+//! view of the filesystem and sets its limits, then forks init, PID 1 of the new PID
+//! namespace (`init.rs`), and waits for its report. It ends as the command ended: with its exit
+//! code, or by its signal.
 
 use std::ffi::OsString;
 use std::io::{BufRead, Read, Write};
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 
 use nix::sys::signal::{SigSet, Signal};
-use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, WaitOptions};
 
 use crate::cli::Network;
 use crate::sandbox::contract::Contract;
-use crate::sandbox::linux::{InitArgs, Timings, caps, limits, mounts, namespaces, setup_failed};
+use crate::sandbox::linux::{InitArgs, Timings, init, limits, mounts, namespaces, setup_failed};
 
 /// The helper's entry point. Returns only to exit.
 pub fn main(args: Vec<OsString>) -> ExitCode {
@@ -42,14 +41,15 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     ended
 }
 
-/// Namespaces, the view, limits, the status channel and init.
+/// Namespaces, the view, limits, the status channel and init (forked: in the child this never
+/// returns). Returns the helper's end of the status channel and init's pid.
 fn prepare(
     contract: &Contract,
     program: OsString,
     rest: Vec<OsString>,
     timings: &mut Timings,
-) -> Result<(UnixListener, std::process::Child), String> {
-    let entered = namespaces::enter(contract.network == Network::Deny)?;
+) -> Result<(UnixStream, Pid), String> {
+    namespaces::enter(contract.network == Network::Deny)?;
     timings.step("namespaces");
     if contract.network == Network::Deny {
         namespaces::loopback_up()?;
@@ -58,32 +58,27 @@ fn prepare(
     let temps = mounts::apply(contract)?;
     timings.step("mounts");
     limits::apply(&contract.limits)?;
-    if entered.user {
-        caps::pass_sys_admin()?;
-    }
-    // Init reports how the command ended over an abstract socket it connects to first thing
-    // (before the command exists), so nothing the command does can speak for it.
-    let mut name = [0u8; 16];
-    getrandom::fill(&mut name).map_err(|e| format!("cannot name the status channel: {e}"))?;
-    let name: String = name.iter().map(|b| format!("{b:02x}")).collect();
-    let address = SocketAddr::from_abstract_name(format!("toolbelt-mcp-init-{name}"))
-        .map_err(|e| format!("cannot name the status channel: {e}"))?;
-    let listener = UnixListener::bind_addr(&address).map_err(|e| format!("cannot open the status channel: {e}"))?;
+    // Init reports how the command ended over a socket pair made here (close-on-exec: the
+    // command never holds it, so nothing it does can speak for init).
+    let (status, report) = UnixStream::pair().map_err(|e| format!("cannot open the status channel: {e}"))?;
     let mut writable = contract.writable.clone();
     writable.extend(temps);
-    let init = InitArgs { status: name, abi: contract.abi, writable, cwd: contract.cwd.clone() };
-    let init = serde_json::to_string(&init).map_err(|e| format!("cannot pass the plan to init: {e}"))?;
+    let plan = InitArgs { abi: contract.abi, writable, cwd: contract.cwd.clone() };
+    // Init starts with these blocked (it waits for them); it unblocks them for the command.
     forwarded().thread_block().map_err(|e| format!("cannot block signals: {e}"))?;
-    let child = std::process::Command::new("/proc/self/exe")
-        .arg(super::INIT_SUBCOMMAND)
-        .arg(init)
-        .arg("--")
-        .arg(program)
-        .args(rest)
-        .spawn()
-        .map_err(|e| format!("cannot start the sandbox's init: {e}"))?;
-    timings.step("spawn-init");
-    Ok((listener, child))
+    match fork::fork() {
+        Ok(fork::Fork::Child) => {
+            drop(status);
+            std::process::exit(i32::from(init::run(&plan, program, rest, report)))
+        }
+        Ok(fork::Fork::Parent(pid)) => {
+            drop(report);
+            timings.step("fork-init");
+            let pid = Pid::from_raw(pid).ok_or("the kernel gave init no pid")?;
+            Ok((status, pid))
+        }
+        Err(err) => Err(format!("cannot start the sandbox's init: {err}")),
+    }
 }
 
 /// Signals the helper and init block and wait for: children ending, and the ones the server
@@ -107,52 +102,24 @@ pub fn forwarded() -> SigSet {
 /// Waits for init's report of how the command ended, and ends the same way. The report comes
 /// once the command and everything it left are gone; init's own exit (and its namespace's
 /// teardown) is not waited for: init dies with the helper (parent-death signal).
-fn wait(listener: UnixListener, mut init: std::process::Child) -> ExitCode {
-    let report = match connection(&listener, &mut init) {
-        Some(stream) => read_report(stream),
-        None => String::new(),
-    };
-    drop(listener);
+fn wait(status: UnixStream, init: Pid) -> ExitCode {
+    let mut report = String::new();
+    let _ = std::io::BufReader::new(status.take(64)).read_line(&mut report);
     let mut words = report.split_whitespace();
     let number = |w: Option<&str>| w.and_then(|n| n.parse::<i32>().ok());
     match (words.next(), number(words.next())) {
         (Some("exit"), Some(code)) => ExitCode::from(code as u8),
         (Some("signal"), Some(signal)) => end_by(signal),
         // No report: init itself was killed (its signal is the command's end) or failed.
-        _ => {
-            use std::os::unix::process::ExitStatusExt;
-            match init.wait().map(|status| (status.code(), status.signal())) {
-                Ok((Some(code), _)) => ExitCode::from(code as u8),
-                Ok((None, Some(signal))) => end_by(signal),
-                _ => ExitCode::from(super::SETUP_FAILED),
-            }
-        }
+        _ => match rustix::process::waitpid(Some(init), WaitOptions::empty()) {
+            Ok(Some((_, ended))) => match (ended.exit_status(), ended.terminating_signal()) {
+                (Some(code), _) => ExitCode::from(code as u8),
+                (None, Some(signal)) => end_by(signal),
+                (None, None) => ExitCode::from(super::SETUP_FAILED),
+            },
+            _ => ExitCode::from(super::SETUP_FAILED),
+        },
     }
-}
-
-/// Init's connection, accepted as soon as init makes it (first thing it does); `None` if init
-/// ended before making it.
-fn connection(listener: &UnixListener, init: &mut std::process::Child) -> Option<UnixStream> {
-    let _ = listener.set_nonblocking(true);
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => return Some(stream),
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return None,
-        }
-        if !matches!(init.try_wait(), Ok(None)) {
-            return listener.accept().ok().map(|(stream, _)| stream);
-        }
-        let mut ready = [PollFd::new(listener, PollFlags::IN)];
-        let _ = rustix::event::poll(&mut ready, Some(&Timespec { tv_sec: 0, tv_nsec: 5_000_000 }));
-    }
-}
-
-/// The report line (`exit N` or `signal N`); empty when init closed without one.
-fn read_report(stream: UnixStream) -> String {
-    let mut line = String::new();
-    let _ = std::io::BufReader::new(stream.take(64)).read_line(&mut line);
-    line
 }
 
 /// Ends this process by `signal` (so the server sees the command's signal), or with

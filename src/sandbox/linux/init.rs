@@ -1,5 +1,5 @@
-//! `__sandbox-init`: PID 1 of a command's PID namespace. It mounts a `/proc` of its own
-//! namespace, drops every capability, applies Landlock and the seccomp filter (inherited by
+//! Init: PID 1 of a command's PID namespace, the helper's child (forked, not a new exec). It
+//! mounts a `/proc` of its own namespace, drops every capability, applies Landlock and the seccomp filter (inherited by
 //! everything after), starts the command as PID 2, passes on signals the command's group did
 //! not get, reaps every orphan, and when the command ends kills whatever it left behind
 //! (daemons, `setsid`, `nohup`, double forks all live in this namespace) and reports how it
@@ -8,37 +8,27 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr, UnixStream};
-use std::process::ExitCode;
+use std::os::unix::net::UnixStream;
 
 use nix::mount::{MsFlags, mount};
 use nix::sys::signal::Signal;
 use rustix::process::{Pid, WaitOptions};
 
 use crate::sandbox::landlock::{self, Rules};
-use crate::sandbox::linux::{InitArgs, Timings, caps, helper, seccomp, setup_failed};
+use crate::sandbox::linux::{InitArgs, SETUP_FAILED, Timings, caps, helper, report_setup_failure, seccomp};
 
-/// Init's entry point. Returns only to exit.
-pub fn main(args: Vec<OsString>) -> ExitCode {
+/// Init, in the helper's child: runs the command and returns init's exit code. `report` is its
+/// end of the status channel (close-on-exec, so the command never holds it: nothing the
+/// command does can speak for init).
+pub fn run(plan: &InitArgs, program: OsString, rest: Vec<OsString>, mut report: UnixStream) -> u8 {
     let mut timings = Timings::start("init");
-    let (plan, program, rest) = match parse(args) {
-        Ok(parsed) => parsed,
-        Err(message) => return setup_failed(&message),
-    };
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let _ = helper::forwarded().thread_block();
-    // The helper listens until init connects; no listener means the helper is gone.
-    let Some(mut report) = SocketAddr::from_abstract_name(format!("toolbelt-mcp-init-{}", plan.status))
-        .ok()
-        .and_then(|address| UnixStream::connect_addr(&address).ok())
-    else {
-        return setup_failed("the sandbox helper exited before the command started");
-    };
-    timings.step("connect");
-    if let Err(message) = confine(&plan, &mut timings) {
-        let _ = writeln!(report, "exit {}", super::SETUP_FAILED);
-        return setup_failed(&message);
+    if helper_gone(&report) {
+        return report_setup_failure("the sandbox helper exited before the command started");
+    }
+    if let Err(message) = confine(plan, &mut timings) {
+        let _ = writeln!(report, "exit {SETUP_FAILED}");
+        return report_setup_failure(&message);
     }
     // The helper started init with the forwarded signals blocked (so none is lost before the
     // loop waits for it); the command must start with none blocked, and a spawn keeps the
@@ -53,7 +43,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
             let _ = writeln!(std::io::stderr(), "toolbelt-mcp: cannot run `{}`: {err}", program.to_string_lossy());
             let _ = writeln!(report, "exit {code}");
-            return ExitCode::from(code);
+            return code;
         }
     };
     timings.step("spawn");
@@ -66,7 +56,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     let ended = supervise(child.id());
     timings.step("command");
     let _ = writeln!(report, "{ended}");
-    ExitCode::SUCCESS
+    0
 }
 
 /// `/proc`, capabilities, Landlock, seccomp: everything the command inherits.
@@ -124,14 +114,12 @@ fn supervise(command: u32) -> String {
     }
 }
 
-fn parse(args: Vec<OsString>) -> Result<(InitArgs, OsString, Vec<OsString>), String> {
-    let mut args = args.into_iter();
-    let plan = args.next().ok_or("no plan")?;
-    let plan: InitArgs =
-        serde_json::from_str(&plan.to_string_lossy()).map_err(|e| format!("the init plan does not parse: {e}"))?;
-    if args.next().is_none_or(|sep| sep != "--") {
-        return Err("no `--` before the program".into());
-    }
-    let program = args.next().ok_or("no program after `--`")?;
-    Ok((plan, program, args.collect()))
+/// Whether the helper's end of the status channel is closed (it died before the parent-death
+/// signal was set; in the new PID namespace its pid shows as 0, so `getppid` cannot tell).
+fn helper_gone(report: &UnixStream) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    // The helper never writes: readable means end of file.
+    let mut ready = [PollFd::new(report, PollFlags::IN)];
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    rustix::event::poll(&mut ready, Some(&now)).map_or(true, |n| n > 0)
 }

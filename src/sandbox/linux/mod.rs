@@ -1,8 +1,9 @@
 //! The Linux enforcement of the sandbox contract, applied in the order a command meets it:
 //! the helper (`helper.rs`: session, parent death, namespaces, the filesystem view, limits)
 //! then init (`init.rs`: `/proc`, capabilities, Landlock, seccomp, the command as PID 2).
-//! Both are re-execs of this binary, dispatched in `main` before anything else runs, so they
-//! are single-threaded and need no `pre_exec` hook (no `unsafe`).
+//! The helper is a re-exec of this binary, dispatched in `main` before anything else runs, so
+//! it is single-threaded and needs no `pre_exec` hook (no `unsafe`); init is its forked child
+//! (a fork of a single-threaded process is sound, and saves a second exec).
 
 pub mod caps;
 pub mod helper;
@@ -17,22 +18,16 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::{Deserialize, Serialize};
-
 /// The hidden subcommand of the helper.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
-/// The hidden subcommand of init.
-pub const INIT_SUBCOMMAND: &str = "__sandbox-init";
 /// The exit status of a command the sandbox could not set up (like a shell's "cannot run").
 pub const SETUP_FAILED: u8 = 126;
 /// How a setup failure is reported on stderr, so the server can recognise it.
 pub const SETUP_PREFIX: &str = "toolbelt-mcp sandbox:";
 
 /// What the helper tells init.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InitArgs {
-    /// The abstract socket name of the status channel (after `toolbelt-mcp-init-`).
-    pub status: String,
     /// The Landlock ABI to enforce.
     pub abi: u8,
     /// Everything the command may write, as it is seen now (temp dirs by their system paths).
@@ -43,8 +38,13 @@ pub struct InitArgs {
 
 /// Reports a setup failure on stderr (the command's) and exits with [`SETUP_FAILED`].
 pub fn setup_failed(message: &str) -> ExitCode {
+    ExitCode::from(report_setup_failure(message))
+}
+
+/// Reports a setup failure on stderr (the command's); returns [`SETUP_FAILED`].
+pub fn report_setup_failure(message: &str) -> u8 {
     let _ = writeln!(std::io::stderr(), "{SETUP_PREFIX} {message}; the command was not run");
-    ExitCode::from(SETUP_FAILED)
+    SETUP_FAILED
 }
 
 /// Per-step timing of the helper and init, for the bench's per-layer report: with

@@ -9,22 +9,15 @@ use std::path::Path;
 use nix::sched::{CloneFlags, unshare};
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
-/// What was created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entered {
-    /// A user namespace (so init needs an ambient capability to mount `/proc`).
-    pub user: bool,
-}
-
 /// Enters new mount and PID namespaces (and a network namespace when `network_deny`). The
 /// PID namespace applies to the children created from now on: the next one is its PID 1.
-pub fn enter(network_deny: bool) -> Result<Entered, String> {
+pub fn enter(network_deny: bool) -> Result<(), String> {
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
     if network_deny {
         flags |= CloneFlags::CLONE_NEWNET;
     }
     if rustix::process::geteuid().is_root() && unshare(flags).is_ok() {
-        return Ok(Entered { user: false });
+        return Ok(());
     }
     let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
     unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| {
@@ -38,7 +31,7 @@ pub fn enter(network_deny: bool) -> Result<Entered, String> {
     write("setgroups", "deny".into())?;
     write("uid_map", format!("{uid} {uid} 1"))?;
     write("gid_map", format!("{gid} {gid} 1"))?;
-    Ok(Entered { user: true })
+    Ok(())
 }
 
 /// `RTM_NEWLINK` asking for `IFF_UP` on interface 1 (`lo` in a new network namespace):

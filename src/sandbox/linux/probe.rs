@@ -40,7 +40,8 @@ pub fn main() -> ExitCode {
         status.lines().find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string())).unwrap_or_default()
     };
     let init = std::fs::read("/proc/1/cmdline").unwrap_or_default();
-    let own_proc = init.split(|b| *b == 0).nth(1).is_some_and(|arg| arg == super::INIT_SUBCOMMAND.as_bytes());
+    // Init is the helper's forked child: PID 1 of a `/proc` of the command's own shows it.
+    let own_proc = init.split(|b| *b == 0).nth(1).is_some_and(|arg| arg == super::HELPER_SUBCOMMAND.as_bytes());
     let interfaces = std::fs::read_to_string("/proc/net/dev")
         .unwrap_or_default()
         .lines()

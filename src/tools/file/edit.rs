@@ -101,7 +101,7 @@ pub fn check_expected(expected: Option<&str>, current: &[u8], shown: &str) -> Re
 
 /// How long a diff may look for the smallest change before it settles for a coarser, still
 /// correct one (a large file replaced by a dissimilar one would otherwise take quadratic time).
-const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A unified diff as lines, with the lines added and removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
