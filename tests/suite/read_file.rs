@@ -206,3 +206,51 @@ async fn every_image_type_is_recognised() {
     }
     client.close().await;
 }
+
+/// Reading a 9 MB file page by page: the first call reads the whole file (count, sha256); the
+/// next pages read only from the nearest checkpoint to their window, so they cost a fraction
+/// of it, and together they give back the file line for line with one sha256. A change to the
+/// file is seen at once.
+#[tokio::test]
+async fn pages_of_a_large_file_cost_their_window() {
+    use std::time::{Duration, Instant};
+    let ws = Workspace::new();
+    let filler = "x".repeat(70);
+    let text: String = (0..120_000).map(|n| format!("{n:07} {filler}\n")).collect();
+    let path = ws.root.join("large.txt");
+    std::fs::write(&path, &text).unwrap();
+    // Summaries are kept only for files that settled (last changed 2 s before the read).
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let client = Client::start(&ws, &[]).await;
+    let started = Instant::now();
+    let first = client.ok(op("read_file", json!({"path": "large.txt"}))).await;
+    let full = started.elapsed();
+    let sha = first.structured["sha256"].as_str().unwrap().to_string();
+    assert_eq!(sha, sha256_hex(text.as_bytes()));
+    let mut got: Vec<String> = first.joined("lines").lines().map(str::to_string).collect();
+    let mut next = first.structured["next_offset"].as_u64();
+    let mut pages = Vec::new();
+    while let Some(offset) = next {
+        let started = Instant::now();
+        let page = client.ok(op("read_file", json!({"path": "large.txt", "offset": offset}))).await;
+        pages.push(started.elapsed());
+        assert_eq!(page.structured["sha256"], sha.as_str());
+        assert_eq!(page.structured["total_lines"], 120_000);
+        got.extend(page.joined("lines").lines().map(str::to_string));
+        next = page.structured["next_offset"].as_u64();
+    }
+    let expected: Vec<String> = text.lines().enumerate().map(|(i, l)| format!("{}\t{l}", i + 1)).collect();
+    assert!(got == expected, "the pages do not give the file back line for line");
+    pages.sort();
+    let median = pages[pages.len() / 2];
+    assert!(median * 4 < full, "a page cost {median:?}, the whole file {full:?}");
+    // Changed (a line appended): the next read sees it.
+    let mut changed = text.clone();
+    changed.push_str("appended\n");
+    std::fs::write(&path, &changed).unwrap();
+    let again = client.ok(op("read_file", json!({"path": "large.txt", "offset": 119_990}))).await;
+    assert_eq!(again.structured["total_lines"], 120_001);
+    assert_eq!(again.structured["sha256"], sha256_hex(changed.as_bytes()).as_str());
+    assert!(again.text.contains("120001\tappended"), "{}", again.text);
+    client.close().await;
+}

@@ -1,24 +1,26 @@
-//! `read_file`: a window of numbered lines, streamed so a huge file is never held in memory;
-//! images as image content; other binaries refused with their type and size.
+//! `read_file`: a window of numbered lines, streamed so a huge file is never held in memory
+//! (`scan.rs`), the next pages of a file read before only from the nearest checkpoint
+//! (`index.rs`); images as image content; other binaries refused with their type and size.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read, Seek};
 
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+mod index;
+mod scan;
+
+use scan::{Pass, Scan, Window};
+
 use crate::error::ToolError;
 use crate::sandbox::{Resolved, fs};
 use crate::tools::file::human_size;
-use crate::tools::{Call, Effect, EffectKind, Image, Lines, Operation, RESERVE, Reply, blocking};
+use crate::tools::{Call, Effect, EffectKind, Image, Operation, Reply, blocking};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: u64 = 2000;
-/// Characters of one line shown before it is cut.
-const MAX_LINE_CHARS: usize = 2000;
-/// Bytes of one line kept while scanning (enough for 2000 characters of any UTF-8).
-const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 /// Bytes sniffed to tell text from binary.
 const SNIFF_BYTES: usize = 8192;
 /// Image types returned as MCP image content.
@@ -167,132 +169,38 @@ fn read(
             size: human_size(size),
         });
     }
-    let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
     let window =
         Window { offset: args.offset.unwrap_or(1).max(1), limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1), budget };
-    let scan = scan(reader, &window, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
+    let identity = index::Identity::of(&meta);
+    let scan = match index::get(&identity) {
+        // A later page of a file read before: only from the nearest checkpoint to the window.
+        Some(known) => {
+            let (first_line, byte) = known.start_for(window.offset);
+            handle.seek(std::io::SeekFrom::Start(byte)).map_err(io_err)?;
+            let reader = BufReader::with_capacity(64 * 1024, handle);
+            let pass = Pass::Window { first_line };
+            let window_scan = scan::scan(reader, &window, pass, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
+            Scan {
+                total: known.total,
+                crlf: known.crlf,
+                lf: known.lf,
+                missing_final_newline: known.missing_final_newline,
+                sha256: known.sha256.clone(),
+                ..window_scan
+            }
+        }
+        None => {
+            let began = std::time::SystemTime::now();
+            let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
+            let scan = scan::scan(reader, &window, Pass::Full, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
+            index::put(identity, index::Summary::of(&scan), began);
+            scan
+        }
+    };
     if scan.total > 0 && window.offset > scan.total {
         return Err(ToolError::OffsetPastEnd { path: shown, offset: window.offset, total: scan.total });
     }
     Ok(render(shown, size, &window, scan))
-}
-
-/// Which lines to show, within what budget.
-struct Window {
-    offset: u64,
-    limit: u64,
-    budget: usize,
-}
-
-/// What one pass over the file found.
-#[derive(Default)]
-struct Scan {
-    lines: Lines,
-    total: u64,
-    shown_end: u64,
-    stopped_for_budget: bool,
-    sha256: String,
-    crlf: u64,
-    lf: u64,
-    missing_final_newline: bool,
-    lossy: bool,
-    long_lines: u64,
-}
-
-/// Bytes scanned between two looks at `stop`.
-const STOP_EVERY_BYTES: usize = 1 << 20;
-
-/// Streams the file once: hashes every byte, counts every line, keeps the window's lines;
-/// gives up (`None`) when `stop` says so.
-fn scan(mut reader: impl BufRead, window: &Window, stop: &dyn Fn() -> bool) -> std::io::Result<Option<Scan>> {
-    let mut since_look = 0usize;
-    let mut hasher = Sha256::new();
-    let mut out = Scan { lines: Lines::new(window.budget.saturating_sub(RESERVE)), ..Scan::default() };
-    let mut line: Vec<u8> = Vec::new();
-    let mut line_len: usize = 0;
-    let last = window.offset.saturating_add(window.limit - 1);
-    let finish_line = |line: &mut Vec<u8>, line_len: &mut usize, out: &mut Scan| {
-        out.total += 1;
-        let n = out.total;
-        let ending = if line.ends_with(b"\r\n") {
-            out.crlf += 1;
-            2
-        } else if line.ends_with(b"\n") {
-            out.lf += 1;
-            1
-        } else {
-            out.missing_final_newline = true;
-            0
-        };
-        if n >= window.offset && n <= last && !out.stopped_for_budget {
-            let body = &line[..line.len() - ending.min(line.len())];
-            let rendered = render_line(n, body, *line_len - ending, out);
-            if out.lines.push(rendered) {
-                out.shown_end = n;
-            } else {
-                out.stopped_for_budget = true;
-            }
-        }
-        line.clear();
-        *line_len = 0;
-    };
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            break;
-        }
-        let (take, complete) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
-        };
-        hasher.update(&buf[..take]);
-        let room = MAX_LINE_BYTES.saturating_sub(line.len());
-        line.extend_from_slice(&buf[..take.min(room)]);
-        if complete && take > room {
-            line.extend_from_slice(if buf[..take].ends_with(b"\r\n") { b"\r\n" } else { b"\n" });
-        }
-        line_len += take;
-        reader.consume(take);
-        since_look += take;
-        if since_look >= STOP_EVERY_BYTES {
-            since_look = 0;
-            if stop() {
-                return Ok(None);
-            }
-        }
-        if complete {
-            finish_line(&mut line, &mut line_len, &mut out);
-        }
-    }
-    if line_len > 0 {
-        finish_line(&mut line, &mut line_len, &mut out);
-    }
-    out.sha256 = hex(&hasher.finalize());
-    Ok(Some(out))
-}
-
-/// `7\tthe line`, cut at 2000 characters with a marker.
-fn render_line(number: u64, body: &[u8], full_len: usize, out: &mut Scan) -> String {
-    let text = match std::str::from_utf8(body) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(err) if err.error_len().is_none() && body.len() < full_len => {
-            // Cut in the middle of a character by the byte cap, not invalid.
-            std::borrow::Cow::Borrowed(std::str::from_utf8(&body[..err.valid_up_to()]).unwrap_or_default())
-        }
-        Err(_) => {
-            out.lossy = true;
-            String::from_utf8_lossy(body)
-        }
-    };
-    let mut chars = text.char_indices();
-    match chars.nth(MAX_LINE_CHARS) {
-        Some((cut_at, _)) => {
-            out.long_lines += 1;
-            let omitted = full_len.saturating_sub(cut_at);
-            format!("{number}\t{}… [line cut: {omitted} more bytes]", &text[..cut_at])
-        }
-        None => format!("{number}\t{text}"),
-    }
 }
 
 fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output> {
@@ -352,45 +260,4 @@ fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scan_str(text: &str, offset: u64, limit: u64, budget: usize) -> Scan {
-        scan(text.as_bytes(), &Window { offset, limit, budget }, &|| false).unwrap().unwrap()
-    }
-
-    #[test]
-    fn counts_lines_and_windows() {
-        let s = scan_str("a\nb\nc\n", 2, 1, 10_000);
-        assert_eq!((s.total, s.shown_end, s.lf, s.missing_final_newline), (3, 2, 3, false));
-        assert_eq!(s.lines.text(), "2\tb\n");
-        let s = scan_str("a\r\nb", 1, 10, 10_000);
-        assert_eq!((s.total, s.crlf, s.missing_final_newline), (2, 1, true));
-        assert_eq!(s.lines.text(), "1\ta\n2\tb\n");
-        assert_eq!(scan_str("", 1, 10, 10_000).total, 0);
-        assert_eq!(s.sha256, hex(&Sha256::digest(b"a\r\nb")));
-    }
-
-    #[test]
-    fn cuts_long_lines_and_stops_at_budget() {
-        let long = "x".repeat(MAX_LINE_BYTES * 3);
-        let s = scan_str(&format!("{long}\nend\n"), 1, 10, 100_000);
-        assert_eq!(s.long_lines, 1);
-        assert!(s.lines.text().contains(&format!("… [line cut: {} more bytes]", long.len() - MAX_LINE_CHARS)));
-        assert!(s.lines.text().ends_with("\n2\tend\n"));
-        let many = "line\n".repeat(1000);
-        let s = scan_str(&many, 1, 2000, 2048);
-        assert!(s.stopped_for_budget && s.lines.text().len() <= 2048 - RESERVE && s.total == 1000);
-    }
-
-    #[test]
-    fn invalid_utf8_is_lossy_and_noted() {
-        let s = scan(&b"ok\n\xff\xfe bad\n"[..], &Window { offset: 1, limit: 10, budget: 10_000 }, &|| false)
-            .unwrap()
-            .unwrap();
-        assert!(s.lossy && s.lines.text().contains('\u{fffd}'));
-    }
 }

@@ -1,0 +1,152 @@
+//! What a full pass learned about a text file (line count, line-ending census, sha256, where
+//! every 1024th line starts), kept for the next pages of the same file: they read only from the
+//! nearest checkpoint to the end of their window. Kept per file identity (device, inode, size,
+//! mtime, ctime) and only for files last changed well before the pass began, so a later change
+//! cannot hide behind a timestamp of the same clock tick ("racy" entries, as git calls them).
+
+use std::collections::VecDeque;
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use super::scan::{CHECKPOINT_LINES, Scan};
+
+/// Files remembered (the least recently read goes first).
+const ENTRIES: usize = 64;
+
+/// How long before a pass a file must have last changed for its summary to be kept.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// A file as it was when it was read: any change makes another identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    /// The identity of the file `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether its last change (content or inode) was at least [`SETTLED`] before `pass`.
+    fn settled_before(&self, pass: SystemTime) -> bool {
+        let Ok(since_epoch) = pass.duration_since(SystemTime::UNIX_EPOCH) else { return false };
+        let limit = since_epoch.saturating_sub(SETTLED);
+        let at = |(secs, nanos): (i64, i64)| Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
+        at(self.mtime) < limit && at(self.ctime) < limit
+    }
+}
+
+/// The whole-file facts of a full pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Lines.
+    pub total: u64,
+    /// CRLF line endings.
+    pub crlf: u64,
+    /// LF line endings.
+    pub lf: u64,
+    /// The last line has no newline.
+    pub missing_final_newline: bool,
+    /// sha256 (hex) of every byte.
+    pub sha256: String,
+    /// Byte offsets where lines `k * CHECKPOINT_LINES + 1` start (k = 1, 2, …).
+    checkpoints: Vec<u64>,
+}
+
+impl Summary {
+    /// The whole-file facts of `scan` (a full pass).
+    pub fn of(scan: &Scan) -> Self {
+        Self {
+            total: scan.total,
+            crlf: scan.crlf,
+            lf: scan.lf,
+            missing_final_newline: scan.missing_final_newline,
+            sha256: scan.sha256.clone(),
+            checkpoints: scan.checkpoints.clone(),
+        }
+    }
+
+    /// Where to start reading for line `line`: the number of a line at or before it, and the
+    /// byte where that line starts.
+    pub fn start_for(&self, line: u64) -> (u64, u64) {
+        let k = (line.saturating_sub(1) / CHECKPOINT_LINES).min(self.checkpoints.len() as u64);
+        match k.checked_sub(1).and_then(|i| self.checkpoints.get(i as usize)) {
+            Some(&byte) => (k * CHECKPOINT_LINES + 1, byte),
+            None => (1, 0),
+        }
+    }
+}
+
+static KEPT: Mutex<VecDeque<(Identity, Arc<Summary>)>> = Mutex::new(VecDeque::new());
+
+/// The summary of the file with `identity`, if a full pass left one.
+pub fn get(identity: &Identity) -> Option<Arc<Summary>> {
+    let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let at = kept.iter().position(|(id, _)| id == identity)?;
+    let entry = kept.remove(at)?;
+    let summary = entry.1.clone();
+    kept.push_front(entry);
+    Some(summary)
+}
+
+/// Keeps `summary` of the file with `identity`, read by a pass that began at `pass`, unless the
+/// file changed too shortly before it.
+pub fn put(identity: Identity, summary: Summary, pass: SystemTime) {
+    if !identity.settled_before(pass) {
+        return;
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    kept.retain(|(id, _)| *id != identity);
+    kept.push_front((identity, Arc::new(summary)));
+    kept.truncate(ENTRIES);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(checkpoints: Vec<u64>) -> Summary {
+        Summary { total: 0, crlf: 0, lf: 0, missing_final_newline: false, sha256: String::new(), checkpoints }
+    }
+
+    #[test]
+    fn starts_at_the_nearest_checkpoint_before_the_line() {
+        let s = summary(vec![100, 250]);
+        assert_eq!(s.start_for(1), (1, 0));
+        assert_eq!(s.start_for(CHECKPOINT_LINES), (1, 0));
+        assert_eq!(s.start_for(CHECKPOINT_LINES + 1), (CHECKPOINT_LINES + 1, 100));
+        assert_eq!(s.start_for(2 * CHECKPOINT_LINES + 7), (2 * CHECKPOINT_LINES + 1, 250));
+        assert_eq!(s.start_for(50 * CHECKPOINT_LINES), (2 * CHECKPOINT_LINES + 1, 250), "past the last one");
+    }
+
+    #[test]
+    fn only_settled_files_are_kept_and_changes_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        #[allow(clippy::disallowed_methods)]
+        let file = std::fs::File::create(&path).unwrap();
+        let fresh = Identity::of(&file.metadata().unwrap());
+        put(fresh, summary(vec![1]), SystemTime::now());
+        assert_eq!(get(&fresh), None, "changed just now: not kept");
+        file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
+        // Setting the time changed the ctime: still too fresh.
+        let set = Identity::of(&file.metadata().unwrap());
+        put(set, summary(vec![2]), SystemTime::now());
+        assert_eq!(get(&set), None);
+        put(set, summary(vec![3]), SystemTime::now() + Duration::from_secs(10));
+        assert_eq!(get(&set).map(|s| s.checkpoints.clone()), Some(vec![3]));
+        assert_eq!(get(&fresh), None, "another identity");
+    }
+}
