@@ -56,20 +56,17 @@ struct History {
     call: u64,
     blob_bytes: u64,
     dropped: u64,
-    /// The stamp of each change, in step with `changes`.
-    stamps: VecDeque<u64>,
 }
 
 impl History {
     /// The stamp of the oldest change that may be dropped: not one of the latest call.
     fn oldest_droppable(&self) -> Option<u64> {
-        self.changes.front().filter(|change| change.call != self.call).and(self.stamps.front().copied())
+        self.changes.front().filter(|change| change.call != self.call).map(|change| change.stamp)
     }
 
     /// Drops the oldest change and lets go of its blobs; returns their bytes.
     fn drop_oldest(&mut self) -> u64 {
         let Some(old) = self.changes.pop_front() else { return 0 };
-        self.stamps.pop_front();
         let bytes = old.kind.blob_bytes();
         self.blob_bytes -= bytes;
         self.dropped += 1;
@@ -103,6 +100,9 @@ pub struct Change {
     pub shown: String,
     /// What happened.
     pub kind: ChangeKind,
+    /// When it was made, in order across the sessions of the process (the oldest is dropped
+    /// first past the process-wide cap).
+    stamp: u64,
 }
 
 /// What a change did, with what undo needs to revert it.
@@ -282,8 +282,8 @@ impl Session {
             let call = history.call;
             let bytes = kind.blob_bytes();
             history.blob_bytes += bytes;
-            history.changes.push_back(Change { call, operation, path, shown, kind });
-            history.stamps.push_back(NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            let stamp = NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            history.changes.push_back(Change { call, operation, path, shown, kind, stamp });
             while history.blob_bytes > self.cap && history.oldest_droppable().is_some() {
                 history.drop_oldest();
             }
@@ -312,7 +312,6 @@ impl Session {
             keep -= 1;
         }
         let taken: Vec<Change> = history.changes.drain(keep..).rev().collect();
-        history.stamps.truncate(keep);
         history.blob_bytes -= taken.iter().map(|c| c.kind.blob_bytes()).sum::<u64>();
         taken
     }
@@ -323,7 +322,6 @@ impl Session {
         for change in changes {
             history.blob_bytes += change.kind.blob_bytes();
             history.changes.push_back(change);
-            history.stamps.push_back(NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         }
     }
 
