@@ -57,8 +57,9 @@ const PARENT_IGNORE_FILES: [&str; 4] = [".gitignore", ".ignore", ".git", ".git/i
 /// Runs `work` on a thread of its own whose reads, and those of every thread it starts (the
 /// parallel walker's), the kernel confines (Landlock) to `walked`'s root and the ignore files
 /// above it: a directory swapped for a symlink mid-walk then reads as unreadable instead of
-/// listing what it points to. Without Landlock the walk runs as before (file contents are
-/// still opened beneath the root: [`fs::walk_root`]).
+/// listing what it points to. Without Landlock the walk runs unconfined and the visitors below
+/// re-check each entry instead (file contents are opened beneath the root anyway:
+/// [`fs::walk_root`]).
 pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> Result<T, ToolError> {
     let root = walked.root();
     let above: Vec<PathBuf> = root
@@ -80,11 +81,50 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
     outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-/// Whether the kernel confines walks ([`confined`]); when it cannot, walkers keep only the
-/// entries still there beneath the root ([`fs::walk_root`]), so a name listed through a swapped
-/// directory is dropped.
-pub fn kernel_confined() -> bool {
-    crate::sandbox::landlock::support().abi.is_some()
+/// Where the kernel cannot confine a walk ([`confined`]: no Landlock), each entry is checked
+/// beneath the root before it is passed on, so a name listed through a directory swapped for
+/// a symlink is dropped (it is not there beneath the root).
+struct Recheck(Option<crate::sandbox::beneath::Root>);
+
+impl Recheck {
+    fn new(walked: &Resolved) -> Result<Self, ToolError> {
+        if crate::sandbox::landlock::support().abi.is_some() {
+            return Ok(Self(None));
+        }
+        let root = fs::walk_root(walked).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
+        Ok(Self(Some(root)))
+    }
+
+    fn keeps(&self, entry: &ignore::DirEntry) -> bool {
+        self.0.as_ref().is_none_or(|root| entry.depth() == 0 || root.symlink_metadata(entry.path()).is_ok())
+    }
+}
+
+/// Visits the entries of a walk of `walked` in its order (`builder`'s sort), confined to its
+/// root, until `stop` says so (then `Cancelled`); an entry that could not be read is passed as
+/// `Err`.
+pub fn visit_in_order(
+    walked: &Resolved,
+    builder: &WalkBuilder,
+    stop: &(dyn Fn() -> bool + Sync),
+    mut visit: impl FnMut(Result<&ignore::DirEntry, &ignore::Error>) + Send,
+) -> Result<(), ToolError> {
+    let recheck = Recheck::new(walked)?;
+    // Built here, unconfined: building reads the global git excludes (`core.excludesFile`).
+    let walk = builder.build();
+    confined(walked, || {
+        for entry in walk {
+            if stop() {
+                break;
+            }
+            match &entry {
+                Ok(entry) if !recheck.keeps(entry) => {}
+                Ok(entry) => visit(Ok(entry)),
+                Err(err) => visit(Err(err)),
+            }
+        }
+    })?;
+    if stop() { Err(ToolError::Cancelled) } else { Ok(()) }
 }
 
 /// Threads for parallel walks: one per core, like ripgrep, capped at 12.
@@ -93,7 +133,7 @@ pub fn threads() -> usize {
 }
 
 /// Visits every entry of a walk of `walked` on several threads, confined to its root, until
-/// `stop` says so (the call was cancelled). Each thread gets its own state from
+/// `stop` says so (the call was cancelled: then `Cancelled`). Each thread gets its own state from
 /// `make` (a buffer, a searcher), passed to `visit` for each entry; the states are returned
 /// when the walk ends. Walk errors (unreadable directories) are counted, not fatal.
 pub fn visit_parallel<S, M, F>(
@@ -116,6 +156,7 @@ where
         make: &'a M,
         visit: &'a F,
         stop: &'a (dyn Fn() -> bool + Sync),
+        recheck: Recheck,
         states: Mutex<Vec<S>>,
         errors: AtomicU64,
     }
@@ -129,7 +170,8 @@ where
                 return WalkState::Quit;
             }
             match (entry, self.state.as_mut()) {
-                (Ok(entry), Some(state)) => (self.shared.visit)(&entry, state),
+                (Ok(entry), Some(state)) if self.shared.recheck.keeps(&entry) => (self.shared.visit)(&entry, state),
+                (Ok(_), Some(_)) => {}
                 _ => {
                     self.shared.errors.fetch_add(1, Ordering::Relaxed);
                 }
@@ -152,10 +194,15 @@ where
         }
     }
 
-    let shared = Shared { make: &make, visit: &visit, stop, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };
+    let recheck = Recheck::new(walked)?;
+    let shared =
+        Shared { make: &make, visit: &visit, stop, recheck, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };
     // Built here, unconfined: building reads the global git excludes (`core.excludesFile`).
     let walk = builder.clone().threads(threads()).build_parallel();
     confined(walked, || walk.visit(&mut &shared))?;
+    if stop() {
+        return Err(ToolError::Cancelled);
+    }
     let errors = shared.errors.load(Ordering::Relaxed);
     Ok((shared.states.into_inner().unwrap_or_default(), errors))
 }

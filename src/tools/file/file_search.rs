@@ -89,7 +89,6 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
     let by_mtime = args.sort == Some(Sort::Mtime);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None);
     let builder = walk::builder(dir, options);
-    let confined = walk::kernel_confined();
     let held = fs::walk_root(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?;
     let total = AtomicU64::new(0);
     let base = dir.real();
@@ -108,7 +107,7 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
             let Ok(relative) = entry.path().strip_prefix(base) else {
                 return;
             };
-            if !glob.is_match(relative) || (!confined && held.symlink_metadata(entry.path()).is_err()) {
+            if !glob.is_match(relative) {
                 return;
             }
             total.fetch_add(1, Ordering::Relaxed);
@@ -122,9 +121,6 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
             }
         },
     )?;
-    if stop() {
-        return Err(ToolError::Cancelled);
-    }
     let mut found: Vec<_> = states.into_iter().flatten().collect();
     found.sort_unstable_by(order);
     let total = total.into_inner();

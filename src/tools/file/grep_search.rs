@@ -301,9 +301,6 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
             }
         },
     )?;
-    if stop() {
-        return Err(ToolError::Cancelled);
-    }
     let kept = kept.into_inner().map_err(|_| ToolError::Internal("a search thread panicked".into()))?;
     let totals = Totals {
         matches: total_matches.into_inner(),

@@ -115,40 +115,27 @@ fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>,
     let mut found: Vec<Found> = Vec::new();
     let mut children: HashMap<PathBuf, u64> = HashMap::new();
     let (mut total, mut unreadable) = (0u64, 0u64);
-    let walk = builder.build();
-    let confined = walk::kernel_confined();
     let held = fs::walk_root(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?;
-    walk::confined(dir, || {
-        for item in walk {
-            if stop() {
-                break;
-            }
-            let Ok(item) = item else {
-                unreadable += 1;
-                continue;
-            };
-            if item.depth() == 0 || (!confined && held.symlink_metadata(item.path()).is_err()) {
-                continue;
-            }
-            if let Some(parent) = item.path().parent() {
-                *children.entry(parent.to_path_buf()).or_default() += 1;
-            }
-            if item.depth() > depth {
-                continue;
-            }
-            total += 1;
-            if found.len() < limit {
-                found.push(Found {
-                    path: item.path().to_path_buf(),
-                    depth: item.depth(),
-                    entry: describe(&held, &item, roots),
-                });
-            }
+    walk::visit_in_order(dir, &builder, &stop, |item| {
+        let Ok(item) = item else {
+            unreadable += 1;
+            return;
+        };
+        if item.depth() == 0 {
+            return;
+        }
+        if let Some(parent) = item.path().parent() {
+            *children.entry(parent.to_path_buf()).or_default() += 1;
+        }
+        if item.depth() > depth {
+            return;
+        }
+        total += 1;
+        if found.len() < limit {
+            let entry = describe(&held, item, roots);
+            found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry });
         }
     })?;
-    if stop() {
-        return Err(ToolError::Cancelled);
-    }
     let mut text = format!(
         "`{}`: {total} entries{}\n",
         dir.shown(),
