@@ -32,11 +32,6 @@ pub fn is_dir(path: &Path) -> bool {
     path.is_dir()
 }
 
-/// Metadata of a confined path, reached beneath its root without following a symlink.
-pub fn metadata(path: &Resolved) -> io::Result<Metadata> {
-    beneath::Root::open(path.root())?.symlink_metadata(path.real())
-}
-
 /// Opens a confined file for reading, beneath its root without following a symlink anywhere
 /// on the way (a directory swapped for one after the check makes it fail), without blocking
 /// on a FIFO; with the metadata of what was opened.

@@ -82,14 +82,14 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
     let stop = || context.signals.cancel.is_cancelled();
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 file")?;
     let glob = PathGlob::new(&args.pattern)?;
-    if !fs::metadata(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?.is_dir() {
+    let held = fs::walk_root(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?;
+    if !held.symlink_metadata(dir.real()).map_err(|e| ToolError::io("search", dir.shown(), e))?.is_dir() {
         return Err(ToolError::NotADirectory { path: dir.shown().into() });
     }
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let by_mtime = args.sort == Some(Sort::Mtime);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None);
     let builder = walk::builder(dir, options);
-    let held = fs::walk_root(dir).map_err(|e| ToolError::io("search", dir.shown(), e))?;
     let total = AtomicU64::new(0);
     let base = dir.real();
     // Newest first, then path; `Reverse` on the time makes "smallest" mean "newest".

@@ -260,13 +260,14 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
     let multiline = args.multiline.unwrap_or(false);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None);
-    let base = if fs::metadata(target).map_err(|e| ToolError::io("search", target.shown(), e))?.is_dir() {
+    let held = fs::walk_root(target).map_err(|e| ToolError::io("search", target.shown(), e))?;
+    let base = if held.symlink_metadata(target.real()).map_err(|e| ToolError::io("search", target.shown(), e))?.is_dir()
+    {
         target.real().to_path_buf()
     } else {
         target.real().parent().map(|p| p.to_path_buf()).unwrap_or_default()
     };
     let builder = walk::builder(target, options);
-    let held = fs::walk_root(target).map_err(|e| ToolError::io("search", target.shown(), e))?;
     let kept = Mutex::new(Kept { files: BTreeMap::new(), rows: 0 });
     let (total_matches, total_files, searched) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let (_, _errors) = walk::visit_parallel(

@@ -103,7 +103,8 @@ fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>,
     let stop = || context.signals.cancel.is_cancelled();
     ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 entry")?;
-    if !fs::metadata(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?.is_dir() {
+    let held = fs::walk_root(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?;
+    if !held.symlink_metadata(dir.real()).map_err(|e| ToolError::io("list", dir.shown(), e))?.is_dir() {
         return Err(ToolError::NotADirectory { path: dir.shown().into() });
     }
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
@@ -115,7 +116,6 @@ fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>,
     let mut found: Vec<Found> = Vec::new();
     let mut children: HashMap<PathBuf, u64> = HashMap::new();
     let (mut total, mut unreadable) = (0u64, 0u64);
-    let held = fs::walk_root(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?;
     walk::visit_in_order(dir, &builder, &stop, |item| {
         let Ok(item) = item else {
             unreadable += 1;
