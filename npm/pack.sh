@@ -2,8 +2,10 @@
 # npm/pack.sh OUT_DIR [TARGET]: builds the release binary (cargo skips it when it is up to
 # date) and writes two `npm pack` tarballs into OUT_DIR: the launcher package `toolbelt-mcp`
 # and the platform package of this machine (`toolbelt-mcp-linux-x64`, …) holding the binary.
-# TARGET is a Rust target triple for this OS and CPU, e.g. `x86_64-unknown-linux-musl` for a
-# static binary (`rustup target add` it, and install musl-tools); default: the host's.
+# TARGET is a Rust target triple, e.g. `x86_64-unknown-linux-musl` for a static binary
+# (`rustup target add` it, and install musl-tools), or `aarch64-apple-darwin` /
+# `x86_64-apple-darwin`, cross-built with cargo-zigbuild (pip install ziglang cargo-zigbuild);
+# default: the host's. A binary of another platform is not run (`--version`) here.
 # `npm install OUT_DIR/*.tgz` then gives a working `toolbelt-mcp` command, offline.
 set -euo pipefail
 
@@ -13,13 +15,20 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) platform=linux-x64 os=linux cpu=x64 ;;
-  Linux-aarch64) platform=linux-arm64 os=linux cpu=arm64 ;;
-  Darwin-x86_64) platform=darwin-x64 os=darwin cpu=x64 ;;
-  Darwin-arm64) platform=darwin-arm64 os=darwin cpu=arm64 ;;
-  *) echo "npm/pack.sh: no npm platform package for $(uname -s) $(uname -m)" >&2; exit 1 ;;
+# The platform: the target's when one is given (cross builds: macOS with cargo-zigbuild),
+# else this machine's.
+host="$(uname -s)-$(uname -m)"
+case "${target:-$host}" in
+  x86_64-unknown-linux-*|Linux-x86_64) platform=linux-x64 os=linux cpu=x64 ;;
+  aarch64-unknown-linux-*|Linux-aarch64) platform=linux-arm64 os=linux cpu=arm64 ;;
+  x86_64-apple-darwin|Darwin-x86_64) platform=darwin-x64 os=darwin cpu=x64 ;;
+  aarch64-apple-darwin|Darwin-arm64) platform=darwin-arm64 os=darwin cpu=arm64 ;;
+  *) echo "npm/pack.sh: no npm platform package for ${target:-$host}" >&2; exit 1 ;;
 esac
+# PROFILE=debug packs the debug build (CI's cross builds); the default is the release build.
+profile="${PROFILE:-release}"
+profile_flag=(--release)
+[ "$profile" = debug ] && profile_flag=()
 
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)"
 launcher="$repo/npm/toolbelt-mcp"
@@ -34,17 +43,26 @@ node -e '
   }
 ' "$launcher/package.json" "$version"
 
-if [ -n "$target" ]; then
-  (cd "$repo" && cargo build --release --locked --target "$target")
-  binary="$repo/target/$target/release/toolbelt-mcp"
-else
-  (cd "$repo" && cargo build --release --locked)
-  binary="$repo/target/release/toolbelt-mcp"
-fi
-built="$("$binary" --version)"
-if [ "$built" != "toolbelt-mcp $version" ]; then
-  echo "npm/pack.sh: $binary says \`$built\`, expected \`toolbelt-mcp $version\`" >&2
-  exit 1
+case "$target" in
+  *-apple-darwin)
+    # No Apple SDK on Linux: zig links against stubs of the frameworks the build uses.
+    stubs="$repo/target/macos-sdk-stubs"
+    (cd "$repo" && python3 tests/cross/macos_sdk_stubs.py "$stubs" "$target" >/dev/null \
+      && SDKROOT="$stubs" cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
+    binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+  "")
+    (cd "$repo" && cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked)
+    binary="$repo/target/$profile/toolbelt-mcp" ;;
+  *)
+    (cd "$repo" && cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
+    binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+esac
+if [ "$os-$cpu" = "$(node -p 'process.platform + "-" + process.arch')" ]; then
+  built="$("$binary" --version)"
+  if [ "$built" != "toolbelt-mcp $version" ]; then
+    echo "npm/pack.sh: $binary says \`$built\`, expected \`toolbelt-mcp $version\`" >&2
+    exit 1
+  fi
 fi
 
 stage="$(mktemp -d)"

@@ -26,7 +26,9 @@ use crate::config::http::HttpConfig;
 fn main() -> ExitCode {
     // A sandboxed command's helper (which forks the init of its namespaces) and the doctor's
     // probe: still single-threaded here.
+    #[cfg(target_os = "linux")]
     let mut args = std::env::args_os();
+    #[cfg(target_os = "linux")]
     match args.nth(1) {
         Some(first) if first == sandbox::linux::HELPER_SUBCOMMAND => {
             return sandbox::linux::helper::main(args.collect());
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
 fn serve(config: std::sync::Arc<Config>, args: &cli::HttpArgs) -> Result<bool, String> {
     // No process of this user (a command run with `full-access`, another program) may read
     // the server's environment, memory or open files through `/proc`; nor dump its core.
+    #[cfg(target_os = "linux")]
     if let Err(err) = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable) {
         tracing::warn!(%err, "cannot make the server non-dumpable");
     }

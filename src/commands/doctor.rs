@@ -3,12 +3,11 @@
 use std::io::Write;
 
 use crate::config::Config;
-use crate::sandbox::{fs, landlock};
+use crate::sandbox::{backend, fs};
 use crate::tools;
 
 /// Prints the report.
 pub fn run(config: &Config) -> Result<(), String> {
-    let landlock = landlock::support();
     let tools = tools::specs(config.tool_layout, config.sandbox == crate::cli::SandboxMode::ReadOnly)
         .map_err(|e| e.to_string())?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -38,8 +37,8 @@ pub fn run(config: &Config) -> Result<(), String> {
         "undo data:     at most {} bytes per session, {} for all the sessions of the server\n",
         config.max_undo_bytes, config.max_undo_total_bytes
     ));
-    report.push_str(&format!("landlock:      {}\n", landlock.status));
-    report.push_str(&sandbox_report(config, landlock.abi));
+    report.push_str(&format!("confinement:   {}\n", backend::status()));
+    report.push_str(&sandbox_report(config));
     std::io::stdout().lock().write_all(report.as_bytes()).map_err(|e| e.to_string())
 }
 
@@ -72,7 +71,7 @@ fn database_report(config: &Config) -> String {
 }
 
 /// What a command would run under (see `doctor_sandbox`), then the policy.
-fn sandbox_report(config: &Config, _abi: Option<u8>) -> String {
+fn sandbox_report(config: &Config) -> String {
     let mut out = super::doctor_sandbox::report(config);
     out.push_str(&format!(
         "approval:      {} (clients without elicitation: {}; unanswered after {} s: deny)\n",

@@ -1,12 +1,16 @@
 //! The sandbox part of `doctor`: the contract a command started now would get (writable,
 //! read-only, hidden paths, temp dirs, limits), and the layers a probe run under it finds.
 
+#[cfg(target_os = "linux")]
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
 use crate::cli::Network;
 use crate::config::Config;
 use crate::sandbox::contract::{Bind, Contract};
+#[cfg(target_os = "linux")]
 use crate::sandbox::exec::Confinement;
+#[cfg(target_os = "linux")]
 use crate::sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
 use crate::terminal::Terminals;
 
@@ -26,18 +30,25 @@ pub fn report(config: &Config) -> String {
             return out;
         }
     };
+    #[cfg(target_os = "linux")]
     match probe(&confinement, config.roots.first().map_or(Path::new("/"), PathBuf::as_path)) {
         Ok(layers) => {
             out.push_str(&format!(", checked by a probe run under it:\n{}", describe_layers(&layers, config.network)))
         }
         Err(err) => out.push_str(&format!(" (commands are refused: {err})\n")),
     }
+    #[cfg(not(target_os = "linux"))]
+    out.push_str(&format!(
+        ", enforced by {} (reads, writes, network; no resource limits on this OS):\n",
+        crate::sandbox::backend::NAME
+    ));
     out.push_str(&describe_contract(confinement.contract()));
     terminals.remove_scratch();
     out
 }
 
 /// Runs the probe as a sandboxed command.
+#[cfg(target_os = "linux")]
 fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
     // (a binary under `/tmp` is behind the command's private `/tmp`).
@@ -55,6 +66,7 @@ fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
 }
 
 /// One line per layer, as found.
+#[cfg(target_os = "linux")]
 fn describe_layers(layers: &Layers, network: Network) -> String {
     let yes_no = |held: bool, what: &str| if held { what.to_string() } else { format!("NOT {what}") };
     let mut namespaces = vec!["mount".to_string()];
@@ -90,6 +102,7 @@ fn describe_layers(layers: &Layers, network: Network) -> String {
 }
 
 /// Bytes as GiB, to a tenth.
+#[cfg(target_os = "linux")]
 fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
@@ -100,11 +113,16 @@ fn describe_contract(contract: &Contract) -> String {
     for dir in &contract.writable {
         out.push_str(&format!("    {}\n", dir.display()));
     }
+    let (temp, read_only) = if cfg!(target_os = "linux") {
+        ("/tmp, /var/tmp, /dev/shm: the session's own", "bound read-only in the command's mount namespace")
+    } else {
+        ("`TMPDIR`: the session's own", "denied by the Seatbelt profile, as are the protected names at any depth")
+    };
     out.push_str(&format!(
-        "    /tmp, /var/tmp, /dev/shm: the session's own (under {}), removed with it\n    and /dev/null-class devices and PTYs\n",
+        "    {temp} (under {}), removed with it\n    and /dev/null-class devices and PTYs\n",
         contract.temp.display()
     ));
-    out.push_str("  read-only inside them (bound read-only in the command's mount namespace):\n");
+    out.push_str(&format!("  read-only inside them ({read_only}):\n"));
     for bind in &contract.binds {
         if let Bind::ReadOnly(path) = bind {
             out.push_str(&format!("    {}\n", path.display()));

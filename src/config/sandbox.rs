@@ -58,8 +58,7 @@ pub fn limits(
             expected: "at least 64 (a shell and a build need a few dozen), or 0 for no limit",
         });
     }
-    let memory = rustix::system::sysinfo();
-    let machine = u64::from(memory.mem_unit).saturating_mul(memory.totalram);
+    let machine = machine_memory();
     let limit = |given: Option<u64>, default: u64| match given {
         Some(0) => None,
         Some(n) => Some(n),
@@ -70,6 +69,19 @@ pub fn limits(
         memory_bytes: limit(memory_bytes, machine.max(MIN_DEFAULT_MEMORY_BYTES)),
         file_bytes: limit(file_bytes, DEFAULT_MAX_FILE_BYTES),
     })
+}
+
+/// The machine's memory in bytes (the default address-space limit of a command).
+#[cfg(target_os = "linux")]
+fn machine_memory() -> u64 {
+    let memory = rustix::system::sysinfo();
+    u64::from(memory.mem_unit).saturating_mul(memory.totalram)
+}
+
+/// Unknown here: the limits are enforced by the Linux sandbox only, so the floor stands in.
+#[cfg(not(target_os = "linux"))]
+fn machine_memory() -> u64 {
+    0
 }
 
 /// The paths hidden from commands: the user's `deny_read` entries, and unless turned off the

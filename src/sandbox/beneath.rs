@@ -1,6 +1,8 @@
-//! Opens beneath a root: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's own
-//! handle, so neither a symlink nor a directory swapped for one after a path was checked can
-//! lead out of it. Reads, walks and writes all open their subjects through here.
+//! Opens beneath a root from the root's own handle, with no symlink allowed anywhere on the
+//! way, so neither a symlink nor a directory swapped for one after a path was checked can lead
+//! out of it: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` on Linux, `openat` with
+//! `O_NOFOLLOW_ANY` of a path of plain names (no `..`) on macOS. Reads, walks and writes all
+//! open their subjects through here.
 
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
@@ -9,9 +11,21 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::{Mode, OFlags};
 
-const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS).union(ResolveFlags::NO_MAGICLINKS);
+#[cfg(target_os = "linux")]
+const RESOLVE: rustix::fs::ResolveFlags = rustix::fs::ResolveFlags::BENEATH
+    .union(rustix::fs::ResolveFlags::NO_SYMLINKS)
+    .union(rustix::fs::ResolveFlags::NO_MAGICLINKS);
+
+/// A handle that only names a file (Linux: `O_PATH`, which needs no read permission); macOS
+/// has no `O_PATH`, so a handle opened for reading.
+#[cfg(target_os = "linux")]
+const HANDLE: OFlags = OFlags::PATH;
+/// A handle that only names a file (Linux: `O_PATH`, which needs no read permission); macOS
+/// has no `O_PATH`, so a handle opened for reading.
+#[cfg(not(target_os = "linux"))]
+const HANDLE: OFlags = OFlags::RDONLY;
 
 /// A root held open: everything beneath it is opened from this handle.
 #[derive(Debug)]
@@ -23,7 +37,7 @@ pub struct Root {
 impl Root {
     /// Opens the root `path` (canonical, trusted: the configured root).
     pub fn open(path: &Path) -> io::Result<Self> {
-        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        let fd = rustix::fs::open(path, HANDLE | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         Ok(Self { path: path.to_path_buf(), fd })
     }
 
@@ -31,7 +45,22 @@ impl Root {
     /// `relative` is the root itself.
     fn open_relative(&self, relative: &Path, flags: OFlags) -> io::Result<OwnedFd> {
         let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
-        Ok(rustix::fs::openat2(&self.fd, relative, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)?)
+        #[cfg(target_os = "linux")]
+        {
+            Ok(rustix::fs::openat2(&self.fd, relative, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)?)
+        }
+        // Without `..` (refused here) and with no symlink followed anywhere, a path of names
+        // from the root's handle cannot leave it.
+        #[cfg(not(target_os = "linux"))]
+        {
+            use std::path::Component;
+            if !relative.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+                let message = format!("`{}` is not a plain path beneath the root", relative.display());
+                return Err(io::Error::new(io::ErrorKind::PermissionDenied, message));
+            }
+            let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW_ANY;
+            Ok(rustix::fs::openat(&self.fd, relative, flags, Mode::empty())?)
+        }
     }
 
     /// `path` relative to the root; an error when it does not lie beneath it.
@@ -64,7 +93,22 @@ impl Root {
 
     /// The metadata of `path` (absolute) itself: a symlink is described, not followed.
     pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
-        File::from(self.open_relative(self.relative(path)?, OFlags::PATH | OFlags::NOFOLLOW)?).metadata()
+        #[cfg(target_os = "linux")]
+        {
+            File::from(self.open_relative(self.relative(path)?, OFlags::PATH | OFlags::NOFOLLOW)?).metadata()
+        }
+        // `O_SYMLINK` opens a symlink itself; the directory it is in was opened beneath the
+        // root first (`O_NOFOLLOW_ANY` would refuse the symlink at the end).
+        #[cfg(not(target_os = "linux"))]
+        {
+            let relative = self.relative(path)?;
+            let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+                return File::from(self.open_relative(relative, HANDLE)?).metadata();
+            };
+            let dir = self.open_relative(parent, HANDLE | OFlags::DIRECTORY)?;
+            let flags = OFlags::RDONLY | OFlags::SYMLINK | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            File::from(rustix::fs::openat(&dir, name, flags, Mode::empty())?).metadata()
+        }
     }
 
     /// The target text of the symlink at `path` (absolute).
@@ -73,7 +117,7 @@ impl Root {
         let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         };
-        let dir = self.open_relative(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+        let dir = self.open_relative(parent, HANDLE | OFlags::DIRECTORY)?;
         let target: OsString = OsStringExt::from_vec(rustix::fs::readlinkat(&dir, name, Vec::new())?.into_bytes());
         Ok(target.into())
     }
@@ -122,8 +166,7 @@ mod tests {
     fn a_fifo_does_not_block() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
-        rustix::fs::mknodat(rustix::fs::CWD, root.join("fifo"), rustix::fs::FileType::Fifo, Mode::from(0o600), 0)
-            .unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(root.join("fifo")).status().unwrap().success());
         let (_file, meta) = Root::open(&root).unwrap().open_read(&root.join("fifo")).unwrap();
         assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
     }

@@ -1,13 +1,22 @@
 //! The sandbox contract: everything that decides what a confined command may do, whatever
-//! enforces it (Linux: namespaces, mounts, Landlock, seccomp and rlimits in `linux/`). The
-//! server builds it from the policy's tables (`exec::Confinement::plan`) and hands it whole to
-//! the platform's helper, so every backend enforces the same lists.
+//! enforces it (Linux: namespaces, mounts, Landlock, seccomp and rlimits in `linux/`; macOS:
+//! the Seatbelt profile `seatbelt.rs` generates from it). The server builds it from the
+//! policy's tables (`exec::Confinement::plan`) and hands it whole to the platform's backend,
+//! so every backend enforces the same lists.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cli::Network;
+
+/// The hidden subcommand of the Linux sandbox's helper.
+#[cfg(target_os = "linux")]
+pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
+/// The exit status of a command the sandbox could not set up (like a shell's "cannot run").
+pub const SETUP_FAILED: u8 = 126;
+/// How a setup failure is reported on stderr, so the server can recognise it.
+pub const SETUP_PREFIX: &str = "toolbelt-mcp sandbox:";
 
 /// A path to bind over itself in the command's view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +41,8 @@ pub struct Limits {
 /// What one sandboxed command may do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Contract {
-    /// The Landlock ABI the server probed (the helper refuses if the kernel offers less).
+    /// The Landlock ABI the server probed (the helper refuses if the kernel offers less); 0
+    /// where the backend is not Landlock.
     pub abi: u8,
     /// Directories the command may write beneath (roots, writable roots), besides its
     /// temp dirs.
@@ -62,8 +72,10 @@ pub struct Contract {
 pub const TEMP_DIRS: [(&str, &str); 3] = [("/tmp", "tmp"), ("/var/tmp", "var-tmp"), ("/dev/shm", "shm")];
 
 impl Contract {
-    /// The session's stand-ins for the system temp dirs, with the dir each replaces.
-    pub fn temp_dirs(&self) -> impl Iterator<Item = (&'static Path, PathBuf)> + '_ {
-        TEMP_DIRS.iter().map(|(system, own)| (Path::new(*system), self.temp.join(own)))
+    /// The session's stand-ins for the system temp dirs, with the dir each replaces (Linux:
+    /// bound over them).
+    #[cfg(target_os = "linux")]
+    pub fn temp_dirs(&self) -> impl Iterator<Item = (&'static std::path::Path, PathBuf)> + '_ {
+        TEMP_DIRS.iter().map(|(system, own)| (std::path::Path::new(*system), self.temp.join(own)))
     }
 }

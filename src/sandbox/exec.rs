@@ -8,13 +8,12 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Network, SandboxMode};
+use crate::sandbox::backend;
 use crate::sandbox::contract::{Bind, Contract, Limits, TEMP_DIRS};
 use crate::sandbox::fs;
 use crate::sandbox::guard::{Finding, Guard};
-use crate::sandbox::landlock;
-use crate::sandbox::linux::HELPER_SUBCOMMAND;
 
-pub use crate::sandbox::linux::{SETUP_FAILED, SETUP_PREFIX};
+pub use crate::sandbox::contract::{SETUP_FAILED, SETUP_PREFIX};
 
 /// Everything that decides what a command may do.
 #[derive(Debug, Clone)]
@@ -50,11 +49,12 @@ pub struct Confinement {
 /// Why a command cannot be sandboxed (it is then not run).
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    /// Landlock is unavailable.
+    /// This OS's sandbox is unavailable (Linux: no Landlock; macOS: no `sandbox-exec`).
     #[error(
-        "Landlock is {0}, so the command cannot be confined and was not run; use a kernel with Landlock, or run the server with `--sandbox full-access` to run commands unconfined"
+        "{0}, so the command cannot be confined and was not run; {next}, or run the server with `--sandbox full-access` to run commands unconfined",
+        next = backend::REMEDY
     )]
-    NoLandlock(String),
+    Unavailable(String),
     /// The session's temp dir could not be made.
     #[error("cannot create the command's temp dir `{path}`: {source}; check that the system temp dir is writable")]
     Temp {
@@ -73,8 +73,7 @@ impl Confinement {
         if plan.mode == SandboxMode::FullAccess {
             return Ok(None);
         }
-        let support = landlock::support();
-        let abi = support.abi.ok_or_else(|| SandboxError::NoLandlock(support.status.clone()))?;
+        let abi = backend::level().map_err(SandboxError::Unavailable)?;
         for (_, own) in TEMP_DIRS {
             let path = plan.temp.join(own);
             fs::create_private_dir(&path).map_err(|source| SandboxError::Temp { path, source })?;
@@ -96,7 +95,8 @@ impl Confinement {
             binds,
             hidden: plan.hidden.to_vec(),
             visible,
-            temp: plan.temp.to_path_buf(),
+            // Seatbelt matches real paths (macOS: `/tmp` is `/private/tmp`).
+            temp: fs::canonicalize(plan.temp).unwrap_or_else(|_| plan.temp.to_path_buf()),
             network: plan.network,
             limits: plan.limits,
             parent: std::process::id(),
@@ -108,13 +108,7 @@ impl Confinement {
     /// The program and arguments that run `program args…` in `cwd` under this confinement.
     pub fn wrap(&self, program: &OsStr, args: &[OsString], cwd: &Path) -> (PathBuf, Vec<OsString>) {
         let contract = Contract { cwd: cwd.to_path_buf(), ..self.contract.clone() };
-        // The contract holds plain paths and numbers: it always serialises.
-        let json = serde_json::to_string(&contract).unwrap_or_default();
-        let mut argv: Vec<OsString> = vec![HELPER_SUBCOMMAND.into(), json.into(), "--".into()];
-        argv.push(program.to_os_string());
-        argv.extend(args.iter().cloned());
-        // `/proc/self/exe` is this very binary, even if the file was replaced since it started.
-        (PathBuf::from("/proc/self/exe"), argv)
+        backend::wrap(&contract, program, args)
     }
 
     /// The contract (for `doctor`).
@@ -150,7 +144,7 @@ fn own_binds(own_files: &[PathBuf], writable: &[PathBuf]) -> Vec<Bind> {
     binds
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
@@ -187,7 +181,7 @@ mod tests {
         assert_eq!(c.contract.binds.last(), Some(&Bind::ReadOnly(state)), "own files after the repositories");
         let (program, argv) = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root);
         assert_eq!(program, PathBuf::from("/proc/self/exe"));
-        assert_eq!(argv[0], HELPER_SUBCOMMAND);
+        assert_eq!(argv[0], crate::sandbox::contract::HELPER_SUBCOMMAND);
         let sent: Contract = serde_json::from_str(argv[1].to_str().unwrap()).unwrap();
         assert_eq!((sent.cwd, sent.network, sent.parent), (root.clone(), Network::Deny, std::process::id()));
         assert_eq!(argv[2..], ["--", "bash", "-c", "echo x"]);

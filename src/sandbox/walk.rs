@@ -68,17 +68,26 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
         .flat_map(|dir| PARENT_IGNORE_FILES.iter().map(move |name| dir.join(name)))
         .filter(|file| fs::is_file(file))
         .collect();
-    let outcome = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                crate::sandbox::landlock::restrict_reads(&[root], &above).map_err(|err| {
-                    ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display()))
-                })?;
-                Ok(work())
-            })
-            .join()
-    });
-    outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    #[cfg(target_os = "linux")]
+    {
+        let outcome = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    crate::sandbox::landlock::restrict_reads(&[root], &above).map_err(|err| {
+                        ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display()))
+                    })?;
+                    Ok(work())
+                })
+                .join()
+        });
+        outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+    // No kernel confinement of one thread's reads here: `Recheck` does the work.
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = above;
+        Ok(work())
+    }
 }
 
 /// Where the kernel cannot confine a walk ([`confined`]: no Landlock), each entry is checked
@@ -88,7 +97,7 @@ struct Recheck(Option<crate::sandbox::beneath::Root>);
 
 impl Recheck {
     fn new(walked: &Resolved) -> Result<Self, ToolError> {
-        if crate::sandbox::landlock::support().abi.is_some() {
+        if crate::sandbox::backend::confines_walks() {
             return Ok(Self(None));
         }
         let root = fs::walk_root(walked).map_err(|e| ToolError::io("walk", walked.shown(), e))?;

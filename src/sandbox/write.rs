@@ -174,7 +174,7 @@ impl Target {
         }
         let bytes = read_from_start(&held.fd, limit).map_err(|e| ToolError::io("read", &self.shown, e))?;
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some((held, sha256(&bytes)));
-        Ok(Some(Existing { bytes, mode: stat.st_mode & 0o7777 }))
+        Ok(Some(Existing { bytes, mode: permission_bits(stat.st_mode) }))
     }
 
     /// Fails if the file this target read was replaced or changed since (by a program that
@@ -278,10 +278,10 @@ impl Target {
     ) -> Result<(), ToolError> {
         let io_err = |action, err: rustix::io::Errno| ToolError::io(action, &self.shown, err.into());
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&self.dir, temp, flags, Mode::from_raw_mode(mode.unwrap_or(0o666)))
+        let fd = rustix::fs::openat(&self.dir, temp, flags, mode_of(mode.unwrap_or(0o666)))
             .map_err(|e| io_err("create a temp file for", e))?;
         if let Some(mode) = mode {
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(|e| io_err("set the permissions of", e))?;
+            rustix::fs::fchmod(&fd, mode_of(mode)).map_err(|e| io_err("set the permissions of", e))?;
         }
         let mut file = std::fs::File::from(fd);
         file.write_all(bytes).map_err(|e| ToolError::io("write", &self.shown, e))?;
@@ -407,6 +407,18 @@ fn temp_name(name: &OsStr) -> OsString {
     let stem = String::from_utf8_lossy(&bytes[..bytes.len().min(100)]).into_owned();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     OsString::from(format!(".{stem}.{}.{n}{TEMP_SUFFIX}", std::process::id()))
+}
+
+/// The permission bits of a raw `st_mode` (`mode_t` is 16 bits on macOS, 32 on Linux).
+#[allow(clippy::useless_conversion)]
+pub fn permission_bits(raw: rustix::fs::RawMode) -> u32 {
+    u32::from(raw) & 0o7777
+}
+
+/// Permission bits (the low 12 bits of `bits`) as a [`Mode`].
+fn mode_of(bits: u32) -> Mode {
+    // At most 0o7777: fits every platform's `mode_t`.
+    Mode::from_bits_truncate((bits & 0o7777) as rustix::fs::RawMode)
 }
 
 #[cfg(test)]

@@ -90,9 +90,9 @@ pub async fn run(
         logs.iter().for_each(|log| log.close());
     }
     guard.disarm();
-    // A confined command's namespace ends with it (its init, finishing, may still be in the
-    // helper's group for a moment: that is not a process left behind).
-    let lingering = (launch.confinement.is_none() && group_alive(pgid)).then_some(pgid);
+    // A command confined on Linux: its namespace ends with it (its init, finishing, may still
+    // be in the helper's group for a moment: that is not a process left behind).
+    let lingering = (launch.gets_own_group() && group_alive(pgid)).then_some(pgid);
     Ok(Finished { status, timed_out, cancelled, closed, duration: started.elapsed(), lingering })
 }
 

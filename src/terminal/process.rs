@@ -102,13 +102,19 @@ impl Launch {
         command
     }
 
+    /// Whether the server gives the command its process group (everything but the Linux
+    /// sandbox's helper, which starts a session and, with its PID namespace, ends all it ran).
+    pub fn gets_own_group(&self) -> bool {
+        self.confinement.is_none() || !crate::sandbox::backend::OWN_SESSION
+    }
+
     /// Starts the command in a new process group with stdout and stderr on pipes (one pipe
     /// for both when `merged`), stdin from `/dev/null` unless `stdin` is piped.
     pub fn spawn_piped(&self, stdin: bool, merged: bool) -> io::Result<Piped> {
         let mut command = self.command();
-        // The sandbox's helper starts a session of its own (`setsid`, which a group leader
-        // cannot); an unconfined command gets a group of its own here.
-        if self.confinement.is_none() {
+        // The Linux sandbox's helper starts a session of its own (`setsid`, which a group
+        // leader cannot); any other command gets a group of its own here.
+        if self.gets_own_group() {
             command.process_group(0);
         }
         command.stdin(if stdin { Stdio::piped() } else { Stdio::null() });

@@ -52,7 +52,7 @@ fn doctor_reports_config_roots_and_landlock() {
     assert!(stdout.contains(&format!("database:      {} (not created yet", database.display())), "{stdout}");
     assert!(stdout.contains("max edit:      10485760 bytes per file"), "{stdout}");
     assert!(stdout.contains("undo data:     at most 268435456 bytes per session"), "{stdout}");
-    assert!(stdout.contains("landlock:      available"), "{stdout}");
+    assert!(stdout.contains("confinement:   Landlock, namespaces and seccomp: Landlock available"), "{stdout}");
     assert!(stdout.contains("sandbox:       workspace-write, checked by a probe run under it"), "{stdout}");
     for layer in
         ["pid (the command is PID 2", "an own /proc", "no capabilities", "no_new_privs", "seccomp filter", "Landlock ("]

@@ -247,11 +247,11 @@ pub fn op(operation: &str, fields: Value) -> Value {
     Value::Object(map)
 }
 
-/// Whether process `pid` is gone (or a zombie waiting for its parent).
 /// Shell words printing the shell's pid as the host sees it can be found: `PID:pid:[NS]`, the
 /// pid inside the command's PID namespace and that namespace (see [`host_pid`]).
 pub const SELF_PID: &str = "$$:$(readlink /proc/$$/ns/pid)";
-/// The same for the last background job (`$!`).
+/// The same for the last background job (`$!`) (the isolation tests, Linux).
+#[cfg(target_os = "linux")]
 pub const JOB_PID: &str = "$!:$(readlink /proc/$!/ns/pid)";
 
 /// The host pid of a process a sandboxed command reported with [`SELF_PID`] or [`JOB_PID`]:
@@ -271,6 +271,7 @@ pub fn host_pid(reported: &str) -> u32 {
     panic!("no process {inner} in {namespace}")
 }
 
+/// Whether process `pid` is gone (or a zombie waiting for its parent).
 pub fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,

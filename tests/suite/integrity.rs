@@ -92,7 +92,11 @@ async fn what_killed_servers_left_is_removed_by_the_next_start() {
         let spilled = client.run("seq 1 200000").await;
         assert!(!spilled.is_error, "{}", spilled.text);
         let pid = client.pid.unwrap();
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
         assert!(super::common::wait_gone(pid, 10).await);
         let left = dirs_of(&state.join("undo"), pid) * dirs_of(&state.join("output"), pid) * dirs_of(&temp, pid);
         assert!(left > 0, "server {pid} left nothing to collect: the test proves nothing");

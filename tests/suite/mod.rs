@@ -1,22 +1,28 @@
-//! Test suites, one per area.
+//! Test suites, one per area. The Linux sandbox's layers (`confinement`, `isolation`,
+//! `sandbox`) are tested on Linux; the Seatbelt backend's on macOS (`macos`).
 
 mod agent;
 mod cli;
 pub mod common;
+#[cfg(target_os = "linux")]
 mod confinement;
 mod corners;
 mod escapes;
 pub mod http;
 mod integrity;
+#[cfg(target_os = "linux")]
 mod isolation;
 mod list_dir;
 mod llm;
+#[cfg(target_os = "macos")]
+mod macos;
 mod memory;
 pub mod policy;
 mod protocol;
 mod read_file;
 mod read_races;
 mod roots;
+#[cfg(target_os = "linux")]
 mod sandbox;
 mod search;
 mod sessions;

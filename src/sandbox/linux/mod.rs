@@ -18,12 +18,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The hidden subcommand of the helper.
-pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
-/// The exit status of a command the sandbox could not set up (like a shell's "cannot run").
-pub const SETUP_FAILED: u8 = 126;
-/// How a setup failure is reported on stderr, so the server can recognise it.
-pub const SETUP_PREFIX: &str = "toolbelt-mcp sandbox:";
+pub use crate::sandbox::contract::{HELPER_SUBCOMMAND, SETUP_FAILED, SETUP_PREFIX};
 
 /// What the helper tells init.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,8 +23,8 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 pub struct Held {
     /// The locked file, open read-only (the edit reads through it).
     pub fd: OwnedFd,
-    ino: u64,
-    dev: u64,
+    ino: libc::ino_t,
+    dev: libc::dev_t,
 }
 
 /// Why a lock was not taken.
