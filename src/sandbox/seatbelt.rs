@@ -93,6 +93,11 @@ pub fn profile(contract: &Contract) -> Profile {
     let visible: Vec<PathBuf> =
         contract.visible.iter().filter(|path| beneath_any(path, &contract.hidden)).cloned().collect();
     profile.rule("allow file-read*", "subpath", &visible, "VISIBLE");
+    // A hidden path inside a visible one inside a hidden one (a deny-read file in a root in
+    // a hidden home) stays hidden.
+    let hidden_again: Vec<PathBuf> =
+        contract.hidden.iter().filter(|path| beneath_any(path, &visible)).cloned().collect();
+    profile.rule("deny file-read*", "subpath", &hidden_again, "HIDDEN");
 
     profile.text.push_str("\n; writes: beneath the writable dirs and the command's own temp dir\n");
     let mut writable = contract.writable.clone();
@@ -101,6 +106,9 @@ pub fn profile(contract: &Contract) -> Profile {
     profile.rule("deny file-write*", "subpath", &contract.hidden, "HIDDEN");
     let reopened: Vec<PathBuf> = writable.iter().filter(|dir| beneath_any(dir, &contract.hidden)).cloned().collect();
     profile.rule("allow file-write*", "subpath", &reopened, "REOPENED");
+    let hidden_again: Vec<PathBuf> =
+        contract.hidden.iter().filter(|path| beneath_any(path, &reopened)).cloned().collect();
+    profile.rule("deny file-write*", "subpath", &hidden_again, "HIDDEN");
 
     profile.text.push_str("\n; protected: read-only, and neither they nor the directories above them moved\n");
     let read_only: Vec<PathBuf> = contract

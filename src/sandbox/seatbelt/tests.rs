@@ -45,7 +45,7 @@ fn read_only_home_hidden() -> Contract {
     contract(
         &[],
         Vec::new(),
-        &["/Users/dev"],
+        &["/Users/dev", "/Users/dev/project/.env"],
         &["/Users/dev/project", "/Users/dev/Library/Application Support/toolbelt-mcp/out"],
         Network::Allow,
     )
@@ -139,6 +139,9 @@ fn read_only_with_the_home_hidden_and_the_network_allowed() {
     assert_eq!(writable, [Path::new("/private/var/folders/xy/abc/T/toolbelt-501/session-1")], "only the temp dir");
     let visible = profile.params.iter().filter(|(n, _)| n.starts_with("VISIBLE_")).count();
     assert_eq!(visible, 2, "the root and the output dir stay readable inside the hidden home");
+    let last_env_rule = profile.text.rfind("(subpath (param \"HIDDEN_1\"))").unwrap();
+    let last_visible_rule = profile.text.rfind("(param \"VISIBLE_0\")").unwrap();
+    assert!(last_env_rule > last_visible_rule, "the hidden file in the root is denied after the root is allowed");
     assert!(profile.text.contains("(allow network*)"));
 }
 
