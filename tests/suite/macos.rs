@@ -41,7 +41,7 @@ async fn the_temp_dir_is_the_sessions_own() {
     let own = client.run("f=$(mktemp) && echo ok > \"$f\" && cat \"$f\" && echo \"$TMPDIR\"").await;
     assert!(!own.is_error, "{}", own.text);
     let tmpdir = own.joined("stdout").lines().nth(1).unwrap_or_default().to_string();
-    assert!(tmpdir.contains("toolbelt"), "TMPDIR is the session's: {tmpdir}");
+    assert!(tmpdir.contains("/toolbelt-mcp-") && tmpdir.ends_with("/tmp"), "TMPDIR is the session's: {tmpdir}");
     let marker = format!("/private/tmp/toolbelt-macos-test-{}", std::process::id());
     let shared = client.run(&format!("echo x > {marker}")).await;
     assert!(denied(&shared), "the shared /tmp is not writable: {}", shared.text);
