@@ -37,10 +37,13 @@
     reason = "a benchmark binary: it prints its report and stops loudly on a broken setup"
 )]
 
+// The HTTP and terminal sections signal the server and open PTYs: Unix only.
+#[cfg(unix)]
 #[path = "stdio/http.rs"]
 mod http;
 #[path = "stdio/records.rs"]
 mod records;
+#[cfg(unix)]
 #[path = "stdio/terminal.rs"]
 mod terminal;
 #[path = "stdio/writes.rs"]
@@ -457,12 +460,14 @@ fn main() {
     if run("writes") {
         writes::write_calls(&servers, &ws.0, o.calls);
     }
+    #[cfg(unix)]
     if run("terminal") {
         terminal::terminal_calls(&o.bin, &ws.0, o.calls);
     }
     if run("records") {
         records::record_calls(&o.bin, &ws.0, o.calls, o.compare_memory.as_deref());
     }
+    #[cfg(unix)]
     if run("http") {
         http::http_load(&o.bin, &ws.0, o.http_calls);
     }

@@ -77,7 +77,13 @@ impl Connection {
                 let mut command = tokio::process::Command::new(program);
                 // Its own process group, so a Ctrl-C on the terminal reaches the agent only:
                 // the agent decides what to cancel, then closes the server's stdin.
-                command.args(args).process_group(0);
+                command.args(args);
+                #[cfg(unix)]
+                command.process_group(0);
+                // Windows: a process group of its own too (`CREATE_NEW_PROCESS_GROUP`), so
+                // Ctrl-C reaches the agent only.
+                #[cfg(windows)]
+                command.creation_flags(0x0000_0200);
                 // The server needs no provider key: none reaches it (or its commands).
                 for (name, _) in std::env::vars_os() {
                     if name.to_str().is_some_and(is_provider_secret) {

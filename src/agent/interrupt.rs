@@ -1,7 +1,6 @@
 //! Ctrl-C and SIGTERM for the agent: each Ctrl-C is one event, so the loop decides what it
 //! means (cancel the running tool call, or stop); SIGTERM stops at once.
 
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 /// A signal the loop acts on.
@@ -22,9 +21,17 @@ impl Interrupts {
     /// Starts listening (replacing the default of dying on these signals).
     pub fn listen() -> std::io::Result<Self> {
         let (sender, received) = mpsc::unbounded_channel();
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut hangup = signal(SignalKind::hangup())?;
+        #[cfg(unix)]
+        let (mut interrupt, mut terminate, mut hangup) = {
+            use tokio::signal::unix::{SignalKind, signal};
+            (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::hangup())?)
+        };
+        // Windows: Ctrl-C interrupts; Ctrl-Break and the console closing terminate.
+        #[cfg(windows)]
+        let (mut interrupt, mut terminate, mut hangup) = {
+            use tokio::signal::windows;
+            (windows::ctrl_c()?, windows::ctrl_break()?, windows::ctrl_close()?)
+        };
         tokio::spawn(async move {
             loop {
                 let signal = tokio::select! {

@@ -275,8 +275,11 @@ mod tests {
         assert_eq!(config.token_source, TokenSource::Generated(file.clone()));
         let token = config.token.unwrap();
         assert_eq!(token.reveal().len(), 64);
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        #[cfg(unix)]
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions()) & 0o777,
+            0o600
+        );
         let again = HttpConfig::resolve(&on("127.0.0.1:0"), &env, dir.path()).unwrap().unwrap();
         assert!(again.token.unwrap().matches(token.reveal().as_bytes()), "the same token on every start");
         assert_eq!(config.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);

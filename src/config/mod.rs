@@ -438,7 +438,14 @@ fn parse_approval(value: &OsString) -> Result<Approval, ConfigError> {
     }
 }
 
+/// `bash` if it is on `PATH`, else `/bin/sh` (Windows: `%COMSPEC%`, else `cmd.exe`).
+#[cfg(windows)]
+fn default_shell(env: EnvLookup<'_>) -> String {
+    env("COMSPEC").and_then(|s| s.into_string().ok()).unwrap_or_else(|| "cmd.exe".into())
+}
+
 /// `bash` if it is on `PATH`, else `/bin/sh`.
+#[cfg(unix)]
 fn default_shell(env: EnvLookup<'_>) -> String {
     let path = env("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
     let found = std::env::split_paths(&path).any(|dir| fs::is_file(&dir.join("bash")));
@@ -459,8 +466,22 @@ pub fn plain_state_dir(flag: Option<&Path>, env: EnvLookup<'_>, cwd: &Path) -> P
 fn xdg_dir(env: EnvLookup<'_>, var: &str, fallback: &str) -> PathBuf {
     match env(var).map(PathBuf::from) {
         Some(dir) if dir.is_absolute() => dir,
-        _ => env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/")).join(fallback),
+        _ => home_dir(env, fallback),
     }
+}
+
+/// `$HOME/fallback` (`/` without a home).
+#[cfg(unix)]
+fn home_dir(env: EnvLookup<'_>, fallback: &str) -> PathBuf {
+    env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/")).join(fallback)
+}
+
+/// Windows: config in `%APPDATA%` (roaming), state in `%LOCALAPPDATA%`, else the profile.
+#[cfg(windows)]
+fn home_dir(env: EnvLookup<'_>, fallback: &str) -> PathBuf {
+    let var = if fallback == ".config" { "APPDATA" } else { "LOCALAPPDATA" };
+    let profile = || env("USERPROFILE").map(|p| PathBuf::from(p).join(fallback));
+    env(var).map(PathBuf::from).or_else(profile).unwrap_or_else(std::env::temp_dir)
 }
 
 #[cfg(test)]

@@ -108,6 +108,9 @@ pub struct Policy {
     pub approval: Approval,
     /// The sandbox mode.
     pub sandbox: SandboxMode,
+    /// Whether this OS's sandbox confines commands (false on Windows: every command that is
+    /// not known to be read-only is then asked, whatever the mode).
+    pub commands_confined: bool,
 }
 
 /// What a grant covers.
@@ -255,6 +258,16 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
         Subject::Command(line, _, keys) if escalate => {
             beyond(format!("`{line}` would run without the sandbox"), command_scope(keys, true))
         }
+        Subject::Command(line, CommandClass::Other, _) if !policy.commands_confined && never => deny(
+            format!(
+                "`{line}` is not known to be read-only, nothing confines commands on this OS, and the approval policy is `never`"
+            ),
+            "run only read-only commands, or restart the server with `--approval on-request` so such commands are asked",
+        ),
+        Subject::Command(line, CommandClass::Other, keys) if !policy.commands_confined => ask(
+            format!("`{line}` is not known to be read-only, and nothing confines commands on this OS"),
+            command_scope(keys, true),
+        ),
         _ if always => {
             ask(format!("every call asks under `--approval always`: {}", describe(subject)), scope_of(subject))
         }
@@ -465,7 +478,11 @@ mod tests {
             let got: String = POLICIES
                 .iter()
                 .map(|approval| {
-                    kind(&decide(&Policy { approval: *approval, sandbox }, &request(subject.clone(), escalate), &[]))
+                    kind(&decide(
+                        &Policy { approval: *approval, sandbox, commands_confined: true },
+                        &request(subject.clone(), escalate),
+                        &[],
+                    ))
                 })
                 .collect();
             assert_eq!(got, expected, "row `{name}` (never, on-request, on-write, always)");
@@ -474,7 +491,8 @@ mod tests {
 
     #[test]
     fn escalation_needs_a_justification_and_denials_say_how() {
-        let policy = Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite };
+        let policy =
+            Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite, commands_confined: true };
         let subject = Subject::Write("/etc/x".into(), Location::Outside);
         let bare = Request { subjects: vec![subject.clone()], escalate: true, justification: Some("  ".into()) };
         let Decision::Deny { reason, how_to_allow } = decide(&policy, &bare, &[]) else { panic!("must deny") };
@@ -485,7 +503,8 @@ mod tests {
 
     #[test]
     fn the_strictest_subject_wins() {
-        let policy = Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite };
+        let policy =
+            Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite, commands_confined: true };
         let mixed = Request {
             subjects: vec![
                 Subject::Read("/ws/a".into(), Location::Inside),
@@ -503,8 +522,36 @@ mod tests {
     }
 
     #[test]
+    fn without_a_command_sandbox_every_command_not_known_read_only_is_asked() {
+        let run = |line: &str, class| request(Subject::Command(line.into(), class, keys(line)), false);
+        for sandbox in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite, SandboxMode::FullAccess] {
+            let got: String = POLICIES
+                .iter()
+                .map(|approval| {
+                    let policy = Policy { approval: *approval, sandbox, commands_confined: false };
+                    let other = kind(&decide(&policy, &run("cargo build", CommandClass::Other), &[]));
+                    let safe = kind(&decide(&policy, &run("git status", CommandClass::KnownSafe), &[]));
+                    format!("{other}{safe}")
+                })
+                .collect();
+            // never, on-request, on-write, always: the unknown command is denied or asked,
+            // the read-only one runs (asked only under `always`).
+            assert_eq!(got, "DASASASS", "{sandbox:?}");
+        }
+        let policy =
+            Policy { approval: Approval::OnRequest, sandbox: SandboxMode::WorkspaceWrite, commands_confined: false };
+        let Decision::Ask { reason, scope } = decide(&policy, &run("cargo build", CommandClass::Other), &[]) else {
+            panic!("asks")
+        };
+        assert!(reason.contains("nothing confines commands"), "{reason}");
+        let grants = [scope];
+        assert_eq!(kind(&decide(&policy, &run("cargo build --release", CommandClass::Other), &grants)), 'A');
+    }
+
+    #[test]
     fn grants_cover_their_scope_only() {
-        let policy = Policy { approval: Approval::OnWrite, sandbox: SandboxMode::WorkspaceWrite };
+        let policy =
+            Policy { approval: Approval::OnWrite, sandbox: SandboxMode::WorkspaceWrite, commands_confined: true };
         let write = |p: &str| request(Subject::Write(p.into(), Location::Inside), false);
         let Decision::Ask { scope, .. } = decide(&policy, &write("/ws/src/a.rs"), &[]) else { panic!("asks") };
         assert_eq!(scope, Scope::WritePath("/ws/src".into()));

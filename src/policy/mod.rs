@@ -77,7 +77,11 @@ impl Gate {
             subjects.iter().filter_map(Subject::shown).map(|s| redact::redact(&s).into_owned()).collect();
         let request =
             Request { subjects, escalate: escalation.escalate, justification: escalation.justification.clone() };
-        let policy = Policy { approval: config.approval, sandbox: config.sandbox };
+        let policy = Policy {
+            approval: config.approval,
+            sandbox: config.sandbox,
+            commands_confined: crate::sandbox::backend::CONFINES_COMMANDS,
+        };
         let grants = context.session.grants();
         let decision = decide::decide(&policy, &request, &grants);
         // Allowed with grants but not without them: a grant decided (only re-decided when the
@@ -180,7 +184,11 @@ fn record_unresolved(effect: &Effect, context: &Context, verdict: &mut Verdict) 
         _ => Vec::new(),
     };
     verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
-    let policy = Policy { approval: context.config.approval, sandbox: context.config.sandbox };
+    let policy = Policy {
+        approval: context.config.approval,
+        sandbox: context.config.sandbox,
+        commands_confined: crate::sandbox::backend::CONFINES_COMMANDS,
+    };
     let request = Request { subjects, escalate: verdict.escalate, justification: verdict.justification.clone() };
     verdict.decision = match decide::decide(&policy, &request, &context.session.grants()) {
         Decision::Allow => "allow",

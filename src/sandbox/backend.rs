@@ -1,8 +1,9 @@
 //! This OS's command sandbox as the rest of the server sees it: whether it works here, and the
 //! program line that runs a command under a [`Contract`]. Linux: Landlock, namespaces and
 //! seccomp (`linux/`, through the `__sandbox-exec` re-exec of this binary); macOS: Seatbelt
-//! (the profile `seatbelt.rs` generates, through `/usr/bin/sandbox-exec`); elsewhere: none, and
-//! sandboxed modes refuse commands.
+//! (the profile `seatbelt.rs` generates, through `/usr/bin/sandbox-exec`); elsewhere (Windows):
+//! none, so commands run unconfined and the policy asks for every one not known to be
+//! read-only.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -29,6 +30,11 @@ pub const REMEDY: &str = "run the server outside any other sandbox, where `/usr/
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub const REMEDY: &str = "this OS has no command sandbox in toolbelt-mcp yet";
 
+/// Whether this OS has a command sandbox at all. Without one (Windows), commands run
+/// unconfined in every mode, and the policy asks before each that is not known to be
+/// read-only.
+pub const CONFINES_COMMANDS: bool = cfg!(any(target_os = "linux", target_os = "macos"));
+
 /// Whether the wrapped command starts a session of its own (the Linux helper's `setsid`);
 /// otherwise the server starts it in a process group of its own.
 pub const OWN_SESSION: bool = cfg!(target_os = "linux");
@@ -47,7 +53,7 @@ pub fn level() -> Result<u8, String> {
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
-        Err("this OS has no command sandbox".to_string())
+        Err("this OS has no command sandbox in toolbelt-mcp: commands run unconfined, and each one not known to be read-only is asked first (denied when the client cannot ask)".to_string())
     }
 }
 

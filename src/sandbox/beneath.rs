@@ -1,66 +1,25 @@
 //! Opens beneath a root from the root's own handle, with no symlink allowed anywhere on the
 //! way, so neither a symlink nor a directory swapped for one after a path was checked can lead
-//! out of it: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` on Linux, `openat` with
-//! `O_NOFOLLOW_ANY` of a path of plain names (no `..`) on macOS. Reads, walks and writes all
-//! open their subjects through here.
+//! out of it (how each OS does it: `handle.rs`). Reads, walks and writes all open their
+//! subjects through here.
 
-use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
-
-#[cfg(target_os = "linux")]
-const RESOLVE: rustix::fs::ResolveFlags = rustix::fs::ResolveFlags::BENEATH
-    .union(rustix::fs::ResolveFlags::NO_SYMLINKS)
-    .union(rustix::fs::ResolveFlags::NO_MAGICLINKS);
-
-/// A handle that only names a file (Linux: `O_PATH`, which needs no read permission); macOS
-/// has no `O_PATH`, so a handle opened for reading.
-#[cfg(target_os = "linux")]
-const HANDLE: OFlags = OFlags::PATH;
-/// A handle that only names a file (Linux: `O_PATH`, which needs no read permission); macOS
-/// has no `O_PATH`, so a handle opened for reading.
-#[cfg(not(target_os = "linux"))]
-const HANDLE: OFlags = OFlags::RDONLY;
+use crate::sandbox::handle::DirHandle;
 
 /// A root held open: everything beneath it is opened from this handle.
 #[derive(Debug)]
 pub struct Root {
     path: PathBuf,
-    fd: OwnedFd,
+    dir: DirHandle,
 }
 
 impl Root {
     /// Opens the root `path` (canonical, trusted: the configured root).
     pub fn open(path: &Path) -> io::Result<Self> {
-        let fd = rustix::fs::open(path, HANDLE | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-        Ok(Self { path: path.to_path_buf(), fd })
-    }
-
-    /// Opens `relative` beneath the root with `flags` (`O_CLOEXEC` added); an empty
-    /// `relative` is the root itself.
-    fn open_relative(&self, relative: &Path, flags: OFlags) -> io::Result<OwnedFd> {
-        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
-        #[cfg(target_os = "linux")]
-        {
-            Ok(rustix::fs::openat2(&self.fd, relative, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)?)
-        }
-        // Without `..` (refused here) and with no symlink followed anywhere, a path of names
-        // from the root's handle cannot leave it.
-        #[cfg(not(target_os = "linux"))]
-        {
-            use std::path::Component;
-            if !relative.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
-                let message = format!("`{}` is not a plain path beneath the root", relative.display());
-                return Err(io::Error::new(io::ErrorKind::PermissionDenied, message));
-            }
-            let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW_ANY;
-            Ok(rustix::fs::openat(&self.fd, relative, flags, Mode::empty())?)
-        }
+        Ok(Self { path: path.to_path_buf(), dir: DirHandle::open(path)? })
     }
 
     /// `path` relative to the root; an error when it does not lie beneath it.
@@ -73,8 +32,8 @@ impl Root {
 
     /// A directory beneath the root (relative path) as a handle for reading its entries and
     /// creating in it.
-    pub fn open_dir(&self, relative: &Path) -> io::Result<OwnedFd> {
-        self.open_relative(relative, OFlags::RDONLY | OFlags::DIRECTORY)
+    pub fn open_dir(&self, relative: &Path) -> io::Result<DirHandle> {
+        self.dir.open_beneath(relative)
     }
 
     /// A file beneath the root (absolute `path`), opened for reading without blocking on a
@@ -87,28 +46,12 @@ impl Root {
 
     /// [`Self::open_read`] without the metadata: a walker's file, known to be regular.
     pub fn open_file(&self, path: &Path) -> io::Result<File> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
-        Ok(File::from(self.open_relative(self.relative(path)?, flags)?))
+        self.dir.open_file_beneath(self.relative(path)?)
     }
 
     /// The metadata of `path` (absolute) itself: a symlink is described, not followed.
     pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
-        #[cfg(target_os = "linux")]
-        {
-            File::from(self.open_relative(self.relative(path)?, OFlags::PATH | OFlags::NOFOLLOW)?).metadata()
-        }
-        // `O_SYMLINK` opens a symlink itself; the directory it is in was opened beneath the
-        // root first (`O_NOFOLLOW_ANY` would refuse the symlink at the end).
-        #[cfg(not(target_os = "linux"))]
-        {
-            let relative = self.relative(path)?;
-            let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
-                return File::from(self.open_relative(relative, HANDLE)?).metadata();
-            };
-            let dir = self.open_relative(parent, HANDLE | OFlags::DIRECTORY)?;
-            let flags = OFlags::RDONLY | OFlags::SYMLINK | OFlags::NONBLOCK | OFlags::CLOEXEC;
-            File::from(rustix::fs::openat(&dir, name, flags, Mode::empty())?).metadata()
-        }
+        self.dir.metadata_beneath(self.relative(path)?)
     }
 
     /// The target text of the symlink at `path` (absolute).
@@ -117,18 +60,17 @@ impl Root {
         let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         };
-        let dir = self.open_relative(parent, HANDLE | OFlags::DIRECTORY)?;
-        let target: OsString = OsStringExt::from_vec(rustix::fs::readlinkat(&dir, name, Vec::new())?.into_bytes());
-        Ok(target.into())
+        self.dir.open_beneath(parent)?.read_link(name)
     }
 }
 
 /// A directory beneath `root` (relative path) as a handle.
-pub fn open_dir(root: &Path, relative: &Path) -> io::Result<OwnedFd> {
+pub fn open_dir(root: &Path, relative: &Path) -> io::Result<DirHandle> {
     Root::open(root)?.open_dir(relative)
 }
 
 #[cfg(test)]
+#[cfg(unix)]
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;

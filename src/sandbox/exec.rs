@@ -70,7 +70,8 @@ impl Confinement {
     /// The confinement for `plan`, or `None` in `full-access` mode (no sandbox). Creates the
     /// session's temp dirs, and the missing protected git directories (see `guard`).
     pub fn plan(plan: &Plan<'_>) -> Result<Option<Self>, SandboxError> {
-        if plan.mode == SandboxMode::FullAccess {
+        // Without a command sandbox (Windows) commands run unconfined; the policy has asked.
+        if plan.mode == SandboxMode::FullAccess || !backend::CONFINES_COMMANDS {
             return Ok(None);
         }
         let abi = backend::level().map_err(SandboxError::Unavailable)?;

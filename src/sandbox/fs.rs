@@ -4,7 +4,6 @@
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::sandbox::{Resolved, beneath};
@@ -13,8 +12,24 @@ use crate::sandbox::{Resolved, beneath};
 const SMALL_FILE_LIMIT: u64 = 4 * 1024 * 1024;
 
 /// `realpath(3)`: resolves every symlink and `..`; fails if the path does not exist.
+/// Windows: without the `\\?\` prefix where the plain form means the same (`C:\x`,
+/// `\\server\share\x`, shorter than `MAX_PATH`), as users write paths and roots show.
 pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
-    std::fs::canonicalize(path)
+    let real = std::fs::canonicalize(path)?;
+    #[cfg(windows)]
+    if let Some(text) = real.to_str()
+        && text.len() < 260
+    {
+        if let Some(rest) = text.strip_prefix(r"\\?\UNC\") {
+            return Ok(PathBuf::from(format!(r"\\{rest}")));
+        }
+        if let Some(rest) = text.strip_prefix(r"\\?\")
+            && rest.as_bytes().get(1) == Some(&b':')
+        {
+            return Ok(PathBuf::from(rest));
+        }
+    }
+    Ok(real)
 }
 
 /// Whether `path` is a regular file (following symlinks).
@@ -73,9 +88,8 @@ pub fn write_repo_file(path: &Path, contents: &str) -> io::Result<()> {
 /// Writes a small private file (mode 0600) in `dir`, creating `dir` (mode 0700) if needed.
 pub fn write_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    private_dirs().create(dir)?;
+    let mut file = private(OpenOptions::new().write(true).create(true).truncate(true)).open(path)?;
     file.write_all(contents)
 }
 
@@ -83,9 +97,8 @@ pub fn write_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()>
 /// `AlreadyExists` when it is there (another process made it first).
 pub fn write_new_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    private_dirs().create(dir)?;
+    let mut file = private(OpenOptions::new().write(true).create_new(true)).open(path)?;
     file.write_all(contents)?;
     file.sync_all()
 }
@@ -123,8 +136,6 @@ pub fn remove_state_dir(path: &Path) {
 /// (a killed server's undo blobs, spilled output, private temp dirs) and that this user owns;
 /// returns how many went.
 pub fn remove_dirs_of_dead_servers(dir: &Path, prefix: &str) -> usize {
-    use std::os::unix::fs::MetadataExt;
-    let me = rustix::process::geteuid().as_raw();
     let mut removed = 0;
     for name in file_names(dir) {
         let text = name.to_string_lossy();
@@ -132,13 +143,65 @@ pub fn remove_dirs_of_dead_servers(dir: &Path, prefix: &str) -> usize {
             continue;
         };
         let path = dir.join(&name);
-        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
-        if ours && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && owned_by_me(&m));
+        if ours && pid != std::process::id() && !process_alive(pid) {
             removed += usize::from(std::fs::remove_dir_all(&path).is_ok());
         }
     }
     removed
 }
+
+/// Whether this user owns what `meta` describes (Windows: what is in the user's own state
+/// dir is theirs).
+fn owned_by_me(meta: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::MetadataExt::uid(meta) == rustix::process::geteuid().as_raw()
+    }
+    #[cfg(windows)]
+    {
+        let _ = meta;
+        true
+    }
+}
+
+/// Whether process `pid` is still running. Unix: a null signal (`EPERM` means it runs as
+/// someone else). Windows cannot ask without more code than a sweep is worth: every process
+/// counts as running, so nothing is swept there.
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
+        !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+    }
+    #[cfg(windows)]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// Private directories: mode 0700 on Unix (Windows: the user profile's own ACLs apply).
+fn private_dirs() -> std::fs::DirBuilder {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+}
+
+/// `options` for a private file: mode 0600 on Unix (Windows: the profile's ACLs apply).
+fn private(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options
+}
+
+/// The OS error of a refused symlink (`ELOOP`; Windows: `ERROR_CANT_RESOLVE_FILENAME`).
+#[cfg(unix)]
+const LOOP: i32 = libc::ELOOP;
+#[cfg(windows)]
+const LOOP: i32 = 1921;
 
 /// Creates (or truncates) a file the CLI user named, such as the agent's `--transcript`: the
 /// user's own choice, not a tool operation, so it is not confined to a root.
@@ -149,9 +212,8 @@ pub fn create_user_file(path: &Path) -> io::Result<File> {
 /// Appends to a small private file (mode 0600) in `dir`, creating `dir` (mode 0700) if needed.
 pub fn append_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let mut file = OpenOptions::new().append(true).create(true).mode(0o600).open(path)?;
+    private_dirs().create(dir)?;
+    let mut file = private(OpenOptions::new().append(true).create(true)).open(path)?;
     file.write_all(contents)
 }
 
@@ -164,44 +226,51 @@ pub fn file_names(dir: &Path) -> Vec<std::ffi::OsString> {
 
 /// Creates a private directory (mode 0700, parents too) for server state or scratch space.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    private_dirs().create(dir)
 }
 
 /// Whether `path` exists with its owner's write permission removed (`chmod a-w`): the store
 /// then opens it read-only, honouring that even for root, whom the kernel would let write.
 pub fn is_write_protected(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o200 == 0)
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o200 == 0)
+    }
+    #[cfg(windows)]
+    {
+        std::fs::metadata(path).is_ok_and(|meta| meta.permissions().readonly())
+    }
 }
 
-/// Creates a new private file (mode 0600) for reading and writing: spilled command output.
+/// Creates a new private file (mode 0600) for reading and appending: spilled command output
+/// (appended, so reading at an offset never moves where the next write lands).
 pub fn create_spill_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(path)
+    private(OpenOptions::new().read(true).append(true).create_new(true)).open(path)
 }
 
 /// Opens a log file for appending (`O_APPEND`, so concurrent writers never interleave inside
 /// one write), creating it (mode 0600) and its directory (0700); returns it with its size.
 pub fn open_log(path: &Path) -> io::Result<(File, u64)> {
-    use std::os::unix::fs::DirBuilderExt;
     if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        private_dirs().create(dir)?;
     }
     // Never through a symlink (records appended to whatever it points at), and never
     // blocking on a FIFO: the log must be a regular file of its own.
-    let file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|err| match err.raw_os_error() {
-            Some(libc::ELOOP) => io::Error::other(format!(
-                "`{}` is a symbolic link; the log is never written through one",
-                path.display()
-            )),
-            _ => err,
-        })?;
+    let mut options = OpenOptions::new();
+    private(options.append(true).create(true));
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    #[cfg(windows)]
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(io::Error::from_raw_os_error(LOOP));
+    }
+    let file = options.open(path).map_err(|err| match err.raw_os_error() {
+        Some(LOOP) => {
+            io::Error::other(format!("`{}` is a symbolic link; the log is never written through one", path.display()))
+        }
+        _ => err,
+    })?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other(format!("`{}` is not a regular file", path.display())));

@@ -11,7 +11,6 @@
 //! repositories are protected from file operations only.
 #![allow(clippy::disallowed_methods)]
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::sandbox::contract::Bind;
@@ -41,7 +40,8 @@ impl Identity {
     }
 
     fn from_meta(meta: &std::fs::Metadata) -> Self {
-        Self { dev: meta.dev(), ino: meta.ino(), mtime: (meta.mtime(), meta.mtime_nsec()), size: meta.size() }
+        let version = crate::sandbox::handle::Version::of(meta);
+        Self { dev: version.dev, ino: version.ino, mtime: version.mtime, size: version.size }
     }
 }
 

@@ -2,8 +2,6 @@
 //! can remove them.
 #![allow(clippy::disallowed_methods)]
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::sandbox::fs;
@@ -31,7 +29,7 @@ impl TempJournal {
         if known.contains(dir) {
             return;
         }
-        let mut line = dir.as_os_str().as_bytes().to_vec();
+        let mut line = path_bytes(dir);
         line.push(b'\n');
         let list = self.dir.join(std::process::id().to_string());
         if fs::append_private(&self.dir, &list, &line).is_ok() {
@@ -46,12 +44,12 @@ impl TempJournal {
             let Some(pid) = list.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
             };
-            if pid == std::process::id() || fs::is_dir(&PathBuf::from(format!("/proc/{pid}"))) {
+            if pid == std::process::id() || fs::process_alive(pid) {
                 continue;
             }
             let ours = format!(".{pid}.");
             for dir in contents.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let dir = Path::new(OsStr::from_bytes(dir));
+                let dir = &path_of(dir);
                 for name in fs::file_names(dir) {
                     let name_str = name.to_string_lossy();
                     if name_str.ends_with(TEMP_SUFFIX)
@@ -65,5 +63,29 @@ impl TempJournal {
             let _ = fs::remove_file(&list);
         }
         removed
+    }
+}
+
+/// A path as the bytes of one journal line (Unix: its own bytes; Windows: UTF-8).
+fn path_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec()
+    }
+    #[cfg(windows)]
+    {
+        path.to_string_lossy().into_owned().into_bytes()
+    }
+}
+
+/// The path a journal line names.
+fn path_of(line: &[u8]) -> PathBuf {
+    #[cfg(unix)]
+    {
+        PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(line))
+    }
+    #[cfg(windows)]
+    {
+        PathBuf::from(String::from_utf8_lossy(line).into_owned())
     }
 }

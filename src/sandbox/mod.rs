@@ -8,6 +8,7 @@ pub mod contract;
 pub mod exec;
 pub mod fs;
 pub mod guard;
+pub mod handle;
 pub mod journal;
 #[cfg(target_os = "linux")]
 pub mod landlock;

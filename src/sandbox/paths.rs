@@ -54,15 +54,17 @@ impl Roots {
         self.roots.first().map(PathBuf::as_path).unwrap_or(Path::new("/"))
     }
 
-    /// Whether `path` (canonical) lies inside a root, comparing whole components.
+    /// Whether `path` (canonical) lies inside a root, comparing whole components (Windows:
+    /// case-insensitively, as its file systems do).
     pub fn contains(&self, path: &Path) -> bool {
-        self.roots.iter().any(|root| path.starts_with(root))
+        self.roots.iter().any(|root| beneath(path, root))
     }
 
     /// Resolves a path given by the model to an existing location inside the roots.
     pub fn resolve(&self, input: &str) -> Result<Resolved, ToolError> {
         let joined = self.first().join(input);
         let lexical = normalize(&joined);
+        windows_names(input, &lexical)?;
         if !self.contains(&lexical) {
             return Err(self.outside(input));
         }
@@ -70,7 +72,7 @@ impl Roots {
         if !self.contains(&real) {
             return Err(ToolError::SymlinkEscape { path: input.to_string(), target: real, roots: self.joined() });
         }
-        let root = self.roots.iter().filter(|root| real.starts_with(root)).max_by_key(|root| root.as_os_str().len());
+        let root = self.roots.iter().filter(|root| beneath(&real, root)).max_by_key(|root| root.as_os_str().len());
         let root = root.cloned().unwrap_or_else(|| real.clone());
         Ok(Resolved { shown: self.show(&real), real, root })
     }
@@ -100,6 +102,59 @@ impl Roots {
     }
 }
 
+/// Whether `path` is `root` or lies beneath it, by whole components (Windows: ignoring case).
+fn beneath(path: &Path, root: &Path) -> bool {
+    if cfg!(windows) {
+        let fold =
+            |p: &Path| p.components().map(|c| c.as_os_str().to_string_lossy().to_lowercase()).collect::<Vec<_>>();
+        let (path, root) = (fold(path), fold(root));
+        path.len() >= root.len() && path[..root.len()] == root[..]
+    } else {
+        path.starts_with(root)
+    }
+}
+
+/// Names Windows would read as something else: an alternate data stream (`file.txt:stream`),
+/// a device (`CON`, `NUL`, `COM1`, also with an extension), or a name whose trailing dots or
+/// spaces Windows drops (so it names another file); and characters no Windows name may hold.
+/// Checked on the lexical path (after the prefix) of every path a tool is given, on Windows.
+pub(crate) fn windows_names(input: &str, lexical: &Path) -> Result<(), ToolError> {
+    if !cfg!(windows) {
+        return Ok(());
+    }
+    for component in lexical.components() {
+        if let Component::Normal(name) = component
+            && let Some(problem) = windows_name_problem(&name.to_string_lossy())
+        {
+            return Err(ToolError::BadTarget { path: input.to_string(), problem });
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with `name` as a Windows file name, if anything (see [`windows_names`]).
+fn windows_name_problem(name: &str) -> Option<String> {
+    const DEVICES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+    let stem = name.split('.').next().unwrap_or_default().trim_end().to_ascii_uppercase();
+    let numbered = |prefix: &str| {
+        stem.strip_prefix(prefix).is_some_and(|n| {
+            let mut chars = n.chars();
+            matches!((chars.next(), chars.next()), (Some('0'..='9' | '¹' | '²' | '³'), None))
+        })
+    };
+    Some(if name.contains(':') {
+        "names an alternate data stream (`name:stream`); give a plain file name".to_string()
+    } else if DEVICES.contains(&stem.as_str()) || numbered("COM") || numbered("LPT") {
+        format!("uses `{stem}`, a Windows device name; choose another name")
+    } else if name.ends_with(['.', ' ']) {
+        "ends with a dot or a space, which Windows drops (it would name another file)".to_string()
+    } else if name.contains(['<', '>', '"', '|', '?', '*']) || name.chars().any(|c| c < ' ') {
+        "holds a character Windows file names cannot (`<>\"|?*` or a control character)".to_string()
+    } else {
+        return None;
+    })
+}
+
 /// Folds `.` and `..` without touching the filesystem; `..` never climbs above `/`.
 pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -117,6 +172,7 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
+#[cfg(unix)]
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
@@ -172,6 +228,7 @@ mod tests {
 /// Property tests (CI runs them with many more cases: `PROPTEST_CASES`; failing inputs are
 /// kept under `proptest-regressions/`).
 #[cfg(test)]
+#[cfg(unix)]
 #[allow(clippy::disallowed_methods)]
 mod fuzz {
     use super::*;
@@ -225,6 +282,36 @@ mod fuzz {
                 prop_assert_eq!(std::fs::canonicalize(real).unwrap(), real.to_path_buf());
                 prop_assert_eq!(resolved.root(), root.as_path());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod windows_name_tests {
+    use super::windows_name_problem as problem;
+
+    #[test]
+    fn names_windows_reads_as_something_else_are_refused() {
+        for bad in [
+            "a.txt:stream",
+            "x::$DATA",
+            "CON",
+            "nul",
+            "Aux.txt",
+            "com1",
+            "LPT9.log",
+            "COM¹",
+            "CONIN$",
+            "trail.",
+            "trail ",
+            "a?b",
+            "a*b",
+            "a|b",
+        ] {
+            assert!(problem(bad).is_some(), "`{bad}` must be refused");
+        }
+        for good in ["a.txt", "console.log", "com10", "LPT", "nul_device.rs", ".gitignore", "con-fig", "a b.txt"] {
+            assert_eq!(problem(good), None, "`{good}` is an ordinary name");
         }
     }
 }

@@ -1,24 +1,22 @@
 //! Writing inside the roots without following symlinks, even under a race. A write target
-//! holds its parent directory open through `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
-//! from its root, so a directory swapped for a symlink after the check makes the call fail
-//! instead of escaping; files land by temp file + fsync + rename, so a crash leaves the old
-//! file or the new one, never a mix. Like `fs.rs`, it may call `std::fs`, but only through a
-//! held directory handle (`/proc/self/fd/N/name`), never by re-walking a path.
+//! holds its parent directory open, opened beneath its root (`beneath.rs`), so a directory
+//! swapped for a symlink after the check makes the call fail instead of escaping; files land
+//! by temp file + fsync + rename, so a crash leaves the old file or the new one, never a mix.
+//! Every change goes through the held directory handle (`handle.rs`), never by re-walking a
+//! path.
 #![allow(clippy::disallowed_methods)]
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
-
 use crate::error::ToolError;
+use crate::sandbox::handle::{self, DirHandle};
 use crate::sandbox::paths::normalize;
 use crate::sandbox::{Roots, fs};
 
+pub use crate::sandbox::handle::{Kind, Replace};
 pub use crate::sandbox::journal::TempJournal;
 
 mod lock;
@@ -31,7 +29,7 @@ pub const TEMP_SUFFIX: &str = ".toolbelt-tmp";
 /// directories still to create, and the final name.
 #[derive(Debug)]
 pub struct Target {
-    dir: OwnedFd,
+    dir: DirHandle,
     missing: Vec<OsString>,
     name: OsString,
     real: PathBuf,
@@ -50,20 +48,12 @@ pub struct Existing {
     pub mode: u32,
 }
 
-/// Whether a write may replace an existing file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replace {
-    /// Fail if something exists at the target (atomically: `RENAME_NOREPLACE`).
-    Never,
-    /// Replace it.
-    Allowed,
-}
-
 impl Target {
     /// Resolves `input` for writing: inside a root, through no symlink that leads out, and
     /// not itself a symlink (writes never follow one).
     pub fn resolve(roots: &Roots, input: &str) -> Result<Self, ToolError> {
         let lexical = normalize(&roots.first().join(input));
+        crate::sandbox::paths::windows_names(input, &lexical)?;
         if !roots.contains(&lexical) {
             return Err(roots.outside(input));
         }
@@ -118,13 +108,8 @@ impl Target {
             real,
             held: std::sync::Mutex::new(None),
         };
-        if target.missing.is_empty()
-            && let Ok(stat) = rustix::fs::statat(&target.dir, &target.name, AtFlags::SYMLINK_NOFOLLOW)
-            && FileType::from_raw_mode(stat.st_mode) == FileType::Symlink
-        {
-            let link = rustix::fs::readlinkat(&target.dir, &target.name, Vec::new())
-                .map(|l| l.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        if target.kind() == Some(Kind::Link) {
+            let link = target.dir.read_link(&target.name).map(|l| l.to_string_lossy().into_owned()).unwrap_or_default();
             return Err(ToolError::SymlinkTarget { path: target.shown, link });
         }
         Ok(target)
@@ -153,17 +138,16 @@ impl Target {
             Err(lock::LockError::Busy) => {
                 return Err(ToolError::Locked { path: self.shown.clone(), seconds: lock::LOCK_WAIT.as_secs() });
             }
-            Err(lock::LockError::Io(err)) => return Err(ToolError::io("read", &self.shown, err.into())),
+            Err(lock::LockError::Io(err)) => return Err(ToolError::io("read", &self.shown, err)),
         };
-        let stat = rustix::fs::fstat(&held.fd).map_err(|e| ToolError::io("read", &self.shown, e.into()))?;
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => {}
-            FileType::Directory => return Err(ToolError::IsADirectory { path: self.shown.clone() }),
-            _ => {
-                return Err(ToolError::BadTarget { path: self.shown.clone(), problem: "is not a regular file".into() });
-            }
+        let meta = held.file.metadata().map_err(|e| ToolError::io("read", &self.shown, e))?;
+        if meta.is_dir() {
+            return Err(ToolError::IsADirectory { path: self.shown.clone() });
         }
-        let size = stat.st_size as u64;
+        if !meta.is_file() {
+            return Err(ToolError::BadTarget { path: self.shown.clone(), problem: "is not a regular file".into() });
+        }
+        let size = meta.len();
         if size > limit {
             return Err(ToolError::TooLarge {
                 path: self.shown.clone(),
@@ -172,9 +156,9 @@ impl Target {
                 what: "edits (set `max_edit_bytes` in the config file to raise it)",
             });
         }
-        let bytes = read_from_start(&held.fd, limit).map_err(|e| ToolError::io("read", &self.shown, e))?;
+        let bytes = read_from_start(&held.file, limit).map_err(|e| ToolError::io("read", &self.shown, e))?;
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some((held, sha256(&bytes)));
-        Ok(Some(Existing { bytes, mode: permission_bits(stat.st_mode) }))
+        Ok(Some(Existing { bytes, mode: handle::permission_bits(&meta) }))
     }
 
     /// Fails if the file this target read was replaced or changed since (by a program that
@@ -183,7 +167,7 @@ impl Target {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let Some((held, read)) = held.as_ref() else { return Ok(()) };
         let now = if held.still_at(&self.dir, &self.name) {
-            read_from_start(&held.fd, u64::MAX).map(|bytes| sha256(&bytes)).ok()
+            read_from_start(&held.file, u64::MAX).map(|bytes| sha256(&bytes)).ok()
         } else {
             None
         };
@@ -199,9 +183,7 @@ impl Target {
 
     /// Whether a directory exists at the target.
     pub fn is_dir(&self) -> bool {
-        self.missing.is_empty()
-            && rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW)
-                .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory)
+        self.kind() == Some(Kind::Dir)
     }
 
     /// Creates the missing parent directories; returns those created, outermost first.
@@ -216,14 +198,15 @@ impl Target {
         }
         parents.reverse();
         for (component, full) in std::mem::take(&mut self.missing).into_iter().zip(parents) {
-            match rustix::fs::mkdirat(&self.dir, &component, Mode::from_raw_mode(0o777)) {
+            match self.dir.create_dir(&component) {
                 Ok(()) => created.push(full),
-                Err(rustix::io::Errno::EXIST) => {}
-                Err(err) => return Err(ToolError::io("create the directory", &self.shown, err.into())),
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(err) => return Err(ToolError::io("create the directory", &self.shown, err)),
             }
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            self.dir = rustix::fs::openat(&self.dir, &component, flags, Mode::empty())
-                .map_err(|err| ToolError::io("open the new directory of", &self.shown, err.into()))?;
+            self.dir = self
+                .dir
+                .open_dir(&component)
+                .map_err(|err| ToolError::io("open the new directory of", &self.shown, err))?;
         }
         Ok(created)
     }
@@ -231,14 +214,16 @@ impl Target {
     /// Creates the target as a directory (and its parents). `Ok(false)` if it already was one.
     pub fn create_dir(&mut self) -> Result<(bool, Vec<PathBuf>), ToolError> {
         let mut created = self.create_parents()?;
-        match rustix::fs::mkdirat(&self.dir, &self.name, Mode::from_raw_mode(0o777)) {
+        match self.dir.create_dir(&self.name) {
             Ok(()) => {
                 created.push(self.real.clone());
                 Ok((true, created))
             }
-            Err(rustix::io::Errno::EXIST) if self.is_dir() => Ok((false, created)),
-            Err(rustix::io::Errno::EXIST) => Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "a file" }),
-            Err(err) => Err(ToolError::io("create the directory", &self.shown, err.into())),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && self.is_dir() => Ok((false, created)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "a file" })
+            }
+            Err(err) => Err(ToolError::io("create the directory", &self.shown, err)),
         }
     }
 
@@ -259,7 +244,7 @@ impl Target {
         }
         let outcome = self.write_temp_and_rename(&temp, bytes, mode, replace);
         if outcome.is_err() {
-            let _ = rustix::fs::unlinkat(&self.dir, &temp, AtFlags::empty());
+            let _ = self.dir.remove_file(&temp);
         }
         outcome.map(|()| created)
     }
@@ -276,59 +261,48 @@ impl Target {
         mode: Option<u32>,
         replace: Replace,
     ) -> Result<(), ToolError> {
-        let io_err = |action, err: rustix::io::Errno| ToolError::io(action, &self.shown, err.into());
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&self.dir, temp, flags, mode_of(mode.unwrap_or(0o666)))
-            .map_err(|e| io_err("create a temp file for", e))?;
-        if let Some(mode) = mode {
-            rustix::fs::fchmod(&fd, mode_of(mode)).map_err(|e| io_err("set the permissions of", e))?;
-        }
-        let mut file = std::fs::File::from(fd);
-        file.write_all(bytes).map_err(|e| ToolError::io("write", &self.shown, e))?;
-        rustix::fs::fsync(&file).map_err(|e| io_err("flush", e))?;
+        let io_err = |action, err| ToolError::io(action, &self.shown, err);
+        let mut file = self.dir.create_new(temp, mode).map_err(|e| io_err("create a temp file for", e))?;
+        file.write_all(bytes).map_err(|e| io_err("write", e))?;
+        file.sync_all().map_err(|e| io_err("flush", e))?;
+        drop(file);
         self.check_unchanged_since_read()?;
-        let rename_flags = match replace {
-            Replace::Never => RenameFlags::NOREPLACE,
-            Replace::Allowed => RenameFlags::empty(),
-        };
-        match rustix::fs::renameat_with(&self.dir, temp, &self.dir, &self.name, rename_flags) {
+        // Windows cannot replace a file another handle holds open: let go of the lock now.
+        #[cfg(windows)]
+        drop(self.held.lock().unwrap_or_else(|p| p.into_inner()).take());
+        match self.dir.rename(temp, &self.dir, &self.name, replace) {
             Ok(()) => {}
-            Err(rustix::io::Errno::EXIST) => {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "something" });
             }
             Err(e) => return Err(io_err("replace", e)),
         }
-        rustix::fs::fsync(&self.dir).map_err(|e| io_err("flush the directory of", e))
+        self.dir.sync().map_err(|e| io_err("flush the directory of", e))
     }
 
     /// Removes the file at the target (used by undo of a creation).
     pub fn remove_file(&self) -> Result<(), ToolError> {
         self.check_unchanged_since_read()?;
-        rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::empty())
-            .map_err(|e| ToolError::io("remove", &self.shown, e.into()))
+        #[cfg(windows)]
+        drop(self.held.lock().unwrap_or_else(|p| p.into_inner()).take());
+        self.dir.remove_file(&self.name).map_err(|e| ToolError::io("remove", &self.shown, e))
     }
 
     /// Removes the directory at the target if it is empty; `Ok(false)` if it is not.
     pub fn remove_empty_dir(&self) -> Result<bool, ToolError> {
-        match rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::REMOVEDIR) {
+        match self.dir.remove_dir(&self.name) {
             Ok(()) => Ok(true),
-            Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST | rustix::io::Errno::NOENT) => Ok(false),
-            Err(e) => Err(ToolError::io("remove the directory", &self.shown, e.into())),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(ToolError::io("remove the directory", &self.shown, e)),
         }
     }
-}
-
-/// What is at a target, not following a symlink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A regular file.
-    File,
-    /// A directory.
-    Dir,
-    /// A symlink.
-    Link,
-    /// Something else (socket, device, fifo).
-    Other,
 }
 
 impl Target {
@@ -337,51 +311,39 @@ impl Target {
         if !self.missing.is_empty() {
             return None;
         }
-        let stat = rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        Some(match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => Kind::File,
-            FileType::Directory => Kind::Dir,
-            FileType::Symlink => Kind::Link,
-            _ => Kind::Other,
-        })
+        self.dir.stat(&self.name).ok().map(|stat| stat.kind)
     }
 
     /// Creates a symlink at the target (undo of a removed tree).
     pub fn symlink(&mut self, link: &Path) -> Result<(), ToolError> {
         self.create_parents()?;
-        rustix::fs::symlinkat(link, &self.dir, &self.name)
-            .map_err(|e| ToolError::io("create the symlink", &self.shown, e.into()))
+        self.dir.symlink(link, &self.name).map_err(|e| ToolError::io("create the symlink", &self.shown, e))
     }
 
     /// Renames the target to `destination` (a file or a whole directory); returns the parent
     /// directories it created for the destination.
     pub fn rename_to(&self, destination: &mut Target, replace: Replace) -> Result<Vec<PathBuf>, ToolError> {
         let created = destination.create_parents()?;
-        let flags = match replace {
-            Replace::Never => RenameFlags::NOREPLACE,
-            Replace::Allowed => RenameFlags::empty(),
-        };
-        match rustix::fs::renameat_with(&self.dir, &self.name, &destination.dir, &destination.name, flags) {
+        match self.dir.rename(&self.name, &destination.dir, &destination.name, replace) {
             Ok(()) => {}
-            Err(rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY) => {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(ToolError::AlreadyExists { path: destination.shown.clone(), what: "something" });
             }
-            Err(e) => return Err(ToolError::io("rename", &self.shown, e.into())),
+            Err(e) => return Err(ToolError::io("rename", &self.shown, e)),
         }
-        let _ = rustix::fs::fsync(&destination.dir);
-        let _ = rustix::fs::fsync(&self.dir);
+        let _ = destination.dir.sync();
+        let _ = self.dir.sync();
         Ok(created)
     }
 }
 
-/// The whole file behind `fd`, from its start, up to `limit` bytes (one more shows it was
-/// larger).
-fn read_from_start(fd: &OwnedFd, limit: u64) -> io::Result<Vec<u8>> {
+/// The whole of `file`, from its start, up to `limit` bytes (one more shows it was larger).
+fn read_from_start(file: &std::fs::File, limit: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let mut offset = 0u64;
     while offset <= limit {
-        let n = rustix::io::pread(fd, &mut chunk, offset)?;
+        let n = handle::read_at(file, &mut chunk, offset)?;
         if n == 0 {
             break;
         }
@@ -403,22 +365,14 @@ fn hex(hash: &[u8; 32]) -> String {
 /// `.name.<pid>.<n>.toolbelt-tmp`, short enough for any file system.
 fn temp_name(name: &OsStr) -> OsString {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let bytes = name.as_bytes();
-    let stem = String::from_utf8_lossy(&bytes[..bytes.len().min(100)]).into_owned();
+    let name = name.to_string_lossy();
+    let mut cut = name.len().min(100);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let stem = &name[..cut];
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     OsString::from(format!(".{stem}.{}.{n}{TEMP_SUFFIX}", std::process::id()))
-}
-
-/// The permission bits of a raw `st_mode` (`mode_t` is 16 bits on macOS, 32 on Linux).
-#[allow(clippy::useless_conversion)]
-pub fn permission_bits(raw: rustix::fs::RawMode) -> u32 {
-    u32::from(raw) & 0o7777
-}
-
-/// Permission bits (the low 12 bits of `bits`) as a [`Mode`].
-fn mode_of(bits: u32) -> Mode {
-    // At most 0o7777: fits every platform's `mode_t`.
-    Mode::from_bits_truncate((bits & 0o7777) as rustix::fs::RawMode)
 }
 
 #[cfg(test)]
@@ -467,7 +421,7 @@ mod tests {
         let mut target = Target::resolve(&roots, "f.txt").unwrap();
         target.read_existing(u64::MAX).unwrap().unwrap();
         let other = Target::resolve(&roots, "f.txt").unwrap();
-        let dir = rustix::fs::open(file.parent().unwrap(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let dir = DirHandle::open(file.parent().unwrap()).unwrap();
         let busy = lock::lock_file(&dir, OsStr::new("f.txt"), std::time::Duration::from_millis(20));
         assert!(matches!(busy, Err(lock::LockError::Busy)), "{busy:?}");
         target.write_atomic(b"two\n", None, Replace::Allowed, &journal).unwrap();

@@ -9,6 +9,7 @@ mod logging;
 mod params;
 mod resources;
 mod roots;
+mod signals;
 pub mod stdio;
 mod subscriptions;
 

@@ -1,30 +1,27 @@
 //! Serving one connection over stdin/stdout, until stdin closes or a signal (`SIGTERM`,
-//! `SIGINT`, `SIGHUP`) arrives; then every command the connection started is ended.
+//! `SIGINT`, `SIGHUP`; Windows: Ctrl-C, Ctrl-Break, console close) arrives; then every
+//! command the connection started is ended.
 //!
-//! When stdin and stdout are pipes (as every MCP host spawns servers), they are driven by the
-//! runtime's epoll loop directly; tokio's portable `stdin`/`stdout` would hand every read and
-//! write to a blocking thread, a wake-up each way per message. Anything else (a terminal, a
-//! file) falls back to those. Either way messages go through [`Lines`], which answers malformed
+//! When stdin and stdout are pipes on Unix (as every MCP host spawns servers), they are driven
+//! by the runtime's epoll loop directly; tokio's portable `stdin`/`stdout` would hand every
+//! read and write to a blocking thread, a wake-up each way per message. Anything else (a
+//! terminal, a file, Windows) falls back to those. Either way messages go through [`Lines`], which answers malformed
 //! input as JSON-RPC asks.
 
-use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use tokio::io::BufReader;
-use tokio::net::unix::pipe;
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::Config;
 use crate::server::lines::Lines;
+use crate::server::signals::Signals;
 use crate::server::{Server, Shared};
 
 /// Serves MCP on stdio until the client disconnects (stdin closes).
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     super::sweep_leftovers(&config);
-    let mut terminate = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
-    let mut hangup = signal(SignalKind::hangup()).map_err(|e| format!("cannot watch for SIGHUP: {e}"))?;
+    let mut signals = Signals::new()?;
     let store = crate::store::Store::new(&config.state_dir);
     let server = Server::new(Shared::new(config, store, false));
     let session = server.session();
@@ -35,9 +32,7 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     let outcome = match service {
         Ok(service) => tokio::select! {
             stopped = service.waiting() => stopped.map(drop).map_err(|err| format!("the server stopped with an error: {err}")),
-            _ = terminate.recv() => Ok(()),
-            _ = interrupt.recv() => Ok(()),
-            _ = hangup.recv() => Ok(()),
+            _ = signals.next() => Ok(()),
         },
         Err(err) => Err(format!("the MCP handshake failed: {err}")),
     };
@@ -49,7 +44,10 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
 /// Non-blocking handles on stdin and stdout, if both are pipes. Both are checked before
 /// either is touched: making one non-blocking (which changes the open file, shared with the
 /// parent) and then falling back to blocking reads on it would fail with `EAGAIN`.
-fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
+#[cfg(unix)]
+fn pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
     let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
         rustix::fs::fstat(fd)
             .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo)
@@ -60,4 +58,10 @@ fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
     let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
     let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
     Some((pipe::Receiver::from_owned_fd(input).ok()?, pipe::Sender::from_owned_fd(output).ok()?))
+}
+
+/// Windows: the portable handles serve (tokio has no anonymous-pipe driver there).
+#[cfg(windows)]
+fn pipes() -> Option<(tokio::io::Stdin, tokio::io::Stdout)> {
+    None
 }

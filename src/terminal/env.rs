@@ -5,7 +5,43 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 
 /// Inherited by every command.
+#[cfg(unix)]
 const BASE: &[&str] = &["PATH", "HOME", "LANG", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR"];
+/// Inherited by every command: what Windows programs need to start at all (`SystemRoot`,
+/// `COMSPEC`, `PATHEXT`, the profile and temp dirs).
+#[cfg(windows)]
+const BASE: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SystemRoot",
+    "SystemDrive",
+    "windir",
+    "COMSPEC",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "USERNAME",
+    "USERDOMAIN",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "ProgramData",
+    "ProgramFiles",
+    "ProgramFiles(x86)",
+    "CommonProgramFiles",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_ARCHITECTURE",
+    "OS",
+    "TZ",
+    "LANG",
+    "TERM",
+];
+
+/// Whether two variable names are the same (Windows: case-insensitively).
+fn same_name(a: &str, b: &str) -> bool {
+    if cfg!(windows) { a.eq_ignore_ascii_case(b) } else { a == b }
+}
 /// Name fragments that mark a variable as a likely secret (matched case-insensitively).
 const SECRET_MARKS: &[&str] = &["TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"];
 
@@ -36,7 +72,8 @@ pub fn build(
     let mut env: BTreeMap<OsString, OsString> = BTreeMap::new();
     for (name, value) in inherited {
         let Some(text) = name.to_str() else { continue };
-        let exact = BASE.contains(&text) || text.starts_with("LC_") || allow.iter().any(|a| a == text);
+        let exact =
+            BASE.iter().any(|b| same_name(b, text)) || text.starts_with("LC_") || allow.iter().any(|a| a == text);
         let by_prefix = allow.iter().any(|a| a.strip_suffix('*').is_some_and(|prefix| text.starts_with(prefix)));
         if exact && (!looks_secret(text) || allow.iter().any(|a| a == text)) || by_prefix && !looks_secret(text) {
             env.insert(name, value);

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::process::Signal;
 use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use crate::terminal::log::OutputLog;
-use crate::terminal::process::{self, GroupGuard, KILL_GRACE, Launch, Status, group_alive, signal_group};
+use crate::terminal::process::{self, GroupGuard, KILL_GRACE, Launch, Signal, Status, group_alive, signal_group};
 
 /// How long output may keep arriving after the command exited (from processes it left
 /// running that still hold its pipes) before the result is returned without it.

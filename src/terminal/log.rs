@@ -6,7 +6,6 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -155,7 +154,7 @@ impl OutputLog {
         if let Spill::Active { file, .. } = &state.spill {
             let len = (total - from).min(max as u64) as usize;
             let mut bytes = vec![0; len];
-            if file.read_exact_at(&mut bytes, from).is_ok() {
+            if crate::sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
                 return Chunk { from, bytes, dropped: 0, total };
             }
         }

@@ -4,6 +4,8 @@
 
 pub mod env;
 pub mod foreground;
+#[cfg(windows)]
+pub mod jobs;
 pub mod keys;
 pub mod log;
 pub mod process;
@@ -15,14 +17,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustix::process::Signal;
-
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::sandbox::exec::{Confinement, Plan};
 use crate::sandbox::fs;
 use crate::sandbox::guard::Finding;
-use crate::terminal::process::{group_alive, signal_group};
+use crate::terminal::process::{Signal, group_alive, signal_group};
 use crate::terminal::session::TermSession;
 
 /// Running commands' protected paths are checked at most this often.

@@ -1,18 +1,20 @@
 //! Starting commands (through the sandbox re-exec unless in `full-access`), each in its own
-//! process group, and signalling those groups.
+//! process group (Windows: its own Job Object, `jobs.rs`), and signalling those groups.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal};
+#[cfg(unix)]
+pub use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::pipe;
 use tokio::process::Child;
+
+#[cfg(windows)]
+pub use crate::terminal::jobs::Signal;
 
 use crate::sandbox::exec::Confinement;
 use crate::terminal::log::OutputLog;
@@ -42,10 +44,17 @@ pub struct Piped {
     /// Its process group.
     pub pgid: u32,
     /// stdout (with stderr too when merged).
-    pub out: pipe::Receiver,
+    pub out: Output,
     /// stderr, when kept apart.
-    pub err: Option<pipe::Receiver>,
+    pub err: Option<Output>,
 }
+
+/// A command's output stream: a pipe read by the runtime's own poller on Unix.
+#[cfg(unix)]
+pub type Output = tokio::net::unix::pipe::Receiver;
+/// A command's output stream: stdout, stderr, or both read as they come (Windows).
+#[cfg(windows)]
+pub type Output = std::pin::Pin<Box<dyn AsyncRead + Send>>;
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +70,11 @@ pub enum Status {
 impl Status {
     /// The status of a finished process.
     pub fn of(status: ExitStatus) -> Self {
-        use std::os::unix::process::ExitStatusExt;
-        match (status.code(), status.signal()) {
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(windows)]
+        let signal = None;
+        match (status.code(), signal) {
             (Some(code), _) => Self::Exited(code),
             (None, Some(signal)) => Self::Signaled(signal),
             (None, None) => Self::Exited(-1),
@@ -97,7 +109,17 @@ impl Launch {
             None => (PathBuf::from(&self.program), self.args.clone()),
         };
         let mut command = tokio::process::Command::new(program);
-        command.args(args).current_dir(&self.cwd).env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
+        // `cmd /s /c "LINE"` runs LINE exactly as typed (it strips the outer quotes).
+        #[cfg(windows)]
+        if is_cmd_line(&args) {
+            let line = format!("/d /s /c \"{}\"", args[3].to_string_lossy());
+            command.raw_arg(line);
+        } else {
+            command.args(&args);
+        }
+        #[cfg(unix)]
+        command.args(&args);
+        command.current_dir(&self.cwd).env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
         command.kill_on_drop(false);
         command
     }
@@ -110,6 +132,7 @@ impl Launch {
 
     /// Starts the command in a new process group with stdout and stderr on pipes (one pipe
     /// for both when `merged`), stdin from `/dev/null` unless `stdin` is piped.
+    #[cfg(unix)]
     pub fn spawn_piped(&self, stdin: bool, merged: bool) -> io::Result<Piped> {
         let mut command = self.command();
         // The Linux sandbox's helper starts a session of its own (`setsid`, which a group
@@ -132,12 +155,40 @@ impl Launch {
         // The write ends now live only in the child (dropped here with `command`).
         drop(command);
         let pgid = child.id().ok_or_else(|| io::Error::other("the command exited before it could be tracked"))?;
-        let out = pipe::Receiver::from_owned_fd(OwnedFd::from(out_read))?;
-        let err = err.map(|e| pipe::Receiver::from_owned_fd(OwnedFd::from(e))).transpose()?;
+        let receiver = |read: io::PipeReader| Output::from_owned_fd(std::os::fd::OwnedFd::from(read));
+        let out = receiver(out_read)?;
+        let err = err.map(receiver).transpose()?;
+        Ok(Piped { child, pgid, out, err })
+    }
+
+    /// Starts the command in a Job Object of its own with stdout and stderr piped (read as
+    /// one stream when `merged`), stdin closed unless `stdin` is piped; no console window.
+    #[cfg(windows)]
+    pub fn spawn_piped(&self, stdin: bool, merged: bool) -> io::Result<Piped> {
+        use futures::StreamExt;
+        use tokio_util::io::{ReaderStream, StreamReader};
+        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+        const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+        let mut command = self.command();
+        command.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+        command.stdin(if stdin { Stdio::piped() } else { Stdio::null() });
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        let pgid = crate::terminal::jobs::adopt(&child)?;
+        let missing = || io::Error::other("the command's output pipe is missing");
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        let stderr = child.stderr.take().ok_or_else(missing)?;
+        let (out, err): (Output, Option<Output>) = if merged {
+            let both = futures::stream::select(ReaderStream::new(stdout), ReaderStream::new(stderr));
+            (Box::pin(StreamReader::new(both.boxed())), None)
+        } else {
+            (Box::pin(stdout), Some(Box::pin(stderr)))
+        };
         Ok(Piped { child, pgid, out, err })
     }
 
     /// Starts the command on a new PTY (as a session leader, so its own process group).
+    #[cfg(unix)]
     pub fn spawn_pty(&self, rows: u16, cols: u16) -> io::Result<(Child, u32, pty_process::Pty)> {
         let (pty, pts) = pty_process::open().map_err(io::Error::other)?;
         pty.resize(pty_process::Size::new(rows, cols)).map_err(io::Error::other)?;
@@ -145,6 +196,27 @@ impl Launch {
         let pgid = child.id().ok_or_else(|| io::Error::other("the session exited before it could be tracked"))?;
         Ok((child, pgid, pty))
     }
+}
+
+/// The arguments that make `shell` run `command`: `-c COMMAND` (POSIX shells, Git Bash);
+/// `cmd.exe` gets `/d /s /c COMMAND` (no AutoRun; its own quoting rules: see
+/// [`Launch::command`]) and PowerShell `-NoProfile -NonInteractive -Command COMMAND`.
+pub fn shell_args(shell: &str, command: &str) -> Vec<OsString> {
+    let name = std::path::Path::new(shell).file_stem().map(|s| s.to_string_lossy().to_ascii_lowercase());
+    match name.as_deref() {
+        Some("cmd") => vec!["/d".into(), "/s".into(), "/c".into(), command.into()],
+        Some("powershell" | "pwsh") => {
+            vec!["-NoProfile".into(), "-NonInteractive".into(), "-Command".into(), command.into()]
+        }
+        _ => vec!["-c".into(), command.into()],
+    }
+}
+
+/// Whether `args` are `cmd.exe`'s (see [`shell_args`]): its command line is passed as it is,
+/// since cmd does not parse the quoting other programs use.
+#[cfg_attr(unix, allow(dead_code))]
+fn is_cmd_line(args: &[OsString]) -> bool {
+    args.len() == 4 && args[..3] == ["/d", "/s", "/c"]
 }
 
 /// Copies a stream into a log until it ends.
@@ -170,16 +242,32 @@ pub async fn feed(mut stdin: tokio::process::ChildStdin, input: Vec<u8>) {
 
 /// Sends `signal` to every process of group `pgid` (or to its leader, in the moment before a
 /// sandbox helper has made the group). False if the group is gone.
+#[cfg(unix)]
 pub fn signal_group(pgid: u32, signal: Signal) -> bool {
+    use rustix::process::Pid;
     let Some(pid) = Pid::from_raw(pgid as i32) else { return false };
     rustix::process::kill_process_group(pid, signal).is_ok() || rustix::process::kill_process(pid, signal).is_ok()
 }
 
 /// Whether any process of group `pgid` is still there.
+#[cfg(unix)]
 pub fn group_alive(pgid: u32) -> bool {
+    use rustix::process::Pid;
     Pid::from_raw(pgid as i32).is_some_and(|pid| {
         rustix::process::test_kill_process_group(pid).is_ok() || rustix::process::test_kill_process(pid).is_ok()
     })
+}
+
+/// Ends the job of command `pgid` if `signal` is one that ends a process (Windows).
+#[cfg(windows)]
+pub fn signal_group(pgid: u32, signal: Signal) -> bool {
+    crate::terminal::jobs::signal(pgid, signal)
+}
+
+/// Whether any process of command `pgid`'s job is still there (Windows).
+#[cfg(windows)]
+pub fn group_alive(pgid: u32) -> bool {
+    crate::terminal::jobs::alive(pgid)
 }
 
 /// The signal named `name` (`TERM`, `SIGINT`, `kill`, …), if it is one we send.
@@ -226,8 +314,18 @@ impl Drop for GroupGuard {
 }
 
 #[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_shell_gets_its_own_way_of_running_a_line() {
+        assert_eq!(shell_args("bash", "ls"), ["-c", "ls"]);
+        assert_eq!(shell_args("cmd.exe", "dir"), ["/d", "/s", "/c", "dir"]);
+        assert!(is_cmd_line(&shell_args("CMD.EXE", "echo \"a b\"")));
+        assert_eq!(shell_args("pwsh", "Get-ChildItem")[2..], ["-Command", "Get-ChildItem"]);
+        assert!(!is_cmd_line(&shell_args("sh", "x")));
+    }
 
     #[test]
     fn signal_names() {

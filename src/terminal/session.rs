@@ -6,12 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustix::process::Signal;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use crate::terminal::log::OutputLog;
-use crate::terminal::process::{self, KILL_GRACE, Launch, Status, group_alive, signal_group};
+use crate::terminal::process::{self, KILL_GRACE, Launch, Signal, Status, group_alive, signal_group};
 
 /// What kind of session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +54,7 @@ pub struct TermSession {
     ended_at: Mutex<Option<Instant>>,
     /// Where the next `read_output` without `since` starts, per stream.
     cursors: [AtomicU64; 2],
-    input: Option<tokio::sync::Mutex<pty_process::OwnedWritePty>>,
+    input: Option<tokio::sync::Mutex<PtyInput>>,
     screen: Option<Arc<Mutex<vt100::Parser>>>,
 }
 
@@ -69,7 +68,15 @@ impl std::fmt::Debug for TermSession {
     }
 }
 
+/// The writing half of a PTY.
+#[cfg(unix)]
+type PtyInput = pty_process::OwnedWritePty;
+/// No PTY on Windows (yet): nothing is ever written to one.
+#[cfg(windows)]
+type PtyInput = tokio::io::Sink;
+
 /// Rows of scrollback the rendered screen keeps (output itself is in the log).
+#[cfg(unix)]
 const SCROLLBACK: usize = 0;
 
 impl TermSession {
@@ -121,6 +128,7 @@ impl TermSession {
     }
 
     /// Starts `launch` on a PTY of `rows` × `cols`, rendering its screen as output arrives.
+    #[cfg(unix)]
     pub fn start_pty(
         id: String,
         launch: &Launch,
@@ -142,6 +150,22 @@ impl TermSession {
         }));
         session.clone().watch_exit(child);
         Ok(session)
+    }
+
+    /// PTY sessions need ConPTY on Windows, which this build does not drive yet: a clear
+    /// error, never a half-working session.
+    #[cfg(windows)]
+    pub fn start_pty(
+        _id: String,
+        _launch: &Launch,
+        _command: String,
+        _size: (u16, u16),
+        _ring_bytes: usize,
+    ) -> std::io::Result<Arc<Self>> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "interactive sessions (`pty: true`) are not supported on Windows yet; run the command without `pty` (input can be given with `stdin`)",
+        ))
     }
 
     /// Records the exit status when the leader exits.

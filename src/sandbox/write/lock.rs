@@ -5,15 +5,16 @@
 //! read-only can still be replaced), and like an OFD lock it belongs to the open file, so two
 //! sessions of one HTTP server exclude each other too. Writes land by rename, so a waiter
 //! that gets the lock checks the name still leads to the file it locked and, if not, locks
-//! the new one.
+//! the new one. (Windows: std's `LockFileEx`, let go of just before the rename, since Windows
+//! replaces no file another handle holds open.)
 #![allow(clippy::disallowed_methods)]
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::fs::File;
+use std::io;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
-use rustix::io::Errno;
+use crate::sandbox::handle::{self, DirHandle, FileId};
 
 /// How long an edit waits for another process's edit of the same file.
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -22,9 +23,8 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct Held {
     /// The locked file, open read-only (the edit reads through it).
-    pub fd: OwnedFd,
-    ino: libc::ino_t,
-    dev: libc::dev_t,
+    pub file: File,
+    id: FileId,
 }
 
 /// Why a lock was not taken.
@@ -33,37 +33,34 @@ pub enum LockError {
     /// Another process held it for the whole wait.
     Busy,
     /// Opening or locking failed.
-    Io(Errno),
+    Io(io::Error),
 }
 
 /// Locks the file at `name` in `dir`; `Ok(None)` if there is none (nothing to read, so
 /// nothing to lose). Waits at most `wait` for another holder.
-pub fn lock_file(dir: &OwnedFd, name: &OsStr, wait: Duration) -> Result<Option<Held>, LockError> {
+pub fn lock_file(dir: &DirHandle, name: &OsStr, wait: Duration) -> Result<Option<Held>, LockError> {
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_millis(1);
     loop {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
+        let file = match dir.open_read(name) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(LockError::Io(err)),
         };
         loop {
-            match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => break,
-                Err(Errno::WOULDBLOCK | Errno::INTR) if Instant::now() < deadline => {
+            match handle::try_lock(&file) {
+                Ok(true) => break,
+                Ok(false) if Instant::now() < deadline => {
                     // Edits hold the lock for milliseconds (diffs have a deadline).
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
-                Err(Errno::WOULDBLOCK | Errno::INTR) => return Err(LockError::Busy),
-                // A file system without locks: no worse than before.
-                Err(Errno::NOLCK | Errno::OPNOTSUPP) => break,
+                Ok(false) => return Err(LockError::Busy),
                 Err(err) => return Err(LockError::Io(err)),
             }
         }
-        let held = rustix::fs::fstat(&fd).map_err(LockError::Io)?;
-        let held = Held { fd, ino: held.st_ino, dev: held.st_dev };
+        let id = handle::file_identity(&file).map_err(LockError::Io)?;
+        let held = Held { file, id };
         if held.still_at(dir, name) {
             return Ok(Some(held));
         }
@@ -73,9 +70,8 @@ pub fn lock_file(dir: &OwnedFd, name: &OsStr, wait: Duration) -> Result<Option<H
 
 impl Held {
     /// Whether `name` in `dir` is still the locked file.
-    pub fn still_at(&self, dir: &impl AsFd, name: &OsStr) -> bool {
-        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|now| now.st_ino == self.ino && now.st_dev == self.dev)
+    pub fn still_at(&self, dir: &DirHandle, name: &OsStr) -> bool {
+        dir.identity(name).is_ok_and(|now| now == self.id)
     }
 }
 
@@ -83,8 +79,8 @@ impl Held {
 mod tests {
     use super::*;
 
-    fn dir_fd(path: &std::path::Path) -> OwnedFd {
-        rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap()
+    fn dir_fd(path: &std::path::Path) -> DirHandle {
+        DirHandle::open(path).unwrap()
     }
 
     #[test]
@@ -112,7 +108,7 @@ mod tests {
         let waiter = std::thread::spawn(move || {
             let dir = dir_fd(&path);
             let held = lock_file(&dir, OsStr::new("f"), LOCK_WAIT).unwrap().unwrap();
-            std::io::read_to_string(std::fs::File::from(held.fd)).unwrap()
+            std::io::read_to_string(held.file).unwrap()
         });
         std::thread::sleep(Duration::from_millis(30));
         // The holder commits by rename, then lets go of the old file.

@@ -1,14 +1,16 @@
 //! Whole directory trees at a write target: read (for undo) and removed, both through the
 //! target's held directory handle, never by walking its path again.
 
+use std::ffi::OsStr;
 use std::io::Read;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-
-use rustix::fs::{Mode, OFlags};
 
 use super::Target;
 use crate::error::ToolError;
+use crate::sandbox::handle::{self, DirHandle, Kind};
+
+/// How deep a tree may nest for undo and removal (each level holds a directory open).
+const MAX_DEPTH: usize = 256;
 
 /// A directory tree read before it is removed.
 #[derive(Debug, Default)]
@@ -29,57 +31,49 @@ impl Tree {
 }
 
 impl Target {
-    /// The target reached through the held directory handle, not by walking the path again.
-    fn handle_path(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd())).join(&self.name)
-    }
-
     /// Reads the directory tree at the target (never following symlinks), stopping once its
     /// files exceed `limit` bytes.
     pub fn read_tree(&self, limit: u64) -> Result<Tree, ToolError> {
         let mut tree = Tree::default();
         let io_err = |e| ToolError::io("read", &self.shown, e);
-        let mut pending = vec![(self.handle_path(), self.real.clone())];
-        while let Some((dir, real)) = pending.pop() {
+        let top = self.dir.open_dir(&self.name).map_err(io_err)?;
+        let mut pending = vec![(top, self.real.clone(), 0)];
+        while let Some((dir, real, depth)) = pending.pop() {
+            if depth > MAX_DEPTH {
+                return Err(self.too_deep());
+            }
             tree.dirs.push(real.clone());
-            let mut entries: Vec<_> =
-                std::fs::read_dir(&dir).map_err(io_err)?.collect::<Result<_, _>>().map_err(io_err)?;
-            entries.sort_by_key(|e| e.file_name());
-            for entry in entries {
-                let (path, real_child) = (entry.path(), real.join(entry.file_name()));
-                let file_type = entry.file_type().map_err(io_err)?;
-                if file_type.is_dir() {
-                    pending.push((path, real_child));
-                } else if file_type.is_symlink() {
-                    tree.links.push((real_child, std::fs::read_link(&path).map_err(io_err)?));
-                } else if file_type.is_file() {
-                    let meta = std::fs::symlink_metadata(&path).map_err(io_err)?;
-                    if tree.bytes() + meta.len() > limit {
-                        return Err(ToolError::TooLarge {
+            let mut names = dir.entries().map_err(io_err)?;
+            names.sort();
+            for name in names {
+                let real_child = real.join(&name);
+                match dir.stat(&name).map_err(io_err)?.kind {
+                    Kind::Dir => pending.push((dir.open_dir(&name).map_err(io_err)?, real_child, depth + 1)),
+                    Kind::Link => tree.links.push((real_child, dir.read_link(&name).map_err(io_err)?)),
+                    Kind::File => {
+                        let mut file = dir.open_read(&name).map_err(io_err)?;
+                        let meta = file.metadata().map_err(io_err)?;
+                        if tree.bytes() + meta.len() > limit {
+                            return Err(ToolError::TooLarge {
+                                path: self.shown.clone(),
+                                size: format!("over {}", crate::tools::file::human_size(limit)),
+                                limit: crate::tools::file::human_size(limit),
+                                what: "what one session keeps for undo (delete smaller parts, or raise `max_undo_bytes`)",
+                            });
+                        }
+                        let mut bytes = Vec::with_capacity(meta.len() as usize);
+                        file.read_to_end(&mut bytes).map_err(io_err)?;
+                        tree.files.push((real_child, bytes, handle::permission_bits(&meta)));
+                    }
+                    Kind::Other => {
+                        return Err(ToolError::BadTarget {
                             path: self.shown.clone(),
-                            size: format!("over {}", crate::tools::file::human_size(limit)),
-                            limit: crate::tools::file::human_size(limit),
-                            what: "what one session keeps for undo (delete smaller parts, or raise `max_undo_bytes`)",
+                            problem: format!(
+                                "holds `{}`, which is not a file, directory or symlink",
+                                name.to_string_lossy()
+                            ),
                         });
                     }
-                    let file =
-                        rustix::fs::open(&path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-                            .map_err(|e| io_err(e.into()))?;
-                    let mut bytes = Vec::with_capacity(meta.len() as usize);
-                    std::fs::File::from(file).read_to_end(&mut bytes).map_err(io_err)?;
-                    tree.files.push((
-                        real_child,
-                        bytes,
-                        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
-                    ));
-                } else {
-                    return Err(ToolError::BadTarget {
-                        path: self.shown.clone(),
-                        problem: format!(
-                            "holds `{}`, which is not a file, directory or symlink",
-                            entry.file_name().to_string_lossy()
-                        ),
-                    });
                 }
             }
         }
@@ -89,6 +83,35 @@ impl Target {
 
     /// Removes the directory tree at the target (symlinks inside are removed, not followed).
     pub fn remove_tree(&self) -> Result<(), ToolError> {
-        std::fs::remove_dir_all(self.handle_path()).map_err(|e| ToolError::io("remove", &self.shown, e))
+        let io_err = |e| ToolError::io("remove", &self.shown, e);
+        let top = self.dir.open_dir(&self.name).map_err(io_err)?;
+        self.empty_dir(&top, 0)?;
+        drop(top);
+        self.dir.remove_dir(&self.name).map_err(io_err)
+    }
+
+    /// Removes everything in `dir`, depth first, through handles only.
+    fn empty_dir(&self, dir: &DirHandle, depth: usize) -> Result<(), ToolError> {
+        if depth > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        let io_err = |e| ToolError::io("remove", &self.shown, e);
+        for name in dir.entries().map_err(io_err)? {
+            let name: &OsStr = &name;
+            if dir.stat(name).map_err(io_err)?.kind == Kind::Dir {
+                self.empty_dir(&dir.open_dir(name).map_err(io_err)?, depth + 1)?;
+                dir.remove_dir(name).map_err(io_err)?;
+            } else {
+                dir.remove_file(name).map_err(io_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn too_deep(&self) -> ToolError {
+        ToolError::BadTarget {
+            path: self.shown.clone(),
+            problem: format!("nests directories more than {MAX_DEPTH} deep; remove its deepest parts first"),
+        }
     }
 }

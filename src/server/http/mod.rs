@@ -15,7 +15,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 pub use calls::CallCancel;
@@ -25,6 +24,7 @@ use crate::config::Config;
 use crate::config::http::HttpConfig;
 use crate::server::http::guard::{Guard, HEALTH};
 use crate::server::http::sessions::Sessions;
+use crate::server::signals::Signals;
 use crate::server::{Server, Shared};
 
 /// The MCP endpoint.
@@ -120,9 +120,12 @@ fn startup_lines(url: &str, http: &HttpConfig) -> String {
         ),
         TokenSource::Given => format!("toolbelt-mcp: serving MCP on {url}; every request needs the bearer token\n"),
         TokenSource::None => {
-            let uid = rustix::process::getuid().as_raw();
+            #[cfg(unix)]
+            let who = format!("uid {}", rustix::process::getuid().as_raw());
+            #[cfg(windows)]
+            let who = "your user".to_string();
             return format!(
-                "toolbelt-mcp: serving MCP on {url} without a token (--no-auth)\ntoolbelt-mcp: warning: any process of any user of this machine can run commands here as uid {uid}; drop `--no-auth` to require a token\n"
+                "toolbelt-mcp: serving MCP on {url} without a token (--no-auth)\ntoolbelt-mcp: warning: any process of any user of this machine can run commands here as {who}; drop `--no-auth` to require a token\n"
             );
         }
     };
@@ -149,30 +152,6 @@ async fn reap_sessionless(shared: Arc<Shared>, idle: Duration, stop: Cancellatio
             if ended > 0 {
                 tracing::info!(groups = ended, "no sessionless request for {idle:?}; their commands were ended");
             }
-        }
-    }
-}
-
-/// `SIGTERM`, `SIGINT` and `SIGHUP`.
-struct Signals([tokio::signal::unix::Signal; 3]);
-
-impl Signals {
-    fn new() -> Result<Self, String> {
-        let watch = |kind: SignalKind, name: &str| signal(kind).map_err(|e| format!("cannot watch for {name}: {e}"));
-        Ok(Self([
-            watch(SignalKind::terminate(), "SIGTERM")?,
-            watch(SignalKind::interrupt(), "SIGINT")?,
-            watch(SignalKind::hangup(), "SIGHUP")?,
-        ]))
-    }
-
-    /// The name of the next signal received.
-    async fn next(&mut self) -> &'static str {
-        let [terminate, interrupt, hangup] = &mut self.0;
-        tokio::select! {
-            _ = terminate.recv() => "SIGTERM",
-            _ = interrupt.recv() => "SIGINT",
-            _ = hangup.recv() => "SIGHUP",
         }
     }
 }

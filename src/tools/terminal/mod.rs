@@ -18,11 +18,18 @@ use crate::terminal::env::{self, Terminal};
 use crate::terminal::process::Launch;
 use crate::tools::{Context, OperationDef, ToolDef};
 
+/// What the tool is, as the model first reads it.
+#[cfg(unix)]
+const SUMMARY: &str = "Run commands and interactive terminals (PTY) in the workspace, under the sandbox. Long output keeps its head and tail; `read_output` pages the rest.";
+/// What the tool is, as the model first reads it: on Windows nothing confines commands.
+#[cfg(windows)]
+const SUMMARY: &str = "Run commands in the workspace (the configured shell, `cmd.exe` by default). Windows has no sandbox here: commands run unconfined, and each one not known to be read-only is asked first. No PTY sessions on Windows. Long output keeps its head and tail; `read_output` pages the rest.";
+
 /// The `terminal_operations` tool and its operations, in listing order.
 pub const TOOL: ToolDef = ToolDef {
     name: "terminal_operations",
     title: "Terminal operations",
-    summary: "Run commands and interactive terminals (PTY) in the workspace, under the sandbox. Long output keeps its head and tail; `read_output` pages the rest.",
+    summary: SUMMARY,
     operations: &[
         OperationDef::of::<run_command::RunCommand>(),
         OperationDef::of::<start_session::StartSession>(),
@@ -106,7 +113,8 @@ fn sandbox_label(context: &Context, launch: &Launch) -> String {
 
 /// The shell running `command` non-interactively: `SHELL -c COMMAND`.
 fn shell_command(context: &Context, command: &str) -> (OsString, Vec<OsString>) {
-    (context.config.shell.clone().into(), vec!["-c".into(), command.into()])
+    let shell = &context.config.shell;
+    (shell.into(), crate::terminal::process::shell_args(shell, command))
 }
 
 /// Milliseconds field within `max`.

@@ -5,7 +5,6 @@
 //! cannot hide behind a timestamp of the same clock tick ("racy" entries, as git calls them).
 
 use std::collections::VecDeque;
-use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -30,13 +29,8 @@ pub struct Identity {
 impl Identity {
     /// The identity of the file `meta` describes.
     pub fn of(meta: &std::fs::Metadata) -> Self {
-        Self {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
+        let version = crate::sandbox::handle::Version::of(meta);
+        Self { dev: version.dev, ino: version.ino, size: version.size, mtime: version.mtime, ctime: version.ctime }
     }
 
     /// Whether its last change (content or inode) was at least [`SETTLED`] before `pass`.

@@ -1,0 +1,200 @@
+//! A directory held open, and what can be done to the names in it without walking a path
+//! again: the one place that knows how each OS does that (`openat`-style calls on Unix, a
+//! capability `Dir` from cap-std on Windows). Writes, locks, undo trees and the beneath-the-root
+//! resolution all go through it.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
+#[cfg(unix)]
+pub use unix::{DirHandle, file_identity, read_at, try_lock};
+#[cfg(windows)]
+pub use windows::{DirHandle, file_identity, read_at, try_lock};
+
+/// What is at a name, not following a symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symlink (on Windows, any reparse point the OS reports as one).
+    Link,
+    /// Something else (socket, device, fifo).
+    Other,
+}
+
+/// What `stat` tells of a name (not following a symlink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Its kind.
+    pub kind: Kind,
+    /// Its size in bytes.
+    pub len: u64,
+    /// Its permission bits (Windows: `0o444` when read-only, else `0o666`).
+    pub mode: u32,
+}
+
+/// Whether a rename may replace what is at the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Fail with `AlreadyExists` if something is there (atomically where the OS can).
+    Never,
+    /// Replace it.
+    Allowed,
+}
+
+/// Fills `buf` from `offset` (callers read by offset only: on Windows the file position
+/// moves).
+pub fn read_exact_at(file: &std::fs::File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match read_at(file, buf, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// What tells one version of a file from another without reading it. Unix: device, inode,
+/// size, modification and status-change times; Windows: size, last-write and creation times
+/// (std gives no file index there), device and inode 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Version {
+    /// The device (volume).
+    pub dev: u64,
+    /// The inode.
+    pub ino: u64,
+    /// The size in bytes.
+    pub size: u64,
+    /// Last modification (seconds, nanoseconds since the Unix epoch).
+    pub mtime: (i64, i64),
+    /// Last status change (Windows: creation).
+    pub ctime: (i64, i64),
+}
+
+impl Version {
+    /// The version `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Self {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                size: meta.size(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+                ctime: (meta.ctime(), meta.ctime_nsec()),
+            }
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::MetadataExt;
+            // 100 ns ticks since 1601 to (seconds, nanoseconds) since 1970.
+            let unix = |ticks: u64| {
+                let since_1970 = ticks as i64 - 116_444_736_000_000_000;
+                (since_1970.div_euclid(10_000_000), since_1970.rem_euclid(10_000_000) * 100)
+            };
+            Self {
+                dev: 0,
+                ino: 0,
+                size: meta.file_size(),
+                mtime: unix(meta.last_write_time()),
+                ctime: unix(meta.creation_time()),
+            }
+        }
+    }
+}
+
+/// The permission bits of `meta` (Windows: `0o444` when read-only, else `0o666`).
+pub fn permission_bits(meta: &std::fs::Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777
+    }
+    #[cfg(windows)]
+    {
+        if meta.permissions().readonly() { 0o444 } else { 0o666 }
+    }
+}
+
+/// Refuses a relative path that is not made of plain names: `..`, a root or a drive prefix
+/// could lead out of the directory it is opened from.
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+fn plain(relative: &std::path::Path) -> std::io::Result<()> {
+    use std::path::Component;
+    if relative.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return Ok(());
+    }
+    let message = format!("`{}` is not a plain path beneath the root", relative.display());
+    Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, message))
+}
+
+/// The identity of a file (device and inode, or volume and file index): the same for every
+/// name and handle of one file.
+pub type FileId = (u64, u64);
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use std::ffi::OsStr;
+    use std::io::Write;
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn names_in_a_held_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = DirHandle::open(tmp.path()).unwrap();
+        dir.create_dir(OsStr::new("d")).unwrap();
+        let err = dir.create_dir(OsStr::new("d")).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        let sub = dir.open_dir(OsStr::new("d")).unwrap();
+        sub.create_new(OsStr::new("f"), Some(0o640)).unwrap().write_all(b"abc").unwrap();
+        let stat = sub.stat(OsStr::new("f")).unwrap();
+        assert_eq!((stat.kind, stat.len), (Kind::File, 3));
+        #[cfg(unix)]
+        assert_eq!(stat.mode, 0o640);
+        assert!(sub.create_new(OsStr::new("f"), None).is_err(), "create_new never replaces");
+        sub.create_new(OsStr::new("g"), None).unwrap();
+        let err = sub.rename(OsStr::new("g"), &sub, OsStr::new("f"), Replace::Never).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        sub.rename(OsStr::new("g"), &dir, OsStr::new("moved"), Replace::Never).unwrap();
+        assert_eq!(dir.stat(OsStr::new("moved")).unwrap().kind, Kind::File);
+        let file = sub.open_read(OsStr::new("f")).unwrap();
+        assert_eq!(file_identity(&file).unwrap(), sub.identity(OsStr::new("f")).unwrap());
+        let mut buf = [0u8; 8];
+        assert_eq!(read_at(&file, &mut buf, 1).unwrap(), 2);
+        assert!(try_lock(&file).unwrap());
+        let mut names = sub.entries().unwrap();
+        names.sort();
+        assert_eq!(names, vec![OsStr::new("f").to_os_string()]);
+        sub.remove_file(OsStr::new("f")).unwrap();
+        dir.remove_dir(OsStr::new("d")).unwrap();
+        assert!(dir.stat(OsStr::new("d")).is_err());
+        assert!(!Path::new(&tmp.path().join("d")).exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_described_and_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("real")).unwrap();
+        std::os::unix::fs::symlink("real", tmp.path().join("link")).unwrap();
+        let dir = DirHandle::open(tmp.path()).unwrap();
+        assert_eq!(dir.stat(OsStr::new("link")).unwrap().kind, Kind::Link);
+        assert_eq!(dir.read_link(OsStr::new("link")).unwrap(), Path::new("real"));
+        assert!(dir.open_dir(OsStr::new("link")).is_err());
+        assert!(dir.open_read(OsStr::new("link")).is_err());
+        assert!(dir.open_beneath(Path::new("link")).is_err());
+        assert!(dir.open_beneath(Path::new("real")).is_ok());
+    }
+}
