@@ -3,9 +3,11 @@
 # date) and writes two `npm pack` tarballs into OUT_DIR: the launcher package `toolbelt-mcp`
 # and the platform package of this machine (`toolbelt-mcp-linux-x64`, …) holding the binary.
 # TARGET is a Rust target triple, e.g. `x86_64-unknown-linux-musl` for a static binary
-# (`rustup target add` it, and install musl-tools), or `aarch64-apple-darwin` /
-# `x86_64-apple-darwin`, cross-built with cargo-zigbuild (pip install ziglang cargo-zigbuild);
-# default: the host's. A binary of another platform is not run (`--version`) here.
+# (`rustup target add` it, and install musl-tools); `aarch64-unknown-linux-musl`,
+# `aarch64-apple-darwin` or `x86_64-apple-darwin`, cross-built with cargo-zigbuild (pip install
+# ziglang cargo-zigbuild); or `x86_64-pc-windows-gnu`, linked by mingw-w64 (Debian's
+# `mingw-w64`), whose binary is `bin/toolbelt-mcp.exe`. Default: the host's. A binary of another
+# platform is not run (`--version`) here.
 # `npm install OUT_DIR/*.tgz` then gives a working `toolbelt-mcp` command, offline.
 set -euo pipefail
 
@@ -23,8 +25,12 @@ case "${target:-$host}" in
   aarch64-unknown-linux-*|Linux-aarch64) platform=linux-arm64 os=linux cpu=arm64 ;;
   x86_64-apple-darwin|Darwin-x86_64) platform=darwin-x64 os=darwin cpu=x64 ;;
   aarch64-apple-darwin|Darwin-arm64) platform=darwin-arm64 os=darwin cpu=arm64 ;;
+  x86_64-pc-windows-gnu) platform=win32-x64 os=win32 cpu=x64 ;;
   *) echo "npm/pack.sh: no npm platform package for ${target:-$host}" >&2; exit 1 ;;
 esac
+# Windows runs `.exe` files only.
+exe=""
+[ "$os" = win32 ] && exe=.exe
 # PROFILE=debug packs the debug build (CI's cross builds); the default is the release build.
 profile="${PROFILE:-release}"
 profile_flag=(--release)
@@ -50,6 +56,14 @@ case "$target" in
     (cd "$repo" && python3 tests/cross/macos_sdk_stubs.py "$stubs" "$target" >/dev/null \
       && SDKROOT="$stubs" cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
     binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+  aarch64-unknown-linux-*)
+    # zig is the C toolchain and linker (a static binary with the musl target).
+    (cd "$repo" && cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
+    binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+  x86_64-pc-windows-gnu)
+    (cd "$repo" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="${CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER:-x86_64-w64-mingw32-gcc}" \
+      cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
+    binary="$repo/target/$target/$profile/toolbelt-mcp.exe" ;;
   "")
     (cd "$repo" && cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked)
     binary="$repo/target/$profile/toolbelt-mcp" ;;
@@ -70,20 +84,25 @@ trap 'rm -rf "$stage"' EXIT
 
 # The platform package: the binary and a package.json npm only installs on this os and cpu.
 mkdir -p "$stage/platform/bin"
-cp "$binary" "$stage/platform/bin/toolbelt-mcp"
-chmod 755 "$stage/platform/bin/toolbelt-mcp"
+cp "$binary" "$stage/platform/bin/toolbelt-mcp$exe"
+chmod 755 "$stage/platform/bin/toolbelt-mcp$exe"
+# A debug build of the Windows binary carries ~300 MB of DWARF (release builds are stripped by
+# their profile): the package gets it without.
+if [ "$os" = win32 ] && [ "$profile" = debug ]; then
+  "${STRIP_WINDOWS:-x86_64-w64-mingw32-strip}" --strip-debug "$stage/platform/bin/toolbelt-mcp$exe"
+fi
 node -e '
-  const [dir, name, version, os, cpu] = process.argv.slice(1);
+  const [dir, name, version, os, cpu, exe] = process.argv.slice(1);
   const pkg = {
     name, version,
     description: `The ${os}-${cpu} binary of toolbelt-mcp (installed by the \`toolbelt-mcp\` package)`,
     license: "Apache-2.0",
     os: [os], cpu: [cpu],
-    files: ["bin/toolbelt-mcp"],
+    files: [`bin/toolbelt-mcp${exe}`],
     preferUnplugged: true,
   };
   require("fs").writeFileSync(`${dir}/package.json`, JSON.stringify(pkg, null, 2) + "\n");
-' "$stage/platform" "toolbelt-mcp-$platform" "$version" "$os" "$cpu"
+' "$stage/platform" "toolbelt-mcp-$platform" "$version" "$os" "$cpu" "$exe"
 
 cp -R "$launcher" "$stage/launcher"
 (cd "$stage/platform" && npm pack --silent --pack-destination "$out" >/dev/null)

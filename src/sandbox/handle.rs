@@ -127,7 +127,6 @@ pub fn permission_bits(meta: &std::fs::Metadata) -> u32 {
 
 /// Refuses a relative path that is not made of plain names: `..`, a root or a drive prefix
 /// could lead out of the directory it is opened from.
-#[cfg_attr(target_os = "linux", allow(dead_code))]
 fn plain(relative: &std::path::Path) -> std::io::Result<()> {
     use std::path::Component;
     if relative.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {

@@ -56,7 +56,8 @@ pub fn looks_secret(name: &str) -> bool {
 pub enum Terminal {
     /// Output goes to pipes: pagers and prompts are turned off so nothing waits for a human.
     Pipes,
-    /// An interactive PTY session.
+    /// An interactive PTY session (none on Windows).
+    #[cfg(unix)]
     Pty,
 }
 
@@ -81,6 +82,7 @@ pub fn build(
     }
     let defaults: &[(&str, &str)] = match terminal {
         Terminal::Pipes => &[("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0"), ("TERM", "dumb")],
+        #[cfg(unix)]
         Terminal::Pty => &[("TERM", "xterm-256color")],
     };
     for (name, value) in defaults {
@@ -145,9 +147,12 @@ mod tests {
         );
         assert_eq!(env[&OsString::from("PATH")], "/call");
         assert_eq!(env[&OsString::from("TERM")], "dumb");
-        let pty: BTreeMap<_, _> =
-            build(vars(&[("TERM", "screen")]), &[], Terminal::Pty, &BTreeMap::new()).into_iter().collect();
-        assert_eq!(pty[&OsString::from("TERM")], "xterm-256color");
+        #[cfg(unix)]
+        {
+            let pty: BTreeMap<_, _> =
+                build(vars(&[("TERM", "screen")]), &[], Terminal::Pty, &BTreeMap::new()).into_iter().collect();
+            assert_eq!(pty[&OsString::from("TERM")], "xterm-256color");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod env;
 pub mod foreground;
 #[cfg(windows)]
 pub mod jobs;
+#[cfg(unix)]
 pub mod keys;
 pub mod log;
 pub mod process;

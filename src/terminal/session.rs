@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
@@ -54,6 +55,7 @@ pub struct TermSession {
     ended_at: Mutex<Option<Instant>>,
     /// Where the next `read_output` without `since` starts, per stream.
     cursors: [AtomicU64; 2],
+    #[cfg(unix)]
     input: Option<tokio::sync::Mutex<PtyInput>>,
     screen: Option<Arc<Mutex<vt100::Parser>>>,
 }
@@ -71,9 +73,6 @@ impl std::fmt::Debug for TermSession {
 /// The writing half of a PTY.
 #[cfg(unix)]
 type PtyInput = pty_process::OwnedWritePty;
-/// No PTY on Windows (yet): nothing is ever written to one.
-#[cfg(windows)]
-type PtyInput = tokio::io::Sink;
 
 /// Rows of scrollback the rendered screen keeps (output itself is in the log).
 #[cfg(unix)]
@@ -93,6 +92,7 @@ impl TermSession {
             status: watch::channel(Status::Running).0,
             ended_at: Mutex::new(None),
             cursors: [AtomicU64::new(0), AtomicU64::new(0)],
+            #[cfg(unix)]
             input: None,
             screen: None,
         }
@@ -152,22 +152,6 @@ impl TermSession {
         Ok(session)
     }
 
-    /// PTY sessions need ConPTY on Windows, which this build does not drive yet: a clear
-    /// error, never a half-working session.
-    #[cfg(windows)]
-    pub fn start_pty(
-        _id: String,
-        _launch: &Launch,
-        _command: String,
-        _size: (u16, u16),
-        _ring_bytes: usize,
-    ) -> std::io::Result<Arc<Self>> {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "interactive sessions (`pty: true`) are not supported on Windows yet; run the command without `pty` (input can be given with `stdin`)",
-        ))
-    }
-
     /// Records the exit status when the leader exits.
     fn watch_exit(self: Arc<Self>, mut child: tokio::process::Child) {
         tokio::spawn(async move {
@@ -219,11 +203,13 @@ impl TermSession {
     }
 
     /// Whether the program asked for application cursor keys (arrow keys then send `ESC O`).
+    #[cfg(unix)]
     pub fn application_cursor(&self) -> bool {
         self.screen.as_ref().is_some_and(|s| s.lock().unwrap_or_else(|p| p.into_inner()).screen().application_cursor())
     }
 
     /// Writes to the PTY. `None` if this session takes no input.
+    #[cfg(unix)]
     pub async fn write(&self, bytes: &[u8]) -> Option<std::io::Result<()>> {
         let input = self.input.as_ref()?;
         let mut writer = input.lock().await;

@@ -11,10 +11,11 @@ later have the DLL. Everything happens in a temp dir the script owns, with a Win
 own there (its first start takes a while). Windows paths: the workspace is `Z:\\...` (Wine's view
 of the Unix tree).
 
-Checks: initialize and tools/list (the terminal tool says it has no sandbox on Windows); the four
+The server is started as the Windows config of mcp.json.example (`toolbelt-windows`) says. Checks: initialize and tools/list (the terminal tool says it has no sandbox on Windows); the four
 read operations; create, replace (CRLF kept), multi_replace, apply_patch, rename, delete and
 undo, each checked on disk; todo and memory (SQLite); a read-only command runs and its output
-comes back, one that is not read-only is refused when the client cannot be asked; and the
+comes back, one that is not read-only is refused when the client cannot be asked and runs when
+a client that can be asked approves it; no PTY operations are offered; and the
 path escapes a Windows agent could try: `..\\`, an absolute path, the `\\\\?\\` and UNC forms,
 another drive, a case-changed root (inside: allowed), alternate data streams, reserved device
 names. Prints one line per check, ends with `N passed, M failed`; exit status 1 if any failed.
@@ -22,6 +23,7 @@ names. Prints one line per check, ends with `N passed, M failed`; exit status 1 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +34,7 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
+from mcp import types
 from mcp.client.stdio import stdio_client
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +67,39 @@ def windows_path(path: Path) -> str:
     return "Z:" + str(path).replace("/", "\\")
 
 
+def example_params(name: str, exe: Path, ws: Path, env: dict[str, str]) -> StdioServerParameters:
+    """The Windows config `name` of mcp.json.example, with its placeholders pointed at `exe` and
+    `ws`, started under Wine as Claude Desktop on Windows would start it."""
+    with open(HERE / "../../mcp.json.example") as f:
+        config = json.load(f)["mcpServers"][name]
+    places = {"C:\\absolute\\path\\to\\toolbelt-mcp.exe": windows_path(exe),
+              "C:\\absolute\\path\\to\\your\\project": windows_path(ws)}
+    command, args = config["command"], config["args"]
+    args = [places.get(a, a) for a in args]
+    return StdioServerParameters(command="wine", args=[places.get(command, command), *args], env=env)
+
+
+async def approve(_context: Any, _params: Any) -> types.ElicitResult:
+    """A client whose user allows every question once."""
+    return types.ElicitResult(action="accept", content={"decision": "allow_once"})
+
+
+async def asked(params: StdioServerParameters, ws: Path) -> None:
+    """A client that can be asked (and approves): a command that is not read-only runs after the
+    question, and the PTY operations are not offered at all."""
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=approve) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            operations = field(tools["terminal_operations"], "input_schema", "inputSchema")["properties"]["operation"]["enum"]
+            check("no PTY operations on Windows (start_session, send_input not offered)",
+                  "start_session" not in operations and "send_input" not in operations and "run_command" in operations,
+                  f"{operations}")
+            res = await session.call_tool("terminal_operations", {"operation": "run_command", "command": "mkdir made_by_cmd"})
+            check("a command that is not read-only runs once the user approves it",
+                  not failed(res) and (ws / "made_by_cmd").is_dir(), text(res)[:300])
+
+
 def build_shim(out: Path) -> None:
     subprocess.run(["x86_64-w64-mingw32-gcc", "-O2", "-shared", "-o", str(out / "bcryptprimitives.dll"),
                     str(HERE / "wine" / "shim.c"), str(HERE / "wine" / "shim.def"), "-ladvapi32"], check=True)
@@ -76,9 +112,12 @@ async def smoke(exe: Path, tmp: Path) -> None:
     (ws / "src" / "lib.rs").write_text("fn one() {}\nfn two() {}\n")
     (ws / "crlf.txt").write_bytes(b"alpha\r\nbeta\r\n")
     (tmp / "outside.txt").write_text("secret\n")
+    # Wine shows a Unix symlink as a link, as Windows shows a directory symlink. (Junctions
+    # cannot be made under Wine 8: its `mklink /J` fails.)
+    (ws / "link").symlink_to(tmp)
     env = {"WINEDEBUG": "-all", "WINEPREFIX": str(tmp / "prefix"), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "HOME": str(tmp), "DISPLAY": "", "WINEDLLOVERRIDES": "mscoree,mshtml="}
-    params = StdioServerParameters(command="wine", args=[str(exe), "serve", "--root", windows_path(ws)], env=env)
+    params = example_params("toolbelt-windows", exe, ws, env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -140,6 +179,15 @@ async def smoke(exe: Path, tmp: Path) -> None:
                 check(f"read refused: {name}", failed(res) and "secret" not in text(res), text(res)[:200])
                 res = await files(operation="create_file", path=path, content="pwned\n", overwrite=True)
                 check(f"write refused: {name}", failed(res), text(res)[:200])
+            res = await files(operation="read_file", path="link\\outside.txt")
+            check("read refused: through a symlink in the root to outside", failed(res) and "secret" not in text(res),
+                  text(res)[:200])
+            res = await files(operation="create_file", path="link\\planted.txt", content="x\n")
+            check("write refused: through a symlink in the root to outside",
+                  failed(res) and not (tmp / "planted.txt").exists(), text(res)[:200])
+            res = await files(operation="list_dir", path="link")
+            check("list refused: a symlink in the root to outside", failed(res) and "outside.txt" not in text(res),
+                  text(res)[:200])
             check("the outside file is untouched", (tmp / "outside.txt").read_text() == "secret\n")
             res = await files(operation="create_file", path="a.txt:hidden", content="x\n")
             check("write refused: an alternate data stream", failed(res), text(res)[:200])
@@ -166,6 +214,7 @@ async def smoke(exe: Path, tmp: Path) -> None:
             state = list((tmp / "prefix" / "drive_c" / "users").glob("*/AppData/Local/toolbelt-mcp"))
             check("state (todos, memories) lives in %LOCALAPPDATA%\\toolbelt-mcp", len(state) == 1,
                   f"{list((tmp / 'prefix' / 'drive_c' / 'users').glob('*/AppData/Local/*'))}")
+    await asked(params, ws)
 
 
 async def smoke_within_time(exe: Path, tmp: Path) -> None:

@@ -1,6 +1,8 @@
 //! Directory handles on Unix: a descriptor and the `*at` calls (rustix). Beneath a root,
 //! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` on Linux, `openat` with `O_NOFOLLOW_ANY` of
-//! a path of plain names (no `..`) on macOS: no symlink is followed anywhere on the way.
+//! a path of plain names (no `..`) on macOS: no symlink is followed anywhere on the way. Where
+//! Linux lacks `openat2` (kernels before 5.6, qemu's user mode, container seccomp filters that
+//! predate it), the same walk one plain name at a time, each opened with `O_NOFOLLOW`.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, Metadata};
@@ -44,7 +46,16 @@ impl DirHandle {
         let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
         #[cfg(target_os = "linux")]
         {
-            Ok(rustix::fs::openat2(&self.0, relative, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)?)
+            use std::sync::atomic::{AtomicBool, Ordering};
+            /// Set once `openat2` said `ENOSYS`: every later open walks name by name.
+            static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+            if !NO_OPENAT2.load(Ordering::Relaxed) {
+                match rustix::fs::openat2(&self.0, relative, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE) {
+                    Err(Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                    opened => return Ok(opened?),
+                }
+            }
+            open_by_names(&self.0, relative, flags)
         }
         // Without `..` (refused here) and with no symlink followed anywhere, a path of names
         // from the directory's handle cannot leave it.
@@ -183,6 +194,52 @@ impl DirHandle {
     }
 }
 
+/// Opens `relative` beneath `dir` one plain name at a time, each with `O_NOFOLLOW`: what
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` does, for kernels without it. Every step
+/// starts from the descriptor of the one before, so a directory swapped for a symlink on the
+/// way is refused (`ELOOP`, as `openat2` says), never followed.
+#[cfg(target_os = "linux")]
+fn open_by_names(dir: &OwnedFd, relative: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    use std::os::fd::AsFd;
+    super::plain(relative)?;
+    let names: Vec<&OsStr> = relative
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let Some((last, parents)) = names.split_last() else {
+        return Ok(rustix::fs::openat(dir, ".", flags, Mode::empty())?);
+    };
+    // A symlink opened with `O_NOFOLLOW | O_DIRECTORY` is "not a directory": say what
+    // `openat2` says of a symlink.
+    let open = |at: std::os::fd::BorrowedFd<'_>, name: &OsStr, flags: OFlags| match rustix::fs::openat(
+        at,
+        name,
+        flags,
+        Mode::empty(),
+    ) {
+        Err(Errno::NOTDIR) if is_symlink(at, name) => Err(Errno::LOOP),
+        other => other,
+    };
+    let mut held: Option<OwnedFd> = None;
+    for name in parents {
+        let at = held.as_ref().map_or(dir.as_fd(), |fd| fd.as_fd());
+        held = Some(open(at, name, OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC)?);
+    }
+    let at = held.as_ref().map_or(dir.as_fd(), |fd| fd.as_fd());
+    Ok(open(at, last, flags)?)
+}
+
+/// Whether `name` in `dir` is a symlink.
+#[cfg(target_os = "linux")]
+fn is_symlink(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink)
+}
+
 /// The identity of an open file.
 pub fn file_identity(file: &File) -> io::Result<FileId> {
     let stat = rustix::fs::fstat(file)?;
@@ -220,4 +277,84 @@ fn mode_bits(raw: rustix::fs::RawMode) -> u32 {
 fn mode_of(bits: u32) -> Mode {
     // At most 0o7777: fits every platform's `mode_t`.
     Mode::from_bits_truncate((bits & 0o7777) as rustix::fs::RawMode)
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    /// The name-by-name walk (kernels without `openat2`) opens and refuses exactly what
+    /// `openat2` does, with the same error, for every kind of path a caller can pass.
+    #[test]
+    fn the_walk_without_openat2_agrees_with_openat2() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(root.join("dir/deeper")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("dir/f"), "in").unwrap();
+        std::fs::write(root.join("dir/deeper/g"), "in").unwrap();
+        std::fs::write(outside.join("f"), "out").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("swapped")).unwrap();
+        std::os::unix::fs::symlink("dir/f", root.join("link")).unwrap();
+        std::os::unix::fs::symlink("dir", root.join("dirlink")).unwrap();
+        std::os::unix::fs::symlink("/proc/self/cwd", root.join("magic")).unwrap();
+        let dir = DirHandle::open(&root).unwrap();
+        let paths = [
+            "",
+            ".",
+            "dir",
+            "dir/f",
+            "./dir/./f",
+            "dir/deeper/g",
+            "dir/missing",
+            "missing/f",
+            "swapped",
+            "swapped/f",
+            "link",
+            "dirlink",
+            "dirlink/f",
+            "magic",
+            "magic/f",
+            "dir/f/x",
+            "..",
+            "dir/../dir/f",
+            "../outside/f",
+            "/etc/passwd",
+        ];
+        let flag_sets = [
+            OFlags::RDONLY,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            OFlags::PATH | OFlags::NOFOLLOW,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+        ];
+        for path in paths {
+            for flags in flag_sets {
+                let relative = Path::new(path);
+                let relative_or_dot = if path.is_empty() { Path::new(".") } else { relative };
+                let by_kernel =
+                    rustix::fs::openat2(&dir.0, relative_or_dot, flags | OFlags::CLOEXEC, Mode::empty(), RESOLVE)
+                        .map_err(io::Error::from);
+                let by_names = open_by_names(&dir.0, relative, flags);
+                match (&by_kernel, &by_names) {
+                    (Ok(a), Ok(b)) => assert_eq!(
+                        file_identity(&File::from(a.try_clone().unwrap())).unwrap(),
+                        file_identity(&File::from(b.try_clone().unwrap())).unwrap(),
+                        "{path} {flags:?}: another file"
+                    ),
+                    // `..` and absolute paths: the walk refuses them before any call, as not
+                    // plain (callers resolve `..` first; `openat2` allows one that stays beneath).
+                    (_, Err(b)) if path.contains("..") || path.starts_with('/') => {
+                        assert_eq!(b.kind(), io::ErrorKind::PermissionDenied, "{path} {flags:?}");
+                        let stays_beneath = path == "dir/../dir/f" && !flags.contains(OFlags::DIRECTORY);
+                        assert_eq!(by_kernel.is_ok(), stays_beneath, "{path} {flags:?}: {by_kernel:?}");
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a.raw_os_error(), b.raw_os_error(), "{path} {flags:?}: {a} / {b}"),
+                    _ => panic!("{path} {flags:?}: openat2 {by_kernel:?}, the walk {by_names:?}"),
+                }
+            }
+        }
+    }
 }

@@ -5,7 +5,11 @@ mod kill_session;
 mod list_sessions;
 mod read_output;
 mod run_command;
+// Interactive sessions need a PTY, which the Windows build does not drive (ConPTY): there the
+// operations are not offered at all, rather than asked for and then refused.
+#[cfg(unix)]
 mod send_input;
+#[cfg(unix)]
 mod start_session;
 
 use std::collections::BTreeMap;
@@ -32,7 +36,9 @@ pub const TOOL: ToolDef = ToolDef {
     summary: SUMMARY,
     operations: &[
         OperationDef::of::<run_command::RunCommand>(),
+        #[cfg(unix)]
         OperationDef::of::<start_session::StartSession>(),
+        #[cfg(unix)]
         OperationDef::of::<send_input::SendInput>(),
         OperationDef::of::<read_output::ReadOutput>(),
         OperationDef::of::<list_sessions::ListSessions>(),
