@@ -249,10 +249,12 @@ mod tests {
 
     use super::*;
 
+    /// Resolves with a state dir of the test's own (a generated token lands there), removed after.
+    #[allow(clippy::disallowed_methods)]
     fn resolve(args: HttpArgs, token: Option<&str>) -> Result<Option<HttpConfig>, ConfigError> {
         let env = move |key: &str| (key == "TOOLBELT_AUTH_TOKEN").then(|| token.map(OsString::from)).flatten();
-        let state = std::env::temp_dir().join(format!("toolbelt-http-test-{}", std::process::id()));
-        HttpConfig::resolve(&args, &env, &state)
+        let state = tempfile::tempdir().unwrap();
+        HttpConfig::resolve(&args, &env, state.path())
     }
 
     fn on(addr: &str) -> HttpArgs {

@@ -11,6 +11,7 @@ import asyncio
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -195,4 +196,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        # The prefixes, the npm cache and the servers' state: this run's own temp dir.
+        shutil.rmtree(TMP, ignore_errors=True)
