@@ -275,22 +275,16 @@ pub fn strip_defaults(schema: &mut Map<String, Value>) {
     }
 }
 
-/// Reduces an output schema to its outline: each top-level field with its type (an array
-/// with its items' type), no descriptions and no nested fields. Hosts validate results
-/// against it and clients compile it, so its size is paid at every start; the fields are
-/// documented in full in docs/TOOLS.md.
+/// Reduces an output schema to its outline: each top-level field with its type and nothing
+/// more (no descriptions, no item types, no nested fields). Hosts validate results against it
+/// and clients compile it, so its size is paid at every start; the fields are documented in
+/// full in docs/TOOLS.md.
 pub fn outline(schema: &mut Map<String, Value>) {
     schema.remove("description");
     let Some(Value::Object(props)) = schema.get_mut("properties") else { return };
     for field in props.values_mut() {
-        let Value::Object(field) = field else { continue };
-        field.retain(|key, _| matches!(key.as_str(), "type" | "items"));
-        // Lines and names keep their item type; rows (objects) are documented in docs/TOOLS.md.
-        let rows = field.get("items").and_then(|items| items.get("type")).and_then(Value::as_str) == Some("object");
-        if rows {
-            field.remove("items");
-        } else if let Some(Value::Object(items)) = field.get_mut("items") {
-            items.retain(|key, _| key == "type");
+        if let Value::Object(field) = field {
+            field.retain(|key, _| key == "type");
         }
     }
 }
@@ -409,6 +403,29 @@ mod tests {
         let err = merge(&[Part { operation: "a", schema: &a }, Part { operation: "d", schema: &d }], "op", &[]);
         assert!(err.unwrap_err().to_string().contains("field `items`"), "arrays of different items conflict");
         assert!(merge(&[Part { operation: "a", schema: &a }, Part { operation: "c", schema: &c }], "op", &[]).is_err());
+    }
+
+    #[test]
+    fn outline_keeps_each_top_level_field_with_its_type_only() {
+        let mut schema: Map<String, Value> = serde_json::from_value(json!({
+            "type": "object", "description": "result",
+            "properties": {
+                "lines": {"type": "array", "items": {"type": "string"}, "description": "the lines"},
+                "rows": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+                "total": {"type": "integer", "minimum": 0, "description": "how many"}
+            },
+            "required": ["total"]
+        }))
+        .unwrap();
+        outline(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {"lines": {"type": "array"}, "rows": {"type": "array"}, "total": {"type": "integer"}},
+                "required": ["total"]
+            })
+        );
     }
 
     #[test]

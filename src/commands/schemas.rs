@@ -12,8 +12,8 @@ use crate::tools::{self, OperationDef, TOOLS};
 
 /// Generated files: (path relative to the repo, contents).
 pub fn generate() -> Result<Vec<(String, String)>, String> {
-    let consolidated = tools::specs(ToolLayout::Consolidated, false).map_err(|e| e.to_string())?;
-    let granular = tools::specs(ToolLayout::Granular, false).map_err(|e| e.to_string())?;
+    let consolidated = tools::generate(ToolLayout::Consolidated, false).map_err(|e| e.to_string())?;
+    let granular = tools::generate(ToolLayout::Granular, false).map_err(|e| e.to_string())?;
     let mut files = Vec::new();
     for spec in &consolidated {
         files.push((format!("schemas/{}.json", spec.name), pretty(spec)?));

@@ -123,25 +123,21 @@ pub struct Draft {
     pub progress: Option<f64>,
 }
 
-/// A change to one item, given to `update`: only the fields present change.
+/// A change to one item, given to `update`: only the fields present change. The fields mean
+/// what they do in [`Draft`]; they carry no docs of their own, which would repeat Draft's in
+/// every `tools/list` (doc comments become schema descriptions).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Patch {
     /// The item.
     pub id: u32,
-    /// New status.
     pub status: Option<Status>,
-    /// New title.
     pub title: Option<String>,
     /// New details (`""` clears).
     pub description: Option<String>,
-    /// New priority.
     pub priority: Option<Priority>,
-    /// New dependency ids.
     pub dependencies: Option<Vec<u32>>,
-    /// What a `blocked` item waits for.
     pub blocked_reason: Option<String>,
-    /// 0 to 1.
     pub progress: Option<f64>,
 }
 

@@ -6,6 +6,7 @@ pub mod file;
 mod lenient;
 pub mod memory;
 mod output;
+mod published;
 mod spec;
 pub mod terminal;
 pub mod todo;
@@ -28,7 +29,7 @@ use crate::sandbox::{Resolved, Roots};
 use crate::session::Session;
 
 pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
-pub use spec::{ToolSpec, fields, specs};
+pub use spec::{ToolSpec, fields, generate, specs};
 
 /// Every tool, in the order they are listed.
 pub static TOOLS: &[ToolDef] = &[file::TOOL, terminal::TOOL, todo::TOOL, memory::TOOL];
@@ -201,6 +202,10 @@ pub trait Operation: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     /// Its kind of effect.
     const KIND: EffectKind;
+    /// Whether it acts on the workspace (files, commands), so that a call may ask to go beyond
+    /// the sandbox (`escalate`). Todos and memories are the server's own records: their
+    /// operations, reads included, have no sandbox to go beyond.
+    const ON_WORKSPACE: bool = !matches!(Self::KIND, EffectKind::Record { .. });
     /// Its arguments; field docs become the schema's descriptions.
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     /// Its structured result (`structuredContent`, beside the text).
@@ -224,6 +229,8 @@ pub struct OperationDef {
     pub description: &'static str,
     /// See [`Operation::KIND`].
     pub kind: EffectKind,
+    /// See [`Operation::ON_WORKSPACE`].
+    on_workspace: bool,
     /// The flattened schema of its arguments.
     pub input_schema: fn() -> Map<String, Value>,
     /// The flattened schema of its structured result.
@@ -238,16 +245,17 @@ impl OperationDef {
             name: O::NAME,
             description: O::DESCRIPTION,
             kind: O::KIND,
+            on_workspace: O::ON_WORKSPACE,
             input_schema: crate::schema::input_schema::<O::Args>,
             output_schema: crate::schema::output_schema::<O::Output>,
             invoke: invoke::<O>,
         }
     }
 
-    /// Whether its calls may ask to go beyond the sandbox (`escalate`): any operation on the
-    /// workspace. Records (todos, memories) have no sandbox to go beyond.
+    /// Whether its calls may ask to go beyond the sandbox (`escalate`): see
+    /// [`Operation::ON_WORKSPACE`].
     pub fn can_escalate(&self) -> bool {
-        !matches!(self.kind, EffectKind::Record { .. })
+        self.on_workspace
     }
 
     /// Parses the arguments, passes the gate, runs the operation, enforces the budget.
@@ -400,7 +408,7 @@ fn audit<O: Operation>(
 #[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EscalationArgs {
-    /// Ask the user to go beyond the sandbox (outside the roots, protected paths, unsandboxed commands); needs `justification`.
+    /// Ask the user to allow what the sandbox refuses; needs `justification`.
     #[serde(default)]
     pub escalate: bool,
     /// Why, for the user.
@@ -423,7 +431,7 @@ fn split_escalation<O: Operation>(
             message: err.to_string(),
             accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
         })?;
-    if parsed.escalate && matches!(O::KIND, EffectKind::Record { .. }) {
+    if parsed.escalate && !O::ON_WORKSPACE {
         return Err(ToolError::InvalidArguments {
             operation: O::NAME,
             message: "`escalate` has nothing to do here: todos and memories are the server's own records, outside any sandbox".into(),

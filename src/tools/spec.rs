@@ -1,6 +1,6 @@
 //! Tool listings derived from the registry: names, descriptions, flat schemas, annotations.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::cli::ToolLayout;
@@ -8,7 +8,7 @@ use crate::schema::{self, Part, SchemaError};
 use crate::tools::{EffectKind, EscalationArgs, OperationDef, TOOLS, ToolDef};
 
 /// A tool as listed to clients, free of any protocol type (the server converts it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSpec {
     /// Tool name.
@@ -30,7 +30,7 @@ pub struct ToolSpec {
 }
 
 /// MCP tool annotations, exact for what the tool's operations can do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// Nothing is modified.
@@ -74,8 +74,17 @@ impl Annotations {
 }
 
 /// The tools a layout lists, in fixed order with deterministic text. With `read_only` (the
-/// `read-only` sandbox) operations that write files are left out.
+/// `read-only` sandbox) operations that write files are left out. The full listings are the
+/// published ones, embedded at build time (see `published`); others are generated.
 pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
+    match super::published::listing(layout) {
+        Some(specs) if !read_only => Ok(specs),
+        _ => generate(layout, read_only),
+    }
+}
+
+/// The tools a layout lists, generated from the registry (what `schemas/` publishes).
+pub fn generate(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
     let listed = |op: &&OperationDef| !read_only || !matches!(op.kind, EffectKind::Write { .. });
     match layout {
         ToolLayout::Consolidated => {
@@ -92,7 +101,7 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
     let outputs: Vec<_> = operations.iter().map(|op| (op.name, (op.output_schema)())).collect();
     let fields_by_operation: Vec<String> =
         operations.iter().zip(&inputs).map(|(op, (_, input))| format!("{}({})", op.name, field_list(input))).collect();
-    let operation_doc = format!("The operation. Its fields (* required): {}.", fields_by_operation.join("; "));
+    let operation_doc = format!("Each one's fields (* required): {}.", fields_by_operation.join("; "));
     let mut input_schema = schema::merge(&parts(&inputs), &operation_doc, &[])?;
     if operations.iter().any(|op| op.can_escalate()) {
         add_escalation(&mut input_schema);
@@ -201,7 +210,7 @@ pub fn fields(schema: &Map<String, Value>) -> Vec<(String, bool)> {
 
 /// `path*, offset, limit`: the operation's fields, required ones starred.
 fn field_list(schema: &Map<String, Value>) -> String {
-    fields(schema).into_iter().map(|(k, req)| if req { format!("{k}*") } else { k }).collect::<Vec<_>>().join(", ")
+    fields(schema).into_iter().map(|(k, req)| if req { format!("{k}*") } else { k }).collect::<Vec<_>>().join(",")
 }
 
 /// The accepted-fields clause of an argument error: "`path` (required), `offset`, `limit`".
@@ -313,7 +322,10 @@ mod tests {
             file.description
         );
         let operation = file.input_schema["properties"]["operation"]["description"].as_str().unwrap();
-        assert!(operation.contains("read_file(path*, offset, limit); list_dir("), "{operation}");
+        assert!(operation.contains("read_file(path*,offset,limit); list_dir("), "{operation}");
+        // Escalation is offered where there is a sandbox to go beyond: not on the records' tools.
+        let offers = |tool: &ToolSpec| tool.input_schema["properties"].get("escalate").is_some();
+        assert_eq!(tools.iter().map(offers).collect::<Vec<_>>(), [true, true, false, false]);
         assert!(
             !file.annotations.read_only_hint && file.annotations.destructive_hint && !file.annotations.idempotent_hint
         );

@@ -33,7 +33,7 @@ pub enum Sort {
 pub struct Args {
     /// file_search: a glob (`*.rs` at any depth, `src/**/*.ts`, `{a,b}`, `!` inverts); grep_search: a regex (Rust syntax).
     pub pattern: String,
-    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
+    /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: Option<String>,
     /// Include dot-files.
     pub include_hidden: Option<bool>,
@@ -44,7 +44,7 @@ pub struct Args {
     #[schemars(range(min = 1))]
     #[schemars(extend("default" = 500))]
     pub limit: Option<usize>,
-    /// `path` (default) or `mtime` (newest first).
+    /// Default `path`; `mtime`: newest first.
     #[schemars(extend("default" = "path"))]
     pub sort: Option<Sort>,
 }

@@ -41,7 +41,7 @@ pub enum OutputMode {
 pub struct Args {
     /// file_search: a glob (`*.rs` at any depth, `src/**/*.ts`, `{a,b}`, `!` inverts); grep_search: a regex (Rust syntax).
     pub pattern: String,
-    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
+    /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: Option<String>,
     /// Only files matching this glob; `!` excludes.
     pub glob: Option<String>,
@@ -57,7 +57,7 @@ pub struct Args {
     pub before: Option<usize>,
     /// Context lines after matches.
     pub after: Option<usize>,
-    /// `content` (lines, default), `files` or `count`.
+    /// Default `content` (lines).
     #[schemars(extend("default" = "content"))]
     pub output: Option<OutputMode>,
     /// Max lines (read_file, default 2000), entries (list_dir, 1000), files (file_search, 500) or matches (grep_search, 200).

@@ -23,9 +23,9 @@ pub struct ListDir;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
+    /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: Option<String>,
-    /// Levels, 1 to 10 (default 1).
+    /// Levels (default 1).
     #[schemars(range(min = 1, max = 10))]
     #[schemars(extend("default" = 1))]
     pub depth: Option<usize>,

@@ -27,7 +27,7 @@ pub struct Edit {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
+    /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// In order, each on the previous result.
     pub edits: Vec<Edit>,

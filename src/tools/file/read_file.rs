@@ -33,7 +33,7 @@ pub struct ReadFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
+    /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// First line, 1-based.
     #[schemars(range(min = 1))]

@@ -15,7 +15,7 @@ pub struct ReplaceString;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Relative to the first root (or absolute inside it). Default for list_dir, file_search, grep_search: the root; changes: all files.
+    /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// Exact text, without line numbers; unique unless `replace_all`.
     pub old_string: String,

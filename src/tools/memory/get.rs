@@ -44,6 +44,7 @@ impl Operation for Get {
     const NAME: &'static str = "get";
     const DESCRIPTION: &'static str = "One memory whole. Content, title, tags, collection and times.";
     const KIND: EffectKind = EffectKind::Read;
+    const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = Output;
 

@@ -15,7 +15,7 @@ pub struct ListCollections;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// `workspace` (default) or `global`.
+    /// Default `workspace`.
     #[serde(default)]
     pub scope: Scope,
 }
@@ -44,6 +44,7 @@ impl Operation for ListCollections {
     const NAME: &'static str = "list_collections";
     const DESCRIPTION: &'static str = "Collections with counts. And when each last changed.";
     const KIND: EffectKind = EffectKind::Read;
+    const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = Output;
 

@@ -31,7 +31,7 @@ pub struct Args {
     /// Results to skip (`next_offset`).
     #[serde(default)]
     pub offset: u32,
-    /// `workspace` (default) or `global`.
+    /// Default `workspace`.
     #[serde(default)]
     pub scope: Scope,
 }
@@ -76,6 +76,7 @@ impl Operation for Search {
     const NAME: &'static str = "search";
     const DESCRIPTION: &'static str = "Ranked search with snippets. Words or FTS5 syntax over titles, content and tags; paged by `limit`/`offset`; `get` an id for the whole text.";
     const KIND: EffectKind = EffectKind::Read;
+    const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = Output;
 

@@ -25,7 +25,7 @@ pub struct Args {
     /// Default `default` (search: every one).
     #[schemars(extend("default" = "default"))]
     pub collection: Option<String>,
-    /// `workspace` (default) or `global`.
+    /// Default `workspace`.
     #[serde(default)]
     pub scope: Scope,
 }

@@ -34,7 +34,7 @@ pub struct Args {
     /// Return the rendered PTY screen.
     #[serde(default)]
     pub screen: bool,
-    /// `stdout` (default) or `stderr`.
+    /// Default `stdout`.
     #[schemars(extend("default" = "stdout"))]
     pub stream: Option<String>,
 }

@@ -24,6 +24,7 @@ impl Operation for Read {
     const NAME: &'static str = "read";
     const DESCRIPTION: &'static str = "Show the list.";
     const KIND: EffectKind = EffectKind::Read;
+    const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = ListOutput;
 
