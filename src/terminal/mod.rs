@@ -2,6 +2,8 @@
 //! PTY sessions (ids, limits, age-out), the sandbox plan every command is started under, and
 //! the shutdown that leaves no process behind.
 
+#[cfg(unix)]
+pub mod answer;
 pub mod env;
 pub mod foreground;
 #[cfg(windows)]

@@ -57,6 +57,9 @@ pub struct TermSession {
     cursors: [AtomicU64; 2],
     #[cfg(unix)]
     input: Option<tokio::sync::Mutex<PtyInput>>,
+    /// The PTY's controller side, to ask which process group holds the terminal.
+    #[cfg(unix)]
+    terminal: Option<std::os::fd::OwnedFd>,
     screen: Option<Arc<Mutex<vt100::Parser>>>,
 }
 
@@ -94,6 +97,8 @@ impl TermSession {
             cursors: [AtomicU64::new(0), AtomicU64::new(0)],
             #[cfg(unix)]
             input: None,
+            #[cfg(unix)]
+            terminal: None,
             screen: None,
         }
     }
@@ -137,12 +142,14 @@ impl TermSession {
         ring_bytes: usize,
     ) -> std::io::Result<Arc<Self>> {
         let (child, pgid, pty) = launch.spawn_pty(rows, cols)?;
+        let terminal = std::os::fd::AsFd::as_fd(&pty).try_clone_to_owned()?;
         let (reader, writer) = pty.into_split();
         let out = Arc::new(OutputLog::new(ring_bytes));
         let size = |n: u16| std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN);
         let screen = Arc::new(Mutex::new(vt100::Parser::new(size(rows), size(cols), SCROLLBACK)));
         let mut session = Self::new(id, Kind::Pty, command, launch.cwd.clone(), pgid, out.clone());
         session.input = Some(tokio::sync::Mutex::new(writer));
+        session.terminal = Some(terminal);
         session.screen = Some(screen.clone());
         let session = Arc::new(session);
         tokio::spawn(process::pump(reader, out, move |bytes| {
@@ -228,6 +235,16 @@ impl TermSession {
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
+    }
+
+    /// Whether a job other than the session's own process group holds its terminal: a
+    /// command its shell started and has not finished (false for a session without a PTY).
+    #[cfg(unix)]
+    pub fn foreground_job(&self) -> bool {
+        self.terminal
+            .as_ref()
+            .and_then(|fd| rustix::termios::tcgetpgrp(fd).ok())
+            .is_some_and(|group| group.as_raw_nonzero().get().unsigned_abs() != self.pgid)
     }
 
     /// Waits until no output arrived for `quiet`, the session ended, or `wait` passed; the

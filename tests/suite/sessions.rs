@@ -102,6 +102,41 @@ async fn pty_shell_keeps_state_across_inputs() {
     client.close().await;
 }
 
+/// `send_input` returns once the program answered and went quiet: through `cat` in a few
+/// milliseconds (a fixed 50 ms quiet wait before), while a command the shell runs keeps it
+/// waiting across gaps in its output, and a slow answer is not mistaken for the echo.
+#[tokio::test]
+async fn send_input_returns_when_the_answer_is_quiet() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let cat = client.term("start_session", json!({"shell": "cat"})).await;
+    let id = cat.structured["session_id"].as_str().unwrap().to_string();
+    let mut took = Vec::new();
+    for round in 0..7 {
+        let started = Instant::now();
+        let typed = client.term("send_input", json!({"session_id": id, "input": format!("ping{round}")})).await;
+        took.push(started.elapsed());
+        let lines = typed.structured["output"].as_array().unwrap().clone();
+        assert_eq!(lines, [json!(format!("ping{round}")), json!(format!("ping{round}"))], "echo and answer");
+    }
+    took.sort();
+    assert!(took[3] < Duration::from_millis(30), "median round trip through cat: {took:?}");
+
+    let shell = client.term("start_session", json!({})).await;
+    let sh = shell.structured["session_id"].as_str().unwrap().to_string();
+    let gaps = client
+        .term(
+            "send_input",
+            json!({"session_id": sh, "input": "echo one; sleep 0.03; echo two; sleep 0.03; echo three"}),
+        )
+        .await;
+    let out = gaps.joined("output");
+    assert!(out.contains("one\ntwo\nthree"), "a running command holds the wait: {out:?}");
+    let slow = client.term("send_input", json!({"session_id": sh, "input": "sleep 0.02; echo slow-answer"})).await;
+    assert!(slow.joined("output").contains("slow-answer"), "the echo alone is not the answer: {}", slow.text);
+    client.close().await;
+}
+
 #[tokio::test]
 async fn python_repl_and_a_full_screen_program() {
     let ws = Workspace::new();

@@ -52,7 +52,7 @@ pub struct Output {
 
 impl Operation for SendInput {
     const NAME: &'static str = "send_input";
-    const DESCRIPTION: &'static str = "Type into a session; returns its output. Named `keys` and/or `input` (then Enter unless `press_enter: false`); waits until output is quiet, at most `wait_ms`.";
+    const DESCRIPTION: &'static str = "Type into a session; returns its output. Named `keys` and/or `input` (then Enter unless `press_enter: false`); waits until the program answered and its output is quiet, at most `wait_ms`.";
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;
@@ -105,7 +105,9 @@ impl Operation for SendInput {
                 expected: "`input` text and/or `keys` to press; to only read, use `read_output`".into(),
             });
         }
+        // Unread output from before is returned too; the answer is waited for after the input.
         let since = session.cursor(0);
+        let typed_at = session.out.total();
         match session.write(&bytes).await {
             Some(Ok(())) => {}
             Some(Err(err)) => {
@@ -116,7 +118,7 @@ impl Operation for SendInput {
             }
             None => return Err(ToolError::Internal("a PTY session has no input".into())),
         }
-        session.wait_until_quiet(since, wait, QUIET).await;
+        session.wait_for_answer(typed_at, args.input.as_deref().unwrap_or_default(), wait, QUIET).await;
         let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         let page = fit_output(budget, |max| page(&session, 0, since, max), |got| (got.text.as_str(), ""));
         let status = session.status();
