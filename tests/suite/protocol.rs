@@ -136,12 +136,18 @@ async fn the_budget_follows_the_host_unless_set() {
     }
 }
 
+/// Every result fits its tool's output schema (the envelope every consolidated result carries)
+/// and its operation's (the granular tool's, which lists the operation's own fields).
 #[tokio::test]
 async fn structured_content_fits_the_output_schema() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
     let tools = client.service.list_all_tools().await.unwrap();
-    let schema = serde_json::to_value(&tools[0]).unwrap()["outputSchema"].clone();
+    let envelope = serde_json::to_value(&tools[0]).unwrap()["outputSchema"].clone();
+    let granular: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/granular.json")).unwrap(),
+    )
+    .unwrap();
     let calls = [
         op("read_file", json!({"path": "src/main.rs"})),
         op("read_file", json!({"path": "data/pixel.png"})),
@@ -152,25 +158,38 @@ async fn structured_content_fits_the_output_schema() {
     ];
     for call in calls {
         let reply = client.ok(call.clone()).await;
-        for (key, value) in reply.structured.as_object().unwrap() {
-            let declared = &schema["properties"][key];
-            assert!(declared.is_object(), "{call}: `{key}` is not in the output schema");
-            let kind = declared["type"].as_str().unwrap();
-            let fits = match kind {
-                "integer" => value.is_u64(),
-                "string" => value.is_string(),
-                "boolean" => value.is_boolean(),
-                "array" => value.is_array(),
-                "object" => value.is_object(),
-                _ => false,
-            };
-            assert!(fits, "{call}: `{key}` = {value} is not {kind}");
-        }
-        for required in schema["required"].as_array().unwrap() {
-            assert!(reply.structured.get(required.as_str().unwrap()).is_some(), "{call}: missing {required}");
+        let operation = call["operation"].as_str().unwrap();
+        let own = granular.as_array().unwrap().iter().find(|tool| tool["name"] == operation).unwrap();
+        for schema in [&envelope, &own["outputSchema"]] {
+            fits(&reply.structured, schema, &call, schema == &envelope);
         }
     }
     client.close().await;
+}
+
+/// `result` has every field `schema` requires, each declared field with its type, and (unless
+/// `open`) no field the schema does not declare.
+fn fits(result: &Value, schema: &Value, call: &Value, open: bool) {
+    for (key, value) in result.as_object().unwrap() {
+        let declared = &schema["properties"][key];
+        if !declared.is_object() {
+            assert!(open, "{call}: `{key}` is not in the output schema {schema}");
+            continue;
+        }
+        let kind = declared["type"].as_str().unwrap();
+        let fits = match kind {
+            "integer" => value.is_u64(),
+            "string" => value.is_string(),
+            "boolean" => value.is_boolean(),
+            "array" => value.is_array(),
+            "object" => value.is_object(),
+            _ => false,
+        };
+        assert!(fits, "{call}: `{key}` = {value} is not {kind}");
+    }
+    for required in schema["required"].as_array().unwrap() {
+        assert!(result.get(required.as_str().unwrap()).is_some(), "{call}: missing {required}");
+    }
 }
 
 #[tokio::test]
