@@ -9,7 +9,10 @@
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
 //! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`,
-//!   `http` (default all; the `--tree` section runs whenever `--tree` is given).
+//!   `http`, `ts` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
+//!   `benches/ts/client_bench.mjs` (the official TypeScript SDK client, as hosts connect; needs
+//!   `node` and `npm ci --prefix benches/ts`, else it says so and skips) on the server and the
+//!   `--compare-cmd` peer, e.g. rust-mcp-filesystem (see benches/ts/README.md).
 //! * `--http-calls N`: calls per session in the `http` load (default 200; 32 sessions at once).
 //! * `--runs`: cold-start runs (default 30). `--calls`: warm calls per request kind (default 1000).
 //! * `--tree DIR`: a large source tree (~28k files) for grep/file_search against ripgrep (`rg` on
@@ -46,6 +49,8 @@ mod records;
 #[cfg(unix)]
 #[path = "stdio/terminal.rs"]
 mod terminal;
+#[path = "stdio/ts.rs"]
+mod ts;
 #[path = "stdio/writes.rs"]
 mod writes;
 
@@ -470,6 +475,9 @@ fn main() {
     #[cfg(unix)]
     if run("http") {
         http::http_load(&o.bin, &ws.0, o.http_calls);
+    }
+    if run("ts") {
+        ts::ts_client(&o.bin, o.compare.as_deref(), o.runs, o.calls);
     }
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);

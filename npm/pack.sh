@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm/pack.sh OUT_DIR [TARGET]: builds the release binary (cargo skips it when it is up to
+# npm/pack.sh OUT_DIR [TARGET]: builds the `dist` binary (cargo skips it when it is up to
 # date) and writes two `npm pack` tarballs into OUT_DIR: the launcher package `toolbelt-mcp`
 # and the platform package of this machine (`toolbelt-mcp-linux-x64`, …) holding the binary.
 # TARGET is a Rust target triple, e.g. `x86_64-unknown-linux-musl` for a static binary
@@ -31,9 +31,10 @@ esac
 # Windows runs `.exe` files only.
 exe=""
 [ "$os" = win32 ] && exe=.exe
-# PROFILE=debug packs the debug build (CI's cross builds); the default is the release build.
-profile="${PROFILE:-release}"
-profile_flag=(--release)
+# The packages ship the `dist` profile (fat LTO, see Cargo.toml); PROFILE=release packs the
+# release build, PROFILE=debug the debug build (CI's cross builds).
+profile="${PROFILE:-dist}"
+profile_flag=(--profile "$profile")
 [ "$profile" = debug ] && profile_flag=()
 
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)"
@@ -57,8 +58,10 @@ case "$target" in
       && SDKROOT="$stubs" cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
     binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
   aarch64-unknown-linux-*)
-    # zig is the C toolchain and linker (a static binary with the musl target).
-    (cd "$repo" && cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
+    # zig is the C toolchain and linker (a static binary with the musl target). A debug build
+    # carries ~250 MB of DWARF: its package gets the binary without (the linker strips it).
+    (cd "$repo" && CARGO_PROFILE_DEV_STRIP=debuginfo \
+      cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
     binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
   x86_64-pc-windows-gnu)
     (cd "$repo" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="${CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER:-x86_64-w64-mingw32-gcc}" \
