@@ -147,6 +147,18 @@ async fn agents_md_goes_into_the_system_prompt() {
     assert!(system.ends_with("Always run `sh check.sh` before finishing."), "{system}");
 }
 
+/// A server that refuses `max_tokens` and names `max_completion_tokens` (OpenAI's reasoning
+/// models) is asked again with it, and every later request of the run uses it.
+#[tokio::test]
+async fn an_openai_model_that_wants_max_completion_tokens_gets_it() {
+    let (_ws, llm, ran) =
+        scripted("completion_tokens", Wire::OpenAi, "read the answer", &["--max-output-tokens", "99"], 0).await;
+    assert_eq!(ran.stdout, "The answer is 41.\n");
+    let limits: Vec<(Option<u64>, Option<u64>)> =
+        llm.requests().iter().map(|r| (r["max_tokens"].as_u64(), r["max_completion_tokens"].as_u64())).collect();
+    assert_eq!(limits, [(Some(99), None), (None, Some(99)), (None, Some(99))]);
+}
+
 #[tokio::test]
 async fn a_tool_error_is_fed_back_and_the_model_recovers() {
     for wire in Wire::BOTH {

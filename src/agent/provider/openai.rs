@@ -1,6 +1,8 @@
 //! The OpenAI-compatible Chat Completions API (`POST {base}/chat/completions`): `tools` and
 //! `tool_calls`, as spoken by OpenAI, Ollama, llama.cpp server, vLLM and OpenRouter.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
@@ -12,12 +14,24 @@ use super::{Block, Finish, Provider, ProviderError, Reply, Request, Role, Settin
 pub struct OpenAi {
     client: Client,
     settings: Settings,
+    /// The output limit goes in `max_completion_tokens`, not `max_tokens`: set once the server
+    /// refused `max_tokens` and named it (OpenAI's reasoning models do; most other servers
+    /// know only `max_tokens`, so that is what is tried first).
+    completion_tokens: AtomicBool,
 }
 
 impl OpenAi {
     /// A client for `settings`.
     pub fn new(client: Client, settings: Settings) -> Self {
-        Self { client, settings }
+        Self { client, settings, completion_tokens: AtomicBool::new(false) }
+    }
+
+    fn body(&self, request: &Request<'_>) -> Value {
+        let mut body = body(&self.settings.model, request);
+        if self.completion_tokens.load(Ordering::Relaxed) {
+            use_completion_tokens(&mut body);
+        }
+        body
     }
 
     fn headers(&self) -> HeaderMap {
@@ -38,8 +52,15 @@ impl Provider for OpenAi {
     fn complete<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Reply, ProviderError>> {
         Box::pin(async move {
             let url = format!("{}/chat/completions", self.settings.base_url.trim_end_matches('/'));
-            let body = body(&self.settings.model, &request);
-            let answer = self.client.post(&url, self.headers(), &body).await?;
+            let mut body = self.body(&request);
+            let answer = match self.client.post(&url, self.headers(), &body).await {
+                Err(ProviderError::Rejected { message, .. }) if wants_completion_tokens(&body, &message) => {
+                    self.completion_tokens.store(true, Ordering::Relaxed);
+                    use_completion_tokens(&mut body);
+                    self.client.post(&url, self.headers(), &body).await?
+                }
+                answer => answer?,
+            };
             reply(&answer).map_err(|detail| self.client.malformed(detail))
         })
     }
@@ -70,6 +91,20 @@ pub fn body(model: &str, request: &Request<'_>) -> Value {
         body["max_tokens"] = max.into();
     }
     body
+}
+
+/// Whether a refusal of `body` asks for `max_completion_tokens` instead of its `max_tokens`
+/// (OpenAI: "Unsupported parameter: 'max_tokens' is not supported with this model. Use
+/// 'max_completion_tokens' instead.").
+fn wants_completion_tokens(body: &Value, message: &str) -> bool {
+    body.get("max_tokens").is_some() && message.contains("max_completion_tokens")
+}
+
+/// Moves the output limit from `max_tokens` to `max_completion_tokens`.
+fn use_completion_tokens(body: &mut Value) {
+    if let Some(max) = body.as_object_mut().and_then(|fields| fields.remove("max_tokens")) {
+        body["max_completion_tokens"] = max;
+    }
 }
 
 fn assistant(content: &[Block]) -> Value {
@@ -212,6 +247,13 @@ mod tests {
         assert_eq!(sent[5], json!({"role": "user", "content": "todo"}));
         assert_eq!(body["max_tokens"], 99);
         assert!(body.get("tools").is_none());
+        let refusal = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
+        assert!(wants_completion_tokens(&body, refusal));
+        assert!(!wants_completion_tokens(&body, "model `m` does not exist"));
+        let mut moved = body.clone();
+        use_completion_tokens(&mut moved);
+        assert_eq!((moved.get("max_tokens"), &moved["max_completion_tokens"]), (None, &json!(99)));
+        assert!(!wants_completion_tokens(&moved, refusal), "asked once: a second refusal is an error");
     }
 
     #[test]
