@@ -23,25 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
-PASSED: list[str] = []
-FAILED: list[str] = []
-
-
-def check(name: str, ok: bool, detail: str = "") -> None:
-    (PASSED if ok else FAILED).append(name)
-    print(f"{'PASS' if ok else 'FAIL'} {name}" + (f" -- {detail}" if not ok and detail else ""), flush=True)
-
-
-def text(res: Any) -> str:
-    return "\n".join(getattr(c, "text", "") or "" for c in (res.content or []))
-
-
-def failed(res: Any) -> bool:
-    return bool(getattr(res, "isError", None) or getattr(res, "is_error", None))
+from sdk_checks import check, failed, report, run_smoke, text
 
 
 async def smoke(binary: Path, tmp: Path) -> None:
@@ -91,11 +75,6 @@ async def smoke(binary: Path, tmp: Path) -> None:
                   failed(res) and "Landlock" in text(res) and not (ws / "made_by_command").exists(), text(res)[:300])
 
 
-async def smoke_within_time(binary: Path, tmp: Path) -> None:
-    with anyio.fail_after(float(os.environ.get("QEMU_SMOKE_TIMEOUT_S", "120"))):
-        await smoke(binary, tmp)
-
-
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__)
@@ -108,12 +87,8 @@ def main() -> int:
     check("--version under qemu-aarch64", version.returncode == 0 and version.stdout.startswith("toolbelt-mcp "),
           version.stdout + version.stderr)
     with tempfile.TemporaryDirectory(prefix="toolbelt-qemu-") as tmp_name:
-        try:
-            anyio.run(smoke_within_time, binary, Path(tmp_name))
-        except Exception as err:  # noqa: BLE001 -- any failure is a failed check, reported
-            check("the smoke run completes", False, f"{type(err).__name__}: {err}")
-    print(f"{len(PASSED)} passed, {len(FAILED)} failed")
-    return 1 if FAILED else 0
+        run_smoke(smoke, binary, Path(tmp_name), timeout_env="QEMU_SMOKE_TIMEOUT_S", default_s=120)
+    return report()
 
 
 if __name__ == "__main__":

@@ -32,36 +32,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp import types
 from mcp.client.stdio import stdio_client
+from sdk_checks import check, failed, field, report, run_smoke, text
+
 
 HERE = Path(__file__).resolve().parent
-PASSED: list[str] = []
-FAILED: list[str] = []
-
-
-def check(name: str, ok: bool, detail: str = "") -> None:
-    (PASSED if ok else FAILED).append(name)
-    print(f"{'PASS' if ok else 'FAIL'} {name}" + (f" -- {detail}" if not ok and detail else ""), flush=True)
-
-
-def field(obj: Any, *names: str) -> Any:
-    for n in names:
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
-
-
-def text(res: Any) -> str:
-    return "\n".join(getattr(c, "text", "") or "" for c in (res.content or []))
-
-
-def failed(res: Any) -> bool:
-    return bool(field(res, "is_error", "isError"))
-
-
 def windows_path(path: Path) -> str:
     """Wine's name for a Unix path: the `Z:` drive maps `/`."""
     return "Z:" + str(path).replace("/", "\\")
@@ -217,11 +194,6 @@ async def smoke(exe: Path, tmp: Path) -> None:
     await asked(params, ws)
 
 
-async def smoke_within_time(exe: Path, tmp: Path) -> None:
-    with anyio.fail_after(float(os.environ.get("WINE_SMOKE_TIMEOUT_S", "300"))):
-        await smoke(exe, tmp)
-
-
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__)
@@ -236,13 +208,9 @@ def main() -> int:
         bin_dir.mkdir()
         shutil.copy2(exe, bin_dir / exe.name)
         build_shim(bin_dir)
-        try:
-            anyio.run(smoke_within_time, bin_dir / exe.name, tmp)
-        except Exception as err:  # noqa: BLE001 -- any failure is a failed check, reported
-            check("the smoke run completes", False, f"{type(err).__name__}: {err}")
+        run_smoke(smoke, bin_dir / exe.name, tmp, timeout_env="WINE_SMOKE_TIMEOUT_S", default_s=300)
         subprocess.run(["wineserver", "-k"], env={**os.environ, "WINEPREFIX": str(tmp / "prefix")}, check=False)
-    print(f"{len(PASSED)} passed, {len(FAILED)} failed")
-    return 1 if FAILED else 0
+    return report()
 
 
 if __name__ == "__main__":
