@@ -77,10 +77,10 @@ impl Annotations {
 /// `read-only` sandbox) operations that write files are left out. The full listings are the
 /// published ones, embedded at build time (see `published`); others are generated.
 pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
-    match super::published::listing(layout) {
-        Some(specs) if !read_only => Ok(specs),
-        _ => generate(layout, read_only),
+    if !read_only && let Some(specs) = super::published::listing(layout) {
+        return Ok(specs);
     }
+    generate(layout, read_only)
 }
 
 /// The tools a layout lists, generated from the registry (what `schemas/` publishes).
