@@ -55,6 +55,19 @@ async fn every_operation_and_rule() {
     assert!(empty.text.contains("todo list `default` is empty"), "{}", empty.text);
     assert!(!database(&ws).exists() || empty.structured["todos"] == json!([]));
 
+    // Records have no sandbox to go beyond: asking to escalate is refused, reads included.
+    let escalated = json!({"escalate": true, "justification": "want more"});
+    refused(&client, "read", escalated.clone(), &["`escalate` has nothing to do here"]).await;
+    refused(
+        &client,
+        "add",
+        json!({"todos": [{"title": "x"}], "escalate": true, "justification": "j"}),
+        &["nothing to do here"],
+    )
+    .await;
+    let search = client.memory("search", json!({"query": "x", "escalate": true, "justification": "j"})).await;
+    assert!(search.is_error && search.text.contains("nothing to do here"), "{}", search.text);
+
     let plan = json!({"todos": [
         {"title": "Read the parser", "status": "completed"},
         {"title": "Write the fix", "status": "in_progress", "priority": "high", "dependencies": [1], "progress": 0.25},
