@@ -92,6 +92,18 @@ pub struct AgentArgs {
     /// `--server-cmd "npx -y @modelcontextprotocol/server-filesystem ."`.
     #[arg(long, value_name = "CMD")]
     pub server_cmd: Option<String>,
+    /// More MCP servers, from a `{"mcpServers": {…}}` JSON file as Claude Desktop, Cursor and
+    /// Claude Code (`.mcp.json`) write it (repeatable). Their tools reach the model as
+    /// `<server>__<tool>`.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
+    /// Do not start `toolbelt-mcp serve`: use only the `--mcp-config` servers.
+    #[arg(long, conflicts_with_all = ["server_url", "server_cmd"])]
+    pub no_toolbelt: bool,
+    /// Stop with an error (exit 1) when an `--mcp-config` server fails to start or goes away,
+    /// instead of going on without it.
+    #[arg(long)]
+    pub require_servers: bool,
 }
 
 /// Flags shared by every command that resolves a configuration.

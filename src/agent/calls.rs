@@ -23,6 +23,8 @@ struct Call {
     record: CallRecord,
     /// Set when the call is answered without reaching the server.
     answered: Option<Outcome>,
+    /// Its server (index) and the tool's name there.
+    route: Option<(usize, String)>,
     read_only: bool,
 }
 
@@ -77,7 +79,7 @@ impl Agent<'_> {
             (None, None) => one_line(&Value::Object(shown).to_string(), 80),
         };
         let record = CallRecord { turn, tool: name.clone(), operation, arguments: summary, outcome: "pending", ms: 0 };
-        let mut call = Call { id, name, arguments: object, record, answered: None, read_only: false };
+        let mut call = Call { id, name, arguments: object, record, answered: None, route: None, read_only: false };
         let refusal = match malformed {
             Some(why) => Some(format!(
                 "{why}; nothing ran. Send the call again with a JSON object matching the inputSchema of `{}`",
@@ -90,7 +92,10 @@ impl Agent<'_> {
                 call.answered = Some(Outcome::error(text));
                 call.record.outcome = "rejected";
             }
-            None => call.read_only = self.tools.is_read_only(&call.name, &call.arguments),
+            None => {
+                call.read_only = self.tools.is_read_only(&call.name, &call.arguments);
+                call.route = self.tools.route(&call.name).map(|(server, tool)| (server, tool.to_string()));
+            }
         }
         Some(call)
     }
@@ -110,12 +115,15 @@ impl Agent<'_> {
         if pending.len() > 1 {
             self.reporter.line(format_args!("  running {label}"));
         }
-        let connection = self.connection;
+        let servers = self.servers;
         let mut work = Box::pin(join_all(pending.iter().map(|&i| {
-            let (name, arguments) = (calls[i].name.clone(), calls[i].arguments.clone());
+            let (route, arguments) = (calls[i].route.clone(), calls[i].arguments.clone());
             async move {
                 let started = Instant::now();
-                let outcome = connection.call(&name, arguments).await;
+                let outcome = match route {
+                    Some((server, tool)) => servers.call(server, &tool, arguments).await,
+                    None => Outcome::error("the call has no server to go to"),
+                };
                 (outcome, started.elapsed())
             }
         })));

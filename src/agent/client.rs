@@ -24,6 +24,10 @@ pub enum Target {
         program: std::path::PathBuf,
         /// Its arguments.
         args: Vec<String>,
+        /// Variables set for it (an `--mcp-config` entry's `env`).
+        env: Vec<(String, String)>,
+        /// Its working directory (default: the agent's).
+        cwd: Option<std::path::PathBuf>,
     },
     /// A streamable HTTP endpoint, with an optional bearer token.
     Url {
@@ -31,6 +35,8 @@ pub enum Target {
         url: String,
         /// The bearer token (`TOOLBELT_AUTH_TOKEN`).
         token: Option<String>,
+        /// More headers for every request (an `--mcp-config` entry's `headers`).
+        headers: Vec<(String, String)>,
     },
 }
 
@@ -67,13 +73,17 @@ pub struct Connection {
     pub tools: Vec<rmcp::model::Tool>,
     /// The server's name and version, e.g. `toolbelt-mcp 0.1.0`.
     pub server: String,
+    /// Most bytes of text a result may bring the model, when the agent caps it (a server of
+    /// `--mcp-config`: the toolbelt caps its own).
+    budget: Option<usize>,
 }
 
 impl Connection {
-    /// Connects to `target` and lists its tools.
-    pub async fn open(target: &Target, handler: Handler) -> Result<Self, String> {
+    /// Connects to `target` and lists its tools; results are cut to `budget` bytes of text
+    /// when given.
+    pub async fn open(target: &Target, handler: Handler, budget: Option<usize>) -> Result<Self, String> {
         let service = match target {
-            Target::Spawn { program, args } => {
+            Target::Spawn { program, args, env, cwd } => {
                 let mut command = tokio::process::Command::new(program);
                 // Its own process group, so a Ctrl-C on the terminal reaches the agent only:
                 // the agent decides what to cancel, then closes the server's stdin.
@@ -90,16 +100,24 @@ impl Connection {
                         command.env_remove(name);
                     }
                 }
+                // What its config entry sets, though, it gets.
+                command.envs(env.iter().map(|(k, v)| (k, v)));
+                if let Some(dir) = cwd {
+                    command.current_dir(dir);
+                }
                 let (transport, _) = TokioChildProcess::builder(command)
                     .stderr(Stdio::inherit())
                     .spawn()
                     .map_err(|e| format!("cannot start the MCP server `{}`: {e}", program.display()))?;
                 handler.serve(transport).await
             }
-            Target::Url { url, token } => {
+            Target::Url { url, token, headers } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 if let Some(token) = token {
                     config = config.auth_header(token.clone());
+                }
+                if !headers.is_empty() {
+                    config = config.custom_headers(header_map(headers)?);
                 }
                 handler.serve(StreamableHttpClientTransport::from_config(config)).await
             }
@@ -110,7 +128,7 @@ impl Connection {
             .peer_info()
             .and_then(|info| info.server_info.as_ref().map(|id| format!("{} {}", id.name, id.version)))
             .unwrap_or_else(|| "(unnamed server)".into());
-        Ok(Self { service, tools, server })
+        Ok(Self { service, tools, server, budget })
     }
 
     /// Calls `name` with `arguments`. Dropping the future cancels the call on the server
@@ -125,6 +143,9 @@ impl Connection {
                     let text =
                         result.structured_content.as_ref().map_or_else(|| "(no output)".to_string(), Value::to_string);
                     content.push(Block::text(text));
+                }
+                if let Some(budget) = self.budget {
+                    cap(&mut content, budget);
                 }
                 Outcome { content, is_error: result.is_error.unwrap_or(false) }
             }
@@ -177,6 +198,50 @@ impl Connection {
     /// SIGTERM, then killed, if it lingers).
     pub async fn close(self) {
         let _ = self.service.cancel().await;
+    }
+}
+
+/// `headers` as the HTTP transport takes them; a bad name or value is named.
+fn header_map(
+    headers: &[(String, String)],
+) -> Result<std::collections::HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>, String> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let parsed_name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
+            let parsed_value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| format!("the value of header `{name}` is not valid in HTTP"))?;
+            Ok((parsed_name, parsed_value))
+        })
+        .collect()
+}
+
+/// Cuts the text of `content` to `budget` bytes in all (at a character boundary), saying how
+/// much was left out.
+fn cap(content: &mut [Block], budget: usize) {
+    let mut left = budget;
+    let mut cut = 0usize;
+    for block in content.iter_mut() {
+        let Block::Text { text } = block else { continue };
+        if text.len() <= left {
+            left -= text.len();
+            continue;
+        }
+        let mut end = left;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        cut += text.len() - end;
+        text.truncate(end);
+        left = 0;
+    }
+    if cut > 0
+        && let Some(Block::Text { text }) = content.iter_mut().rev().find(|b| matches!(b, Block::Text { .. }))
+    {
+        text.push_str(&format!(
+            "\n[… {cut} more bytes left out: the agent passes at most {budget} bytes of a result to the model (`--output-budget`)]"
+        ));
     }
 }
 

@@ -31,18 +31,43 @@ pub struct Handler {
     answering: Answering,
     reporter: Arc<Reporter>,
     denied: Arc<AtomicUsize>,
-    asking: tokio::sync::Mutex<()>,
+    /// Held while a question is asked: one at a time, whichever server asks.
+    asking: Arc<tokio::sync::Mutex<()>>,
+    /// The `--mcp-config` server it answers, named in its questions and progress (`None`:
+    /// the first server).
+    server: Option<String>,
 }
 
 impl Handler {
     /// A handler answering as `answering`, counting denials in `denied`.
     pub fn new(answering: Answering, reporter: Arc<Reporter>, denied: Arc<AtomicUsize>) -> Self {
-        Self { answering, reporter, denied, asking: tokio::sync::Mutex::new(()) }
+        Self { answering, reporter, denied, asking: Arc::new(tokio::sync::Mutex::new(())), server: None }
+    }
+
+    /// A handler for the `--mcp-config` server `name` (`None`: the first server), answering as
+    /// this one does and asking in turn with it.
+    pub fn for_server(&self, name: Option<&str>) -> Self {
+        Self {
+            answering: self.answering,
+            reporter: self.reporter.clone(),
+            denied: self.denied.clone(),
+            asking: self.asking.clone(),
+            server: name.map(str::to_string),
+        }
+    }
+
+    /// `text` with the name of the server it comes from, when that is not the first one.
+    fn labelled(&self, text: &str) -> String {
+        match &self.server {
+            Some(name) => format!("[{name}] {text}"),
+            None => text.to_string(),
+        }
     }
 
     async fn answer(&self, message: &str, schema: &Value) -> ElicitResult {
-        // One question at a time, even when parallel calls ask at once.
+        // One question at a time, even when parallel calls (or several servers) ask at once.
         let _turn = self.asking.lock().await;
+        let message = &self.labelled(message);
         let answer = match self.answering {
             Answering::Accept => {
                 let content = auto_accept(schema);
@@ -99,7 +124,7 @@ impl ClientHandler for Handler {
             ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
                 self.reporter.line(format_args!(
                     "  ? {} ({url}) → declined: the agent cannot open URLs",
-                    one_line(&message, 200)
+                    one_line(&self.labelled(&message), 200)
                 ));
                 self.denied.fetch_add(1, Ordering::Relaxed);
                 Ok(ElicitResult::new(ElicitationAction::Decline))
@@ -114,7 +139,8 @@ impl ClientHandler for Handler {
             None => params.progress.to_string(),
         };
         let message = params.message.as_deref().map(|m| format!(": {}", one_line(m, 120))).unwrap_or_default();
-        self.reporter.line(format_args!("      progress {amount}{message}"));
+        let line = self.labelled(&format!("progress {amount}{message}"));
+        self.reporter.line(format_args!("      {line}"));
     }
 }
 

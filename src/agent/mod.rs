@@ -6,9 +6,12 @@ mod calls;
 pub mod client;
 pub mod handler;
 pub mod interrupt;
+pub mod mcp_config;
+pub mod names;
 pub mod prompt;
 pub mod provider;
 pub mod report;
+pub mod servers;
 pub mod settings;
 pub mod tools;
 pub mod turns;
@@ -22,9 +25,12 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::cli::AgentArgs;
-use client::Connection;
 use report::{Reporter, Transcript, thousands};
 use turns::{Agent, Limits, Run, Stop};
+
+/// The most bytes of text a result of an `--mcp-config` server brings the model without
+/// `--output-budget` (the same default the toolbelt's own results have).
+const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024;
 
 /// Exit code: a setup or provider error.
 const EXIT_ERROR: u8 = 1;
@@ -71,26 +77,44 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     let mut interrupts = interrupt::Interrupts::listen().map_err(|e| format!("cannot listen for Ctrl-C: {e}"))?;
     let denied = Arc::new(AtomicUsize::new(0));
     let handler = handler::Handler::new(setup.answering, reporter.clone(), denied.clone());
-    let connection = Connection::open(&setup.target, handler).await?;
-    let tools = tools::Toolset::new(&connection.tools, &setup.filter);
+    let budget = args.common.output_budget.unwrap_or(DEFAULT_OUTPUT_BUDGET);
+    let servers = servers::Servers::open(
+        setup.target.as_ref(),
+        &setup.servers,
+        &handler,
+        budget,
+        args.require_servers,
+        &reporter,
+    )
+    .await?;
+    if !servers.any_running() {
+        return Err("no MCP server is running (the lines above say why); fix the `--mcp-config` entries".into());
+    }
+    let listed: Vec<tools::Listed<'_>> = servers
+        .list
+        .iter()
+        .map(|s| tools::Listed { qualifier: (!s.first).then_some(s.name.as_str()), tools: s.tools() })
+        .collect();
+    let mut tools = tools::Toolset::new(&listed, &setup.filter);
     if tools.defs.is_empty() {
-        let listed = connection_tool_names(&connection);
-        connection.close().await;
+        let listed = tool_names(&servers);
+        servers.close().await;
         return Err(format!(
-            "no tool is left to offer the model (the server has {listed}); loosen `--allow-tools` / `--deny-tools`"
+            "no tool is left to offer the model (the servers have {listed}); loosen `--allow-tools` / `--deny-tools`"
         ));
     }
+    let offered: Vec<String> = tools.names().iter().map(|n| n.to_string()).collect();
     let system = prompt::system_prompt(&setup.root, prompt::read_agents_md(&setup.root).as_deref());
     reporter.line(format_args!(
         "agent: {} · {} · {} tools · {}",
         provider.label(),
-        connection.server,
+        servers.label(),
         tools.defs.len(),
         setup.root.display()
     ));
     transcript.write(
         &reporter,
-        &json!({"type": "start", "provider": provider.label(), "server": connection.server, "tools": tools.names(), "system": system}),
+        &json!({"type": "start", "provider": provider.label(), "server": servers.label(), "servers": servers.summary(), "tools": offered, "system": system}),
     );
     let limits = Limits {
         max_turns: args.max_turns,
@@ -99,8 +123,9 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     };
     let mut agent = Agent {
         provider: provider.as_ref(),
-        connection: &connection,
-        tools: &tools,
+        servers: &servers,
+        tools: &mut tools,
+        require_servers: args.require_servers,
         reporter: &reporter,
         transcript: &mut transcript,
         interrupts: &mut interrupts,
@@ -109,10 +134,12 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         limits,
     };
     let outcome = agent.run(&setup.task).await;
-    connection.close().await;
+    let server_summary = servers.summary();
+    servers.close().await;
     let denied = denied.load(Ordering::Relaxed);
     let code = exit_code(&outcome.stop, denied);
-    let summary = summary(&outcome, denied, code, started, &provider.label(), &tools);
+    let mut summary = summary(&outcome, denied, code, started, &provider.label(), &offered);
+    summary["servers"] = server_summary;
     transcript.write(&reporter, &json!({"type": "end", "summary": summary}));
     report_end(&reporter, &outcome, denied, code, started);
     let mut out = std::io::stdout().lock();
@@ -127,8 +154,9 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     Ok(code)
 }
 
-fn connection_tool_names(connection: &Connection) -> String {
-    let names: Vec<String> = connection.tools.iter().map(|t| format!("`{}`", t.name)).collect();
+/// The tools every server listed, for a message.
+fn tool_names(servers: &servers::Servers) -> String {
+    let names: Vec<String> = servers.list.iter().flat_map(|s| s.tools()).map(|t| format!("`{}`", t.name)).collect();
     if names.is_empty() { "none".into() } else { names.join(", ") }
 }
 
@@ -149,7 +177,7 @@ fn summary(
     code: u8,
     started: Instant,
     provider: &str,
-    tools: &tools::Toolset,
+    tools: &[String],
 ) -> serde_json::Value {
     json!({
         "final_answer": run.final_answer,
@@ -162,7 +190,7 @@ fn summary(
         "tokens": {"input": run.usage.input, "output": run.usage.output},
         "duration_ms": started.elapsed().as_millis() as u64,
         "provider": provider,
-        "tools": tools.names(),
+        "tools": tools,
     })
 }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::client::Target;
 use super::handler::Answering;
+use super::mcp_config::{self, Declared};
 use super::provider::{Kind, Settings};
 use super::tools::Filter;
 use crate::cli::{AgentArgs, CommonArgs};
@@ -45,6 +46,12 @@ pub enum SettingsError {
     /// The agent binary cannot find itself.
     #[error("cannot find this executable to start `serve`: {0}; pass `--server-cmd`")]
     NoExe(String),
+    /// An `--mcp-config` file cannot be used.
+    #[error(transparent)]
+    McpConfig(#[from] mcp_config::ConfigError),
+    /// `--no-toolbelt` without another server.
+    #[error("`--no-toolbelt` leaves no MCP server: add one with `--mcp-config FILE`")]
+    NoServer,
 }
 
 /// Everything the agent needs before it connects.
@@ -60,8 +67,11 @@ pub struct Setup {
     pub max_output_tokens: Option<u32>,
     /// How questions are answered.
     pub answering: Answering,
-    /// The server.
-    pub target: Target,
+    /// The first server, whose tools keep their names: `serve`, `--server-url` or
+    /// `--server-cmd`; `None` with `--no-toolbelt`.
+    pub target: Option<Target>,
+    /// The `--mcp-config` servers, in order (a name given twice: the later entry).
+    pub servers: Vec<Declared>,
     /// The tool filter.
     pub filter: Filter,
 }
@@ -102,11 +112,28 @@ impl Setup {
             Some(root) => crate::sandbox::fs::canonicalize(root).unwrap_or_else(|_| root.clone()),
             None => std::env::current_dir().map_err(|e| SettingsError::NoCurrentDir(e.to_string()))?,
         };
-        let target = target(args, env, local_token)?;
+        let target = if args.no_toolbelt { None } else { Some(target(args, env, local_token)?) };
+        let servers = declared(&args.mcp_config, env)?;
+        if target.is_none() && servers.is_empty() {
+            return Err(SettingsError::NoServer);
+        }
         let provider = provider(args, env)?;
         let filter = Filter { allow: args.allow_tools.clone(), deny: args.deny_tools.clone() };
-        Ok(Self { task, root, provider, max_output_tokens: args.max_output_tokens, answering, target, filter })
+        Ok(Self { task, root, provider, max_output_tokens: args.max_output_tokens, answering, target, servers, filter })
     }
+}
+
+/// The servers of the `--mcp-config` files, in order; a name declared again replaces the
+/// earlier entry (as a later config scope does in Claude Code).
+fn declared(files: &[PathBuf], env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<Declared>, SettingsError> {
+    let mut all: Vec<Declared> = Vec::new();
+    for file in files {
+        for server in mcp_config::load(file, env)? {
+            all.retain(|earlier| earlier.name != server.name);
+            all.push(server);
+        }
+    }
+    Ok(all)
 }
 
 /// The provider settings: the kind, model, URL and key.
@@ -151,16 +178,16 @@ fn target(
         if token.is_none() && local {
             token = local_token();
         }
-        return Ok(Target::Url { url: url.clone(), token });
+        return Ok(Target::Url { url: url.clone(), token, headers: Vec::new() });
     }
     if let Some(command) = &args.server_cmd {
         let mut words =
             shlex::split(command).filter(|w| !w.is_empty()).ok_or_else(|| SettingsError::ServerCmd(command.clone()))?;
         let program = PathBuf::from(words.remove(0));
-        return Ok(Target::Spawn { program, args: words });
+        return Ok(Target::Spawn { program, args: words, env: Vec::new(), cwd: None });
     }
     let program = std::env::current_exe().map_err(|e| SettingsError::NoExe(e.to_string()))?;
-    Ok(Target::Spawn { program, args: serve_args(&args.common) })
+    Ok(Target::Spawn { program, args: serve_args(&args.common), env: Vec::new(), cwd: None })
 }
 
 /// The `serve` arguments repeating the agent's common flags.
@@ -240,7 +267,7 @@ mod tests {
         );
         let cmd = parse(&["--server-cmd", "npx -y 'a b'"]);
         assert!(
-            matches!(target(&cmd, &env(&[]), &|| None).unwrap(), Target::Spawn { program, args } if program.as_os_str() == "npx" && args == ["-y", "a b"])
+            matches!(target(&cmd, &env(&[]), &|| None).unwrap(), Target::Spawn { program, args, .. } if program.as_os_str() == "npx" && args == ["-y", "a b"])
         );
         assert!(target(&parse(&["--server-cmd", "x 'y"]), &env(&[]), &|| None).is_err());
     }

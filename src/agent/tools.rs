@@ -1,18 +1,21 @@
-//! The tools the model sees: the server's `tools/list`, filtered by `--allow-tools` and
-//! `--deny-tools` (names `tool` or `tool.operation`), and the check every call passes before
-//! it reaches the server. Also which calls only read, so they may run in parallel.
+//! The tools the model sees: every server's `tools/list` (the first server's under their own
+//! names, the others' as `<server>__<tool>`), filtered by `--allow-tools` and `--deny-tools`
+//! (`tool`, `tool.operation`, or a pattern such as `memory__*`), and the check every call
+//! passes before it reaches its server. Also which calls only read, so they may run in
+//! parallel.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use super::names;
 use super::provider::ToolDef;
 use crate::server::READ_ONLY_OPERATIONS;
 
 /// The `--allow-tools` / `--deny-tools` lists.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    /// When not empty, only these (`tool` or `tool.operation`).
+    /// When not empty, only these (`tool`, `tool.operation`; `*` matches any characters).
     pub allow: Vec<String>,
     /// Never these.
     pub deny: Vec<String>,
@@ -23,17 +26,37 @@ impl Filter {
     fn passes(&self, tool: &str, operation: Option<&str>) -> bool {
         let names = |list: &[String]| {
             list.iter().any(|entry| match entry.split_once('.') {
-                Some((t, op)) => t == tool && Some(op) == operation,
-                None => entry == tool,
+                Some((t, op)) => matches(t, tool) && operation.is_some_and(|o| matches(op, o)),
+                None => matches(entry, tool),
             })
         };
         (self.allow.is_empty() || names(&self.allow)) && !names(&self.deny)
     }
 }
 
+/// Whether `name` is `pattern`, where `*` in `pattern` matches any characters.
+fn matches(pattern: &str, name: &str) -> bool {
+    if !pattern.contains('*') {
+        return pattern == name;
+    }
+    globset::Glob::new(pattern).is_ok_and(|glob| glob.compile_matcher().is_match(name))
+}
+
+/// The tools of one server, as [`Toolset::new`] takes them.
+pub struct Listed<'a> {
+    /// The server's name when its tools are qualified (`None`: the first server).
+    pub qualifier: Option<&'a str>,
+    /// Its `tools/list`.
+    pub tools: &'a [rmcp::model::Tool],
+}
+
 /// One offered tool.
 #[derive(Debug, Clone)]
 struct Entry {
+    /// The index of its server in the list given to [`Toolset::new`].
+    server: usize,
+    /// Its name on that server.
+    tool: String,
     /// The `operation` values offered, when the tool has an `operation` enum.
     operations: Option<Vec<String>>,
     /// The operations that only read (from the tool's `_meta`).
@@ -51,23 +74,44 @@ pub struct Toolset {
 }
 
 impl Toolset {
-    /// The server's `tools` as `filter` leaves them. A consolidated tool keeps only the
+    /// The servers' tools as `filter` leaves them. A consolidated tool keeps only the
     /// operations that pass (its `operation` enum is narrowed); a tool left with none is
     /// not offered.
-    pub fn new(tools: &[rmcp::model::Tool], filter: &Filter) -> Self {
+    pub fn new(servers: &[Listed<'_>], filter: &Filter) -> Self {
         let mut set = Self::default();
-        for tool in tools {
+        let taken: HashSet<String> = servers
+            .iter()
+            .filter(|s| s.qualifier.is_none())
+            .flat_map(|s| s.tools.iter().map(|t| t.name.to_string()))
+            .collect();
+        let qualified: Vec<(&str, &str)> = servers
+            .iter()
+            .filter_map(|s| s.qualifier.map(|q| (q, s.tools)))
+            .flat_map(|(q, tools)| tools.iter().map(move |t| (q, t.name.as_ref())))
+            .collect();
+        let mut assigned = names::assign(&qualified, &taken).into_iter();
+        let named = servers
+            .iter()
+            .enumerate()
+            .flat_map(|(index, server)| server.tools.iter().map(move |tool| (index, server.qualifier.is_some(), tool)));
+        let named: Vec<(usize, String, &rmcp::model::Tool)> = named
+            .map(|(index, qualified, tool)| {
+                let name = if qualified { assigned.next().unwrap_or_default() } else { tool.name.to_string() };
+                (index, name, tool)
+            })
+            .collect();
+        for (server, name, tool) in named {
             let mut schema = Value::Object((*tool.input_schema).clone());
             let enumerated = schema.pointer_mut("/properties/operation/enum").and_then(Value::as_array_mut);
             let operations = match enumerated {
                 Some(values) => {
-                    values.retain(|v| v.as_str().is_some_and(|op| filter.passes(&tool.name, Some(op))));
+                    values.retain(|v| v.as_str().is_some_and(|op| filter.passes(&name, Some(op))));
                     if values.is_empty() {
                         continue;
                     }
                     Some(values.iter().filter_map(Value::as_str).map(str::to_string).collect())
                 }
-                None if filter.passes(&tool.name, None) => None,
+                None if filter.passes(&name, None) => None,
                 None => continue,
             };
             let read_only_operations = tool
@@ -78,11 +122,24 @@ impl Toolset {
                 .map(|ops| ops.iter().filter_map(Value::as_str).map(str::to_string).collect())
                 .unwrap_or_default();
             let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
-            set.entries.insert(tool.name.to_string(), Entry { operations, read_only_operations, read_only });
+            let entry = Entry { server, tool: tool.name.to_string(), operations, read_only_operations, read_only };
+            set.entries.insert(name.clone(), entry);
             let description = tool.description.as_deref().unwrap_or_default().to_string();
-            set.defs.push(ToolDef { name: tool.name.to_string(), description, schema });
+            set.defs.push(ToolDef { name, description, schema });
         }
         set
+    }
+
+    /// The server (its index) and the tool's own name there, for a name the model called.
+    pub fn route(&self, name: &str) -> Option<(usize, &str)> {
+        self.entries.get(name).map(|e| (e.server, e.tool.as_str()))
+    }
+
+    /// Stops offering the tools of the server at `index` (it went away).
+    pub fn remove_server(&mut self, index: usize) {
+        self.entries.retain(|_, entry| entry.server != index);
+        let entries = &self.entries;
+        self.defs.retain(|def| entries.contains_key(&def.name));
     }
 
     /// The names offered, for messages.
@@ -131,6 +188,10 @@ mod tests {
             .with_meta(rmcp::model::MetaObject(meta))
     }
 
+    fn first(tools: &[rmcp::model::Tool]) -> [Listed<'_>; 1] {
+        [Listed { qualifier: None, tools }]
+    }
+
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
     }
@@ -139,7 +200,7 @@ mod tests {
     fn filters_narrow_operations_and_drop_empty_tools() {
         let tools = [tool("files", &["read", "write"], &["read"]), tool("shell", &["run"], &[])];
         let filter = Filter { allow: vec![], deny: vec!["files.write".into(), "shell".into()] };
-        let set = Toolset::new(&tools, &filter);
+        let set = Toolset::new(&first(&tools), &filter);
         assert_eq!(set.names(), ["files"]);
         assert_eq!(set.defs[0].schema["properties"]["operation"]["enum"], json!(["read"]));
         assert!(set.check("files", &args(json!({"operation": "read"}))).is_ok());
@@ -148,18 +209,45 @@ mod tests {
         assert!(set.check("shell", &Map::new()).unwrap_err().contains("there is no tool `shell`"));
 
         let only = Filter { allow: vec!["shell".into()], deny: vec![] };
-        assert_eq!(Toolset::new(&tools, &only).names(), ["shell"]);
+        assert_eq!(Toolset::new(&first(&tools), &only).names(), ["shell"]);
+    }
+
+    #[test]
+    fn other_servers_tools_are_qualified_routed_filtered_by_pattern_and_removed() {
+        let own = [tool("files", &["read"], &["read"])];
+        let plain = |name: &str| rmcp::model::Tool::new(name.to_string(), "d", std::sync::Arc::new(Map::new()));
+        let memory = [plain("read_graph"), plain("files")];
+        let odd = [plain("do.it")];
+        let servers = [
+            Listed { qualifier: None, tools: &own },
+            Listed { qualifier: Some("memory"), tools: &memory },
+            Listed { qualifier: Some("odd one"), tools: &odd },
+        ];
+        let mut set = Toolset::new(&servers, &Filter::default());
+        assert_eq!(set.names(), ["files", "memory__read_graph", "memory__files", "odd_one__do_it"]);
+        assert_eq!(set.route("memory__files"), Some((1, "files")));
+        assert_eq!(set.route("odd_one__do_it"), Some((2, "do.it")));
+        assert_eq!(set.route("files"), Some((0, "files")));
+
+        let deny = Filter { allow: vec![], deny: vec!["memory__*".into()] };
+        assert_eq!(Toolset::new(&servers, &deny).names(), ["files", "odd_one__do_it"]);
+        let allow = Filter { allow: vec!["files.read".into(), "*__read_*".into()], deny: vec![] };
+        assert_eq!(Toolset::new(&servers, &allow).names(), ["files", "memory__read_graph"]);
+
+        set.remove_server(1);
+        assert_eq!(set.names(), ["files", "odd_one__do_it"]);
+        assert!(set.check("memory__files", &Map::new()).is_err());
     }
 
     #[test]
     fn read_only_comes_from_meta_or_annotations() {
         let tools = [tool("files", &["read", "write"], &["read"])];
-        let set = Toolset::new(&tools, &Filter::default());
+        let set = Toolset::new(&first(&tools), &Filter::default());
         assert!(set.is_read_only("files", &args(json!({"operation": "read"}))));
         assert!(!set.is_read_only("files", &args(json!({"operation": "write"}))));
         assert!(!set.is_read_only("nope", &Map::new()));
         let annotated = rmcp::model::Tool::new("look", "d", std::sync::Arc::new(Map::new()))
             .with_annotations(rmcp::model::ToolAnnotations::new().read_only(true));
-        assert!(Toolset::new(&[annotated], &Filter::default()).is_read_only("look", &Map::new()));
+        assert!(Toolset::new(&first(&[annotated]), &Filter::default()).is_read_only("look", &Map::new()));
     }
 }

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::client::Connection;
 use super::interrupt::{Interrupts, Signal};
 use super::provider::{Block, Finish, Message, Provider, Request, Role, Usage};
 use super::report::{Reporter, Ticker, Transcript, one_line, thousands};
+use super::servers::Servers;
 use super::tools::Toolset;
 
 /// What bounds a run.
@@ -90,10 +90,12 @@ pub struct Run {
 pub struct Agent<'a> {
     /// The model.
     pub provider: &'a dyn Provider,
-    /// The MCP server.
-    pub connection: &'a Connection,
-    /// What the model may call.
-    pub tools: &'a Toolset,
+    /// The MCP servers.
+    pub servers: &'a Servers,
+    /// What the model may call (a server that goes away takes its tools with it).
+    pub tools: &'a mut Toolset,
+    /// Whether a server going away stops the run (`--require-servers`).
+    pub require_servers: bool,
     /// Progress on stderr.
     pub reporter: &'a Reporter,
     /// The JSONL transcript.
@@ -124,6 +126,10 @@ impl Agent<'_> {
             usage: Usage::default(),
         };
         loop {
+            if let Some(stop) = self.servers_gone() {
+                run.stop = stop;
+                break;
+            }
             if run.turns >= self.limits.max_turns {
                 run.stop = Stop::MaxTurns;
                 break;
@@ -132,7 +138,7 @@ impl Agent<'_> {
                 run.stop = Stop::TokenBudget;
                 break;
             }
-            let reminder = self.connection.todo_reminder().await.map(|list| {
+            let reminder = self.servers.todo_reminder().await.map(|list| {
                 format!("<reminder>\nThe current todo list (keep it current as you work):\n\n{list}</reminder>")
             });
             let turn = run.turns + 1;
@@ -147,7 +153,7 @@ impl Agent<'_> {
                 max_output_tokens: self.limits.max_output_tokens,
             };
             let started = Instant::now();
-            let reply = match self.ask(request, turn).await {
+            let reply = match Self::ask(self.provider, self.reporter, self.interrupts, request, turn).await {
                 Some(Ok(reply)) => reply,
                 Some(Err(err)) => {
                     run.stop = Stop::Error(err);
@@ -208,37 +214,63 @@ impl Agent<'_> {
                 run.stop = Stop::Interrupted;
                 break;
             }
-            if self.connection.is_gone() {
-                run.stop = Stop::Error(format!(
-                    "the MCP server ({}) went away during the run; its messages above say why",
-                    self.connection.server
-                ));
-                break;
-            }
         }
         run
     }
 
+    /// Reports the servers that went away since the last turn and stops offering their tools;
+    /// the run stops when none is left, or with `--require-servers`.
+    fn servers_gone(&mut self) -> Option<Stop> {
+        let mut stop = None;
+        for index in self.servers.newly_gone() {
+            let name = &self.servers.list[index].name;
+            self.tools.remove_server(index);
+            let required = self.require_servers;
+            self.reporter.line(format_args!(
+                "agent: the MCP server `{name}` went away during the run; {}",
+                if required { "stopping (`--require-servers`)" } else { "going on without its tools" }
+            ));
+            if required {
+                stop = Some(Stop::Error(format!(
+                    "the MCP server `{name}` went away during the run (`--require-servers`)"
+                )));
+            }
+        }
+        if stop.is_none() && (!self.servers.any_running() || self.tools.defs.is_empty()) {
+            stop = Some(Stop::Error(format!(
+                "the MCP server ({}) went away during the run; its messages above say why",
+                self.servers.label()
+            )));
+        }
+        stop
+    }
+
     /// Asks the model, showing a live line meanwhile; `None` when interrupted.
-    async fn ask(&mut self, request: Request<'_>, turn: u32) -> Option<Result<super::provider::Reply, String>> {
+    async fn ask(
+        provider: &dyn Provider,
+        reporter: &Reporter,
+        interrupts: &mut Interrupts,
+        request: Request<'_>,
+        turn: u32,
+    ) -> Option<Result<super::provider::Reply, String>> {
         let mut ticker = Ticker::new();
-        let mut tick = tokio::time::interval(tick_period(self.reporter));
-        let reply = self.provider.complete(request);
+        let mut tick = tokio::time::interval(tick_period(reporter));
+        let reply = provider.complete(request);
         tokio::pin!(reply);
         loop {
             tokio::select! {
                 reply = &mut reply => {
-                    self.reporter.clear_live();
+                    reporter.clear_live();
                     return Some(reply.map_err(|e| e.to_string()));
                 }
-                signal = self.interrupts.next() => {
-                    self.reporter.line(match signal {
+                signal = interrupts.next() => {
+                    reporter.line(match signal {
                         Signal::Interrupt => "agent: Ctrl-C while the model was thinking: stopping",
                         Signal::Terminate => "agent: terminated: stopping",
                     });
                     return None;
                 }
-                _ = tick.tick() => ticker.tick(self.reporter, &format!("turn {turn}: waiting for the model")),
+                _ = tick.tick() => ticker.tick(reporter, &format!("turn {turn}: waiting for the model")),
             }
         }
     }

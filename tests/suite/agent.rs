@@ -11,14 +11,14 @@ use super::common::{BIN, Workspace, wait_gone};
 use super::llm::{KEY, ScriptedLlm, Wire};
 
 /// How a run ended.
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(super) struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// A workspace with a wrong answer and a check that wants the right one.
-fn project() -> Workspace {
+pub(super) fn project() -> Workspace {
     let ws = Workspace::new();
     std::fs::write(ws.root.join("answer.txt"), "answer = 41\n").unwrap();
     std::fs::write(
@@ -79,13 +79,26 @@ async fn scripted(name: &str, wire: Wire, task: &str, extra: &[&str], code: i32)
 }
 
 /// Runs the agent to its end, then checks that no process it started is left.
-async fn run(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> Ran {
-    let ran = finish(agent(ws, llm, task, extra)).await;
+pub(super) async fn run(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> Ran {
+    run_with_env(ws, llm, task, extra, &[]).await
+}
+
+/// [`run`] with more variables in the agent's environment.
+pub(super) async fn run_with_env(
+    ws: &Workspace,
+    llm: &ScriptedLlm,
+    task: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Ran {
+    let mut command = agent(ws, llm, task, extra);
+    command.envs(env.iter().copied());
+    let ran = finish(command).await;
     assert!(leftovers(&ws.root).is_empty(), "processes left on {}: {:?}", ws.root.display(), leftovers(&ws.root));
     ran
 }
 
-async fn finish(mut command: tokio::process::Command) -> Ran {
+pub(super) async fn finish(mut command: tokio::process::Command) -> Ran {
     let child = command.spawn().unwrap();
     let output = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
         .await
@@ -99,7 +112,7 @@ async fn finish(mut command: tokio::process::Command) -> Ran {
 }
 
 /// Processes whose command line names `root` (the `serve` child gets `--root ROOT`).
-fn leftovers(root: &Path) -> Vec<u32> {
+pub(super) fn leftovers(root: &Path) -> Vec<u32> {
     let needle = root.to_str().unwrap().as_bytes();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
