@@ -62,6 +62,11 @@ pub struct AgentArgs {
     /// Stop once this many tokens (input + output, over all turns) are used.
     #[arg(long, value_name = "N")]
     pub max_tokens_total: Option<u64>,
+    /// The model's context window in tokens (default: known per model family, e.g. 200000
+    /// for Claude; 32768 for models not known). Past 80 % of it the conversation is
+    /// compacted.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(4096..))]
+    pub context_window: Option<u64>,
     /// Most tokens the model may write per turn (default for `anthropic`: 8192).
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,

@@ -4,6 +4,8 @@
 
 mod calls;
 pub mod client;
+mod compact;
+pub mod context;
 pub mod handler;
 pub mod interrupt;
 pub mod mcp_config;
@@ -13,6 +15,7 @@ pub mod provider;
 pub mod report;
 pub mod servers;
 pub mod settings;
+pub mod summary;
 pub mod tools;
 pub mod turns;
 
@@ -25,6 +28,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::cli::AgentArgs;
+use provider::{Block, Message, Role};
 use report::{Reporter, Transcript, thousands};
 use turns::{Agent, Limits, Run, Stop};
 
@@ -121,6 +125,9 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         max_tokens_total: args.max_tokens_total,
         max_output_tokens: setup.max_output_tokens,
     };
+    let window = args.context_window.unwrap_or_else(|| context::window_for(&setup.provider.model));
+    let task = setup.task.clone();
+    let context = context::Context::new(window, &system, &tools.defs);
     let mut agent = Agent {
         provider: provider.as_ref(),
         servers: &servers,
@@ -132,14 +139,23 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         denied: denied.clone(),
         system: &system,
         limits,
+        task: &task,
+        instruction: &task,
+        context,
     };
-    let outcome = agent.run(&setup.task).await;
+    let first = Message { role: Role::User, content: vec![Block::text(&task)] };
+    agent.transcript.write(&reporter, &json!({"type": "message", "turn": 0, "role": "user", "content": first.content}));
+    let outcome = agent.run(vec![first]).await;
+    let compactions = serde_json::to_value(&agent.context.compactions).unwrap_or_default();
+    drop(agent);
     let server_summary = servers.summary();
     servers.close().await;
     let denied = denied.load(Ordering::Relaxed);
     let code = exit_code(&outcome.stop, denied);
     let mut summary = summary(&outcome, denied, code, started, &provider.label(), &offered);
     summary["servers"] = server_summary;
+    summary["context_window"] = window.into();
+    summary["compactions"] = compactions;
     transcript.write(&reporter, &json!({"type": "end", "summary": summary}));
     report_end(&reporter, &outcome, denied, code, started);
     let mut out = std::io::stdout().lock();

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
+use super::context::Context;
 use super::interrupt::{Interrupts, Signal};
 use super::provider::{Block, Finish, Message, Provider, Request, Role, Usage};
 use super::report::{Reporter, Ticker, Transcript, one_line, thousands};
@@ -108,16 +109,17 @@ pub struct Agent<'a> {
     pub system: &'a str,
     /// The bounds.
     pub limits: Limits,
+    /// The task as first given (kept whole through compactions).
+    pub task: &'a str,
+    /// The user's latest instruction (the task, or the prompt of a resumed run).
+    pub instruction: &'a str,
+    /// The context window and what was compacted.
+    pub context: Context,
 }
 
 impl Agent<'_> {
-    /// Runs `task` to its end.
-    pub async fn run(&mut self, task: &str) -> Run {
-        let mut messages = vec![Message { role: Role::User, content: vec![Block::text(task)] }];
-        self.transcript.write(
-            self.reporter,
-            &json!({"type": "message", "turn": 0, "role": "user", "content": messages[0].content}),
-        );
+    /// Runs the conversation `messages` (ending with the user's message) to its end.
+    pub async fn run(&mut self, mut messages: Vec<Message>) -> Run {
         let mut run = Run {
             final_answer: String::new(),
             stop: Stop::Completed,
@@ -145,6 +147,10 @@ impl Agent<'_> {
             if let Some(text) = &reminder {
                 self.transcript.write(self.reporter, &json!({"type": "reminder", "turn": turn, "text": text}));
             }
+            if let Err(stop) = self.fit(&mut messages, reminder.as_deref(), turn, &mut run).await {
+                run.stop = stop;
+                break;
+            }
             let request = Request {
                 system: self.system,
                 messages: &messages,
@@ -165,6 +171,8 @@ impl Agent<'_> {
                 }
             };
             run.turns = turn;
+            self.context.calibrate(&messages, reminder.as_deref(), reply.usage.input);
+            self.context.note_files(&reply.content);
             run.usage.input += reply.usage.input;
             run.usage.output += reply.usage.output;
             self.reporter.line(format_args!(
@@ -225,6 +233,7 @@ impl Agent<'_> {
         for index in self.servers.newly_gone() {
             let name = &self.servers.list[index].name;
             self.tools.remove_server(index);
+            self.context.set_tools(self.system, &self.tools.defs);
             let required = self.require_servers;
             self.reporter.line(format_args!(
                 "agent: the MCP server `{name}` went away during the run; {}",
@@ -246,7 +255,7 @@ impl Agent<'_> {
     }
 
     /// Asks the model, showing a live line meanwhile; `None` when interrupted.
-    async fn ask(
+    pub(super) async fn ask(
         provider: &dyn Provider,
         reporter: &Reporter,
         interrupts: &mut Interrupts,

@@ -51,6 +51,12 @@ struct Script {
     /// Tool call ids of the last reply, which the next request must answer.
     pending: BTreeSet<String>,
     replies: usize,
+    /// Report input tokens as a quarter of the request's bytes (else a fixed 100).
+    usage_from_size: bool,
+    /// The reply to summary requests (requests without tools), and what they must hold.
+    summary: Value,
+    /// The summary requests received.
+    summaries: Vec<Value>,
 }
 
 /// A running scripted provider.
@@ -65,8 +71,19 @@ impl ScriptedLlm {
     pub async fn start(name: &str, wire: Wire) -> Self {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm").join(format!("{name}.json"));
         let fixture: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        Self::start_with(&fixture, wire).await
+    }
+
+    /// Serves `fixture` (the shape of `fixtures/llm/*.json`; also `usage_from_size` and
+    /// `summary`: `{"text", "expect"}`) in `wire` format.
+    pub async fn start_with(fixture: &Value, wire: Wire) -> Self {
         let turns = fixture["turns"].as_array().unwrap().iter().cloned().collect();
-        let script = Arc::new(Mutex::new(Script { turns, ..Script::default() }));
+        let script = Arc::new(Mutex::new(Script {
+            turns,
+            usage_from_size: fixture["usage_from_size"].as_bool().unwrap_or(false),
+            summary: fixture["summary"].clone(),
+            ..Script::default()
+        }));
         let app = axum::Router::new()
             .route("/v1/messages", axum::routing::post(anthropic))
             .route("/v1/chat/completions", axum::routing::post(openai))
@@ -86,6 +103,11 @@ impl ScriptedLlm {
         self.script.lock().unwrap().requests.clone()
     }
 
+    /// The summary requests (sent without tools) received, in order.
+    pub fn summaries(&self) -> Vec<Value> {
+        self.script.lock().unwrap().summaries.clone()
+    }
+
     /// Panics if a request broke an expectation or the script was not played to its end.
     pub fn assert_played(&self) {
         let script = self.script.lock().unwrap();
@@ -95,7 +117,11 @@ impl ScriptedLlm {
 }
 
 async fn anthropic(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: String) -> Response {
+    let size = body.len();
     let body: Value = serde_json::from_str(&body).unwrap_or_default();
+    if body.get("tools").is_none() {
+        return summarise(&script, body, size, Wire::Anthropic);
+    }
     let mut problems = Vec::new();
     if headers.get("x-api-key").and_then(|v| v.to_str().ok()) != Some(KEY) {
         problems.push("no `x-api-key` with the key".to_string());
@@ -108,11 +134,15 @@ async fn anthropic(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap,
     }
     let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
     let answered = ids(&last, "tool_use_id");
-    answer(&script, body.clone(), vec![last], answered, problems, Wire::Anthropic).await
+    answer(&script, body.clone(), size, vec![last], answered, problems, Wire::Anthropic).await
 }
 
 async fn openai(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: String) -> Response {
+    let size = body.len();
     let body: Value = serde_json::from_str(&body).unwrap_or_default();
+    if body.get("tools").is_none() {
+        return summarise(&script, body, size, Wire::OpenAi);
+    }
     let mut problems = Vec::new();
     let bearer = format!("Bearer {KEY}");
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(bearer.as_str()) {
@@ -127,7 +157,7 @@ async fn openai(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, bo
     let since = messages.iter().rposition(|m| m["role"] == "assistant").map_or(1, |i| i + 1);
     let new: Vec<Value> = messages[since.min(messages.len())..].to_vec();
     let answered = new.iter().flat_map(|m| ids(m, "tool_call_id")).collect();
-    answer(&script, body.clone(), new, answered, problems, Wire::OpenAi).await
+    answer(&script, body.clone(), size, new, answered, problems, Wire::OpenAi).await
 }
 
 /// Every string value under `key` anywhere in `value`.
@@ -166,9 +196,29 @@ fn walk(value: &Value, key: &str, f: &mut dyn FnMut(&str, &Value)) {
     }
 }
 
+/// A request without tools is the agent asking for a summary of older turns: it is answered
+/// with the fixture's `summary`, checked against its `expect`, and takes no scripted turn.
+fn summarise(script: &Mutex<Script>, body: Value, size: usize, wire: Wire) -> Response {
+    let mut script = script.lock().unwrap();
+    let text = texts(std::slice::from_ref(&body));
+    let n = script.summaries.len() + 1;
+    let expected: Vec<String> =
+        script.summary["expect"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+    for expected in expected {
+        if !text.contains(&expected) {
+            script.failures.push(format!("summary request {n} lacks {expected:?}"));
+        }
+    }
+    script.summaries.push(body);
+    let reply = script.summary["text"].as_str().unwrap_or("A summary of the earlier turns.").to_string();
+    let tokens = if script.usage_from_size { size as u64 / 4 } else { 100 };
+    json_body(&render(wire, Some(&reply), &[], tokens)).into_response()
+}
+
 async fn answer(
     script: &Mutex<Script>,
     body: Value,
+    size: usize,
     new: Vec<Value>,
     answered: BTreeSet<String>,
     mut problems: Vec<String>,
@@ -186,7 +236,8 @@ async fn answer(
             let text = texts(&new);
             for expected in turn["expect"].as_array().into_iter().flatten().filter_map(Value::as_str) {
                 if !text.contains(expected) {
-                    problems.push(format!("the new messages lack {expected:?}; they hold:\n{text}"));
+                    let shown: String = text.chars().take(1500).collect();
+                    problems.push(format!("the new messages lack {expected:?}; they begin:\n{shown}"));
                 }
             }
             if answered != script.pending {
@@ -217,7 +268,8 @@ async fn answer(
         .map(|(i, c)| (format!("call_{n}_{i}"), c))
         .collect();
     script.pending = calls.iter().map(|(id, _)| id.clone()).collect();
-    json_body(&render(wire, reply["text"].as_str(), &calls)).into_response()
+    let tokens = if script.usage_from_size { size as u64 / 4 } else { 100 };
+    json_body(&render(wire, reply["text"].as_str(), &calls, tokens)).into_response()
 }
 
 fn json_body(value: &Value) -> impl IntoResponse {
@@ -225,7 +277,7 @@ fn json_body(value: &Value) -> impl IntoResponse {
 }
 
 /// A reply in the wire format; a call with `raw_arguments` sends them as they are.
-fn render(wire: Wire, text: Option<&str>, calls: &[(String, &Value)]) -> Value {
+fn render(wire: Wire, text: Option<&str>, calls: &[(String, &Value)], input_tokens: u64) -> Value {
     match wire {
         Wire::Anthropic => {
             let mut content: Vec<Value> = text.map(|t| json!({"type": "text", "text": t})).into_iter().collect();
@@ -236,7 +288,7 @@ fn render(wire: Wire, text: Option<&str>, calls: &[(String, &Value)]) -> Value {
             json!({
                 "id": "msg_1", "type": "message", "role": "assistant", "model": "scripted", "content": content,
                 "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
-                "usage": {"input_tokens": 100, "output_tokens": 20}
+                "usage": {"input_tokens": input_tokens, "output_tokens": 20}
             })
         }
         Wire::OpenAi => {
@@ -255,7 +307,7 @@ fn render(wire: Wire, text: Option<&str>, calls: &[(String, &Value)]) -> Value {
             json!({
                 "id": "chatcmpl-1", "object": "chat.completion", "model": "scripted",
                 "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+                "usage": {"prompt_tokens": input_tokens, "completion_tokens": 20, "total_tokens": input_tokens + 20}
             })
         }
     }

@@ -2,6 +2,7 @@
 //! `sandbox`) are tested on Linux; the Seatbelt backend's on macOS (`macos`).
 
 mod agent;
+mod agent_context;
 mod agent_servers;
 mod cli;
 pub mod common;
