@@ -147,8 +147,10 @@ impl Agent<'_> {
                 _ = tick.tick() => ticker.tick(self.reporter, &label),
             }
         };
-        // Dropping `work` sends `notifications/cancelled` for each call still running.
+        // Dropping `work` sends `notifications/cancelled` for each call still running; a
+        // question one of them asked on the terminal is declined and stops reading stdin.
         drop(work);
+        self.cancel_question.now();
         let elapsed = ticker.elapsed().as_millis() as u64;
         let why = match signal {
             Signal::Interrupt => {

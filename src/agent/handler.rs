@@ -14,6 +14,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Map, Value};
 
 use super::report::{Reporter, one_line};
+use super::stdin::{self, Cancel};
 
 /// How the server's questions are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct Handler {
     denied: Arc<AtomicUsize>,
     /// Held while a question is asked: one at a time, whichever server asks.
     asking: Arc<tokio::sync::Mutex<()>>,
+    /// Cancels the question asked on the terminal (Ctrl-C).
+    cancel: Cancel,
     /// The `--mcp-config` server it answers, named in its questions and progress (`None`:
     /// the first server).
     server: Option<String>,
@@ -41,7 +44,13 @@ pub struct Handler {
 impl Handler {
     /// A handler answering as `answering`, counting denials in `denied`.
     pub fn new(answering: Answering, reporter: Arc<Reporter>, denied: Arc<AtomicUsize>) -> Self {
-        Self { answering, reporter, denied, asking: Arc::new(tokio::sync::Mutex::new(())), server: None }
+        let asking = Arc::new(tokio::sync::Mutex::new(()));
+        Self { answering, reporter, denied, asking, cancel: Cancel::default(), server: None }
+    }
+
+    /// What cancels the question being asked on the terminal, for every server's handler.
+    pub fn cancel(&self) -> Cancel {
+        self.cancel.clone()
     }
 
     /// A handler for the `--mcp-config` server `name` (`None`: the first server), answering as
@@ -52,6 +61,7 @@ impl Handler {
             reporter: self.reporter.clone(),
             denied: self.denied.clone(),
             asking: self.asking.clone(),
+            cancel: self.cancel.clone(),
             server: name.map(str::to_string),
         }
     }
@@ -84,10 +94,17 @@ impl Handler {
             Answering::Terminal => {
                 self.reporter.set_asking(true);
                 let (message, schema) = (message.to_string(), schema.clone());
-                let answer =
-                    tokio::task::spawn_blocking(move || ask_on_terminal(&message, &schema, &mut stdin_line)).await;
+                let cancelled = self.cancel.watch();
+                let answer = tokio::task::spawn_blocking(move || {
+                    ask_on_terminal(&message, &schema, &mut || stdin::line(&cancelled))
+                })
+                .await;
                 self.reporter.set_asking(false);
-                answer.ok().flatten()
+                let answer = answer.ok().flatten();
+                if answer.is_none() {
+                    self.reporter.line("  (the question was declined)");
+                }
+                answer
             }
         };
         match answer {
@@ -232,15 +249,6 @@ pub fn ask_on_terminal(message: &str, schema: &Value, read_line: &mut dyn FnMut(
         answer.insert(name.clone(), value);
     }
     Some(Value::Object(answer))
-}
-
-/// One line from stdin, `None` at its end.
-fn stdin_line() -> Option<String> {
-    let mut line = String::new();
-    match std::io::stdin().read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line),
-    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod provider;
 pub mod report;
 pub mod servers;
 pub mod settings;
+pub mod stdin;
 pub mod summary;
 pub mod tools;
 pub mod turns;
@@ -142,6 +143,7 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         task: &task,
         instruction: &task,
         context,
+        cancel_question: handler.cancel(),
     };
     let first = Message { role: Role::User, content: vec![Block::text(&task)] };
     agent.transcript.write(&reporter, &json!({"type": "message", "turn": 0, "role": "user", "content": first.content}));

@@ -115,6 +115,8 @@ pub struct Agent<'a> {
     pub instruction: &'a str,
     /// The context window and what was compacted.
     pub context: Context,
+    /// Cancels a question waiting on the terminal (Ctrl-C during a call that asks).
+    pub cancel_question: super::stdin::Cancel,
 }
 
 impl Agent<'_> {

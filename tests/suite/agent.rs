@@ -492,6 +492,30 @@ async fn on_a_terminal_the_user_answers_the_approval() {
 }
 
 #[tokio::test]
+async fn ctrl_c_during_a_question_cancels_it_and_stdin_goes_to_the_next_one() {
+    use tokio::io::AsyncWriteExt;
+    let ws = project();
+    let llm = ScriptedLlm::start("question_cancelled", Wire::Anthropic).await;
+    let mut agent = OnPty::start(&ws, &llm, "write two notes", &["--approval", "on-write"]);
+    agent.until("(empty: decline) > ").await;
+    agent.writer.write_all(b"\x03").await.unwrap();
+    agent.until("Ctrl-C: cancelled the running call").await;
+    // The second question gets the line typed now; a reader left on the cancelled one would
+    // take it instead, and the agent would wait for ever.
+    agent.screen.clear();
+    agent.until("(empty: decline) > ").await;
+    agent.type_line("1").await;
+    agent.until("note").await;
+    agent.type_line("").await;
+    let (code, stdout) = agent.exit().await;
+    assert_eq!(code, Some(3), "the cancelled question counts as declined: {}", agent.screen);
+    assert_eq!(stdout, "Wrote note2.txt only.\n");
+    assert!(!ws.root.join("note.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.root.join("note2.txt")).unwrap(), "second\n");
+    llm.assert_played();
+}
+
+#[tokio::test]
 async fn sigterm_during_a_question_on_the_terminal_stops_at_once() {
     let ws = project();
     let llm = ScriptedLlm::start("asked", Wire::Anthropic).await;
