@@ -89,6 +89,11 @@ pub struct AgentArgs {
     /// Write the whole conversation to this file as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub transcript: Option<PathBuf>,
+    /// Continue the run a `--transcript` file recorded: its messages (compacted if they no
+    /// longer fit), its servers unless others are given, and `-p` as the next instruction
+    /// (default: continue). Pass the same file as `--transcript` to append to it.
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
     /// Use the streamable HTTP MCP server at this URL instead of starting one (a bearer
     /// token is taken from `TOOLBELT_AUTH_TOKEN`).
     #[arg(long, value_name = "URL", conflicts_with = "server_cmd")]

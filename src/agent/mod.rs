@@ -13,6 +13,7 @@ pub mod names;
 pub mod prompt;
 pub mod provider;
 pub mod report;
+pub mod resume;
 pub mod servers;
 pub mod settings;
 pub mod stdin;
@@ -77,7 +78,7 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     let notify_to = reporter.clone();
     let notify: provider::http::Notify = Arc::new(move |line| notify_to.line(format_args!("  {line}")));
     let provider = provider::build(setup.provider.clone(), notify).map_err(|e| e.to_string())?;
-    let mut transcript = Transcript::create(args.transcript.as_deref())
+    let mut transcript = open_transcript(args)
         .map_err(|e| format!("cannot create the transcript file: {e}; pass a writable `--transcript` path"))?;
     let mut interrupts = interrupt::Interrupts::listen().map_err(|e| format!("cannot listen for Ctrl-C: {e}"))?;
     let denied = Arc::new(AtomicUsize::new(0));
@@ -109,6 +110,7 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         ));
     }
     let offered: Vec<String> = tools.names().iter().map(|n| n.to_string()).collect();
+    let first_task = setup.resumed.as_ref().map_or_else(|| setup.task.clone(), |r| r.task.clone());
     let system = prompt::system_prompt(&setup.root, prompt::read_agents_md(&setup.root).as_deref());
     reporter.line(format_args!(
         "agent: {} · {} · {} tools · {}",
@@ -119,7 +121,11 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     ));
     transcript.write(
         &reporter,
-        &json!({"type": "start", "provider": provider.label(), "server": servers.label(), "servers": servers.summary(), "tools": offered, "system": system}),
+        &json!({
+            "type": "start", "provider": provider.label(), "server": servers.label(), "servers": servers.summary(),
+            "tools": offered, "system": system, "task": first_task, "invocation": setup.invocation,
+            "resumed_from": args.resume,
+        }),
     );
     let limits = Limits {
         max_turns: args.max_turns,
@@ -127,7 +133,7 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         max_output_tokens: setup.max_output_tokens,
     };
     let window = args.context_window.unwrap_or_else(|| context::window_for(&setup.provider.model));
-    let task = setup.task.clone();
+    let instruction = setup.task.clone();
     let context = context::Context::new(window, &system, &tools.defs);
     let mut agent = Agent {
         provider: provider.as_ref(),
@@ -140,14 +146,35 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         denied: denied.clone(),
         system: &system,
         limits,
-        task: &task,
-        instruction: &task,
+        task: &first_task,
+        instruction: &instruction,
         context,
         cancel_question: handler.cancel(),
     };
-    let first = Message { role: Role::User, content: vec![Block::text(&task)] };
-    agent.transcript.write(&reporter, &json!({"type": "message", "turn": 0, "role": "user", "content": first.content}));
-    let outcome = agent.run(vec![first]).await;
+    let messages = match setup.resumed {
+        Some(resumed) => {
+            reporter.line(format_args!(
+                "agent: resuming {} earlier messages from `{}`",
+                resumed.messages.len(),
+                args.resume.as_deref().unwrap_or_else(|| std::path::Path::new("")).display()
+            ));
+            for note in &resumed.notes {
+                reporter.line(format_args!("agent: the transcript: {note}"));
+            }
+            let messages = resume::continue_with(resumed.messages, &instruction);
+            let from = args.resume.as_ref().map(|p| p.display().to_string());
+            agent.transcript.write(&reporter, &json!({"type": "resume", "from": from, "messages": messages}));
+            messages
+        }
+        None => {
+            let first = Message { role: Role::User, content: vec![Block::text(&instruction)] };
+            agent
+                .transcript
+                .write(&reporter, &json!({"type": "message", "turn": 0, "role": "user", "content": first.content}));
+            vec![first]
+        }
+    };
+    let outcome = agent.run(messages).await;
     let compactions = serde_json::to_value(&agent.context.compactions).unwrap_or_default();
     drop(agent);
     let server_summary = servers.summary();
@@ -170,6 +197,18 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     };
     printed.map_err(|e| format!("cannot write to stdout: {e}"))?;
     Ok(code)
+}
+
+/// The `--transcript` file: appended to when it is the `--resume` file, else created.
+fn open_transcript(args: &AgentArgs) -> std::io::Result<Transcript> {
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        let canonical = |p: &std::path::Path| crate::sandbox::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        canonical(a) == canonical(b)
+    };
+    match (&args.transcript, &args.resume) {
+        (Some(path), Some(resumed)) if same(path, resumed) => Transcript::append(path),
+        (path, _) => Transcript::create(path.as_deref()),
+    }
 }
 
 /// The tools every server listed, for a message.

@@ -117,6 +117,17 @@ impl Transcript {
         Ok(Self { file })
     }
 
+    /// A transcript appended to `path` (a resumed run's own transcript); a last line cut off
+    /// by a crash is ended first, so the next record starts a line of its own.
+    pub fn append(path: &Path) -> std::io::Result<Self> {
+        let ends_cut = crate::sandbox::fs::read_user_file(path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n'));
+        let mut file = crate::sandbox::fs::append_user_file(path)?;
+        if ends_cut {
+            file.write_all(b"\n")?;
+        }
+        Ok(Self { file: Some(file) })
+    }
+
     /// Writes one event; a failing write is reported once and stops the transcript.
     pub fn write(&mut self, reporter: &Reporter, event: &Value) {
         let Some(file) = self.file.as_mut() else { return };

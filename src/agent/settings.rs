@@ -9,11 +9,14 @@ use super::client::Target;
 use super::handler::Answering;
 use super::mcp_config::{self, Declared};
 use super::provider::{Kind, Settings};
+use super::resume::{self, Invocation, Resumed};
 use super::tools::Filter;
 use crate::cli::{AgentArgs, CommonArgs};
 
 /// The default Anthropic model.
 const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+/// The instruction of a resumed run given none.
+const CONTINUE: &str = "Continue the task where you left off.";
 /// The largest task read from stdin.
 const TASK_LIMIT: u64 = 1024 * 1024;
 
@@ -49,6 +52,9 @@ pub enum SettingsError {
     /// An `--mcp-config` file cannot be used.
     #[error(transparent)]
     McpConfig(#[from] mcp_config::ConfigError),
+    /// The `--resume` transcript cannot be used.
+    #[error(transparent)]
+    Resume(#[from] resume::ResumeError),
     /// `--no-toolbelt` without another server.
     #[error("`--no-toolbelt` leaves no MCP server: add one with `--mcp-config FILE`")]
     NoServer,
@@ -74,6 +80,10 @@ pub struct Setup {
     pub servers: Vec<Declared>,
     /// The tool filter.
     pub filter: Filter,
+    /// The conversation of `--resume`.
+    pub resumed: Option<Resumed>,
+    /// The servers this run uses, as the transcript records them.
+    pub invocation: Invocation,
 }
 
 impl Setup {
@@ -86,8 +96,10 @@ impl Setup {
         local_token: &dyn Fn() -> Option<String>,
     ) -> Result<Self, SettingsError> {
         let stdin_tty = std::io::stdin().is_terminal();
+        let resumed = args.resume.as_deref().map(resume::load).transpose()?;
         let task = match &args.prompt {
             Some(task) => task.clone(),
+            None if stdin_tty && resumed.is_some() => CONTINUE.to_string(),
             None if stdin_tty => return Err(SettingsError::NoTask),
             None => {
                 let mut task = String::new();
@@ -98,6 +110,7 @@ impl Setup {
                 task
             }
         };
+        let task = if task.trim().is_empty() && resumed.is_some() { CONTINUE.to_string() } else { task };
         if task.trim().is_empty() {
             return Err(SettingsError::NoTask);
         }
@@ -112,6 +125,29 @@ impl Setup {
             Some(root) => crate::sandbox::fs::canonicalize(root).unwrap_or_else(|_| root.clone()),
             None => std::env::current_dir().map_err(|e| SettingsError::NoCurrentDir(e.to_string()))?,
         };
+        // A resumed run given no servers uses those of the run it continues.
+        let mut invocation = Invocation {
+            mcp_config: args
+                .mcp_config
+                .iter()
+                .map(|f| crate::sandbox::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+                .collect(),
+            no_toolbelt: args.no_toolbelt,
+            server_url: args.server_url.clone(),
+            server_cmd: args.server_cmd.clone(),
+        };
+        if invocation.is_default()
+            && let Some(recorded) = resumed.as_ref().and_then(|r| r.invocation.clone())
+        {
+            invocation = recorded;
+        }
+        let args = &AgentArgs {
+            mcp_config: invocation.mcp_config.clone(),
+            no_toolbelt: invocation.no_toolbelt,
+            server_url: invocation.server_url.clone(),
+            server_cmd: invocation.server_cmd.clone(),
+            ..args.clone()
+        };
         let target = if args.no_toolbelt { None } else { Some(target(args, env, local_token)?) };
         let servers = declared(&args.mcp_config, env)?;
         if target.is_none() && servers.is_empty() {
@@ -119,7 +155,18 @@ impl Setup {
         }
         let provider = provider(args, env)?;
         let filter = Filter { allow: args.allow_tools.clone(), deny: args.deny_tools.clone() };
-        Ok(Self { task, root, provider, max_output_tokens: args.max_output_tokens, answering, target, servers, filter })
+        Ok(Self {
+            task,
+            root,
+            provider,
+            max_output_tokens: args.max_output_tokens,
+            answering,
+            target,
+            servers,
+            filter,
+            resumed,
+            invocation,
+        })
     }
 }
 

@@ -209,6 +209,17 @@ pub fn create_user_file(path: &Path) -> io::Result<File> {
     File::create(path)
 }
 
+/// Opens a file the CLI user named for appending, creating it (the agent's `--transcript`
+/// when it is also the `--resume` file).
+pub fn append_user_file(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new().append(true).create(true).open(path)
+}
+
+/// Reads a file the CLI user named, whole (the agent's `--resume` transcript).
+pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
 /// Appends to a small private file (mode 0600) in `dir`, creating `dir` (mode 0700) if needed.
 pub fn append_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result<()> {
     use std::io::Write;

@@ -213,3 +213,20 @@ async fn an_http_entry_takes_its_token_from_the_environment_and_shows_its_progre
     assert!(ran.stderr.contains("MCP server `remote` did not start"), "{}", ran.stderr);
     assert!(ran.stderr.contains("no MCP server is running"), "{}", ran.stderr);
 }
+
+#[tokio::test]
+async fn a_resumed_run_uses_the_servers_of_the_run_it_continues() {
+    let ws = project();
+    let file = config(&ws, json!({ODD: odd_server(&ws)}));
+    let transcript = ws.state_home.with_file_name("run.jsonl");
+    let llm = ScriptedLlm::start("no_toolbelt", Wire::OpenAi).await;
+    let args = ["--mcp-config", file.to_str().unwrap(), "--no-toolbelt", "--transcript", transcript.to_str().unwrap()];
+    assert_eq!(run(&ws, &llm, "say hello", &args).await.code, 0);
+    // No server flags this time: the recorded ones are used.
+    let again = ScriptedLlm::start("resume_third", Wire::OpenAi).await;
+    let ran = run(&ws, &again, "is it done?", &["--resume", transcript.to_str().unwrap()]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    again.assert_played();
+    let names = offered(&again.requests()[0]);
+    assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)) && names.len() == 5, "{names:?}");
+}

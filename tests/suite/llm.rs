@@ -74,14 +74,23 @@ impl ScriptedLlm {
         Self::start_with(&fixture, wire).await
     }
 
-    /// Serves `fixture` (the shape of `fixtures/llm/*.json`; also `usage_from_size` and
-    /// `summary`: `{"text", "expect"}`) in `wire` format.
+    /// Serves `fixture` (the shape of `fixtures/llm/*.json`; also `usage_from_size`,
+    /// `summary`: `{"text", "expect"}`, and `pending`: call ids the first request answers) in
+    /// `wire` format.
     pub async fn start_with(fixture: &Value, wire: Wire) -> Self {
         let turns = fixture["turns"].as_array().unwrap().iter().cloned().collect();
         let script = Arc::new(Mutex::new(Script {
             turns,
             usage_from_size: fixture["usage_from_size"].as_bool().unwrap_or(false),
             summary: fixture["summary"].clone(),
+            // A resumed run may open with results of calls an earlier run made.
+            pending: fixture["pending"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
             ..Script::default()
         }));
         let app = axum::Router::new()

@@ -3,6 +3,7 @@
 
 mod agent;
 mod agent_context;
+mod agent_resume;
 mod agent_servers;
 mod cli;
 pub mod common;

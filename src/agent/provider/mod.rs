@@ -6,13 +6,13 @@ pub mod http;
 pub mod openai;
 
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use http::ProviderError;
 
 /// Who said a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The task, tool results and reminders.
@@ -22,7 +22,7 @@ pub enum Role {
 }
 
 /// One piece of a message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     /// Plain text.
@@ -47,7 +47,7 @@ pub enum Block {
         arguments: Value,
         /// Why the arguments could not be used, when the model sent malformed ones (the raw
         /// text is then kept in `arguments` as a string).
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         malformed: Option<String>,
     },
     /// The answer to a tool call.
@@ -69,7 +69,7 @@ impl Block {
 }
 
 /// One message of the conversation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Who said it.
     pub role: Role,
