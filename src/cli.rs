@@ -67,6 +67,9 @@ pub struct AgentArgs {
     /// compacted.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(4096..))]
     pub context_window: Option<u64>,
+    /// Ask for whole replies instead of streamed ones (for a provider that cannot stream).
+    #[arg(long)]
+    pub no_stream: bool,
     /// Most tokens the model may write per turn (default for `anthropic`: 8192).
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,

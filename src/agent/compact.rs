@@ -99,6 +99,7 @@ impl Agent<'_> {
             tools: &[],
             reminder: None,
             max_output_tokens: Some(summary::MAX_TOKENS),
+            show_text: false,
         };
         self.reporter.line(format_args!("agent: summarising {} earlier messages to fit the context", old.len()));
         match Self::ask(self.provider, self.reporter, self.interrupts, request, turn).await {

@@ -77,7 +77,12 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     let started = Instant::now();
     let notify_to = reporter.clone();
     let notify: provider::http::Notify = Arc::new(move |line| notify_to.line(format_args!("  {line}")));
-    let provider = provider::build(setup.provider.clone(), notify).map_err(|e| e.to_string())?;
+    // Streamed text is shown as it arrives on a terminal; elsewhere each turn's text is one
+    // line after it.
+    let show_to = reporter.clone();
+    let show: Option<provider::stream::TextSink> =
+        reporter.is_tty().then(|| Arc::new(move |text: &str| show_to.stream_text(text)) as provider::stream::TextSink);
+    let provider = provider::build(setup.provider.clone(), notify, show).map_err(|e| e.to_string())?;
     let mut transcript = open_transcript(args)
         .map_err(|e| format!("cannot create the transcript file: {e}; pass a writable `--transcript` path"))?;
     let mut interrupts = interrupt::Interrupts::listen().map_err(|e| format!("cannot listen for Ctrl-C: {e}"))?;
@@ -188,9 +193,11 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
     transcript.write(&reporter, &json!({"type": "end", "summary": summary}));
     report_end(&reporter, &outcome, denied, code, started);
     let mut out = std::io::stdout().lock();
+    // On a terminal the answer was streamed there already.
+    let shown = reporter.take_streamed() && std::io::IsTerminal::is_terminal(&out);
     let printed = if args.json {
         writeln!(out, "{summary}")
-    } else if outcome.final_answer.is_empty() {
+    } else if outcome.final_answer.is_empty() || shown {
         Ok(())
     } else {
         writeln!(out, "{}", outcome.final_answer)

@@ -21,12 +21,23 @@ pub struct Reporter {
     live: Mutex<bool>,
     /// A question is being asked on the terminal: the live line must not draw over it.
     asking: AtomicBool,
+    /// Streamed model text ended mid-line: the next line starts a new one, and the live line
+    /// waits.
+    mid_line: AtomicBool,
+    /// Model text was streamed since the last [`Reporter::take_streamed`].
+    streamed: AtomicBool,
 }
 
 impl Reporter {
     /// A reporter on this process's stderr.
     pub fn new() -> Self {
-        Self { tty: std::io::stderr().is_terminal(), live: Mutex::new(false), asking: AtomicBool::new(false) }
+        Self {
+            tty: std::io::stderr().is_terminal(),
+            live: Mutex::new(false),
+            asking: AtomicBool::new(false),
+            mid_line: AtomicBool::new(false),
+            streamed: AtomicBool::new(false),
+        }
     }
 
     /// Stops (or resumes) drawing the live line while the user answers a question.
@@ -49,12 +60,36 @@ impl Reporter {
         if std::mem::take(&mut *live) {
             let _ = write!(err, "\r\x1b[2K");
         }
+        if self.mid_line.swap(false, Ordering::Relaxed) {
+            let _ = writeln!(err);
+        }
         let _ = writeln!(err, "{text}");
+    }
+
+    /// Shows model text as it streams in (the live line gives way to it).
+    pub fn stream_text(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut err = std::io::stderr().lock();
+        if std::mem::take(&mut *live) {
+            let _ = write!(err, "\r\x1b[2K");
+        }
+        let _ = write!(err, "{text}");
+        let _ = err.flush();
+        self.mid_line.store(!text.ends_with('\n'), Ordering::Relaxed);
+        self.streamed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether model text was streamed since the last call (it need not be shown again).
+    pub fn take_streamed(&self) -> bool {
+        self.streamed.swap(false, Ordering::Relaxed)
     }
 
     /// Draws the live status line (terminals only): a spinner frame chosen by `elapsed`.
     pub fn live(&self, text: &str, elapsed: Duration) {
-        if !self.tty || self.asking.load(Ordering::Relaxed) {
+        if !self.tty || self.asking.load(Ordering::Relaxed) || self.mid_line.load(Ordering::Relaxed) {
             return;
         }
         let frame = FRAMES[(elapsed.as_millis() / 100) as usize % FRAMES.len()];

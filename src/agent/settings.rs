@@ -208,7 +208,7 @@ pub fn provider(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Res
         (None, Kind::Openai) => return Err(SettingsError::NoModel),
     };
     let base_url = args.base_url.clone().unwrap_or_else(|| default_url.to_string());
-    Ok(Settings { kind, model, base_url, api_key, key_env, timeout: args.request_timeout })
+    Ok(Settings { kind, model, base_url, api_key, key_env, timeout: args.request_timeout, stream: !args.no_stream })
 }
 
 /// The server to connect to.

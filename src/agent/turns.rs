@@ -159,6 +159,7 @@ impl Agent<'_> {
                 tools: &self.tools.defs,
                 reminder: reminder.as_deref(),
                 max_output_tokens: self.limits.max_output_tokens,
+                show_text: true,
             };
             let started = Instant::now();
             let reply = match Self::ask(self.provider, self.reporter, self.interrupts, request, turn).await {
@@ -209,7 +210,7 @@ impl Agent<'_> {
                 }
                 break;
             }
-            if !text.is_empty() {
+            if !text.is_empty() && !self.reporter.take_streamed() {
                 self.reporter.line(format_args!("  {}", one_line(&text.join(" "), 200)));
             }
             if turn >= self.limits.max_turns {

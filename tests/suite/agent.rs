@@ -146,6 +146,20 @@ async fn reads_greps_edits_and_runs_a_check_in_both_wire_formats() {
         };
         assert!(system.as_str().unwrap().contains(ws.root.to_str().unwrap()));
         assert_eq!(tools.as_array().unwrap().len(), 4, "{tools}");
+        // Streamed by default (the scripted provider answered in server-sent events, deltas
+        // split mid-text and mid-arguments); the same run with `--no-stream` is asked whole.
+        assert_eq!(first["stream"], true);
+        let (_, plain, _) = scripted("fix_answer", wire, "make `sh check.sh` pass", &["--no-stream"], 0).await;
+        assert!(plain.requests().iter().all(|r| r.get("stream").is_none()), "{wire:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_off_is_asked_again() {
+    for wire in Wire::BOTH {
+        let (_, _, ran) = scripted("stream_retry", wire, "say hello", &[], 0).await;
+        assert_eq!(ran.stdout, "Hello.\n");
+        assert!(ran.stderr.contains("the stream reported: Overloaded; retry 1 of 5"), "{wire:?}: {}", ran.stderr);
     }
 }
 
@@ -484,6 +498,8 @@ async fn on_a_terminal_the_user_answers_the_approval() {
     agent.type_line("1").await;
     agent.until("note").await;
     agent.type_line("").await;
+    // stderr is the terminal: the reply is streamed there as it comes.
+    agent.until("Wrote note.txt.").await;
     let (code, stdout) = agent.exit().await;
     assert_eq!(code, Some(0), "{}", agent.screen);
     assert_eq!(stdout, "Wrote note.txt.\n");

@@ -218,10 +218,11 @@ fn summarise(script: &Mutex<Script>, body: Value, size: usize, wire: Wire) -> Re
             script.failures.push(format!("summary request {n} lacks {expected:?}"));
         }
     }
+    let stream = Streamed::of(&body, wire);
     script.summaries.push(body);
     let reply = script.summary["text"].as_str().unwrap_or("A summary of the earlier turns.").to_string();
     let tokens = if script.usage_from_size { size as u64 / 4 } else { 100 };
-    json_body(&render(wire, Some(&reply), &[], tokens)).into_response()
+    stream.respond(wire, render(wire, Some(&reply), &[], tokens), None)
 }
 
 async fn answer(
@@ -233,6 +234,10 @@ async fn answer(
     mut problems: Vec<String>,
     wire: Wire,
 ) -> Response {
+    let stream = Streamed::of(&body, wire);
+    if let Some(problem) = stream.problem(wire) {
+        problems.push(problem);
+    }
     let (turn, n) = {
         let mut script = script.lock().unwrap();
         script.requests.push(body);
@@ -269,6 +274,7 @@ async fn answer(
     let mut script = script.lock().unwrap();
     script.replies += 1;
     let reply = &turn["reply"];
+    let broken = turn["stream_error"].as_str();
     let calls: Vec<(String, &Value)> = reply["calls"]
         .as_array()
         .into_iter()
@@ -276,9 +282,137 @@ async fn answer(
         .enumerate()
         .map(|(i, c)| (format!("call_{n}_{i}"), c))
         .collect();
-    script.pending = calls.iter().map(|(id, _)| id.clone()).collect();
+    if broken.is_none() {
+        script.pending = calls.iter().map(|(id, _)| id.clone()).collect();
+    }
     let tokens = if script.usage_from_size { size as u64 / 4 } else { 100 };
-    json_body(&render(wire, reply["text"].as_str(), &calls, tokens)).into_response()
+    stream.respond(wire, render(wire, reply["text"].as_str(), &calls, tokens), broken)
+}
+
+/// Whether a request asked for a streamed reply, and with usage.
+#[derive(Debug, Clone, Copy)]
+struct Streamed {
+    on: bool,
+    usage: bool,
+}
+
+impl Streamed {
+    fn of(body: &Value, wire: Wire) -> Self {
+        let on = body["stream"] == true;
+        let usage = match wire {
+            Wire::Anthropic => on,
+            Wire::OpenAi => body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)),
+        };
+        Self { on, usage }
+    }
+
+    fn problem(self, wire: Wire) -> Option<String> {
+        (wire == Wire::OpenAi && self.on && !self.usage)
+            .then(|| "a streamed request without `stream_options.include_usage`".to_string())
+    }
+
+    /// `rendered` as JSON, or as the server-sent events of its wire format (cut by an error
+    /// event halfway when `broken` says so).
+    fn respond(self, wire: Wire, rendered: Value, broken: Option<&str>) -> Response {
+        if !self.on {
+            return json_body(&rendered).into_response();
+        }
+        let mut events = match wire {
+            Wire::Anthropic => anthropic_events(&rendered),
+            Wire::OpenAi => openai_events(&rendered, self.usage),
+        };
+        if let Some(message) = broken {
+            events.truncate(events.len() / 2);
+            events.push(match wire {
+                Wire::Anthropic => sse(
+                    Some("error"),
+                    &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
+                ),
+                Wire::OpenAi => sse(None, &json!({"error": {"message": message, "type": "server_error"}})),
+            });
+        }
+        ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], events.concat()).into_response()
+    }
+}
+
+fn sse(event: Option<&str>, data: &Value) -> String {
+    match event {
+        Some(event) => format!("event: {event}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    }
+}
+
+/// `text` in two pieces (at a character boundary), as deltas come.
+fn halves(text: &str) -> [&str; 2] {
+    let mut middle = text.len() / 2;
+    while !text.is_char_boundary(middle) {
+        middle += 1;
+    }
+    [&text[..middle], &text[middle..]]
+}
+
+/// An Anthropic message as its stream: start, each block in two deltas, delta, stop.
+fn anthropic_events(message: &Value) -> Vec<String> {
+    let mut start = message.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    start["usage"]["output_tokens"] = 1.into();
+    let mut events = vec![sse(Some("message_start"), &json!({"type": "message_start", "message": start}))];
+    for (index, block) in message["content"].as_array().unwrap().iter().enumerate() {
+        let (opened, parts, kind, key) = if block["type"] == "text" {
+            (json!({"type": "text", "text": ""}), block["text"].as_str().unwrap().to_string(), "text_delta", "text")
+        } else {
+            let input = &block["input"];
+            let raw = input.as_str().map_or_else(|| input.to_string(), str::to_string);
+            let opened = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
+            (opened, raw, "input_json_delta", "partial_json")
+        };
+        events.push(sse(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start", "index": index, "content_block": opened}),
+        ));
+        for part in halves(&parts) {
+            let delta = json!({"type": "content_block_delta", "index": index, "delta": {"type": kind, key: part}});
+            events.push(sse(Some("content_block_delta"), &delta));
+        }
+        events.push(sse(Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index})));
+    }
+    let usage = json!({"output_tokens": message["usage"]["output_tokens"]});
+    let delta = json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"]}, "usage": usage});
+    events.push(sse(Some("message_delta"), &delta));
+    events.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+    events
+}
+
+/// A chat completion as its chunks: text in two, each call's arguments in two, the finish,
+/// the usage when asked for, `[DONE]`.
+fn openai_events(completion: &Value, usage: bool) -> Vec<String> {
+    let chunk = |delta: Value, finish: Value| {
+        sse(
+            None,
+            &json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    };
+    let message = &completion["choices"][0]["message"];
+    let mut events = vec![chunk(json!({"role": "assistant"}), Value::Null)];
+    if let Some(text) = message["content"].as_str() {
+        for part in halves(text) {
+            events.push(chunk(json!({"content": part}), Value::Null));
+        }
+    }
+    for (index, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        let [first, rest] = halves(call["function"]["arguments"].as_str().unwrap());
+        let opened = json!({"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": first}});
+        events.push(chunk(json!({"tool_calls": [opened]}), Value::Null));
+        events.push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": rest}}]}), Value::Null));
+    }
+    events.push(chunk(json!({}), completion["choices"][0]["finish_reason"].clone()));
+    if usage {
+        events
+            .push(sse(None, &json!({"object": "chat.completion.chunk", "choices": [], "usage": completion["usage"]})));
+    }
+    events.push("data: [DONE]\n\n".to_string());
+    events
 }
 
 fn json_body(value: &Value) -> impl IntoResponse {

@@ -6,6 +6,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use super::http::Client;
+use super::stream::{self, TextSink};
 use super::{Block, Finish, Message, Provider, ProviderError, Reply, Request, Role, Settings, Usage};
 
 /// The API version header this client speaks.
@@ -17,12 +18,13 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub struct Anthropic {
     client: Client,
     settings: Settings,
+    show: Option<TextSink>,
 }
 
 impl Anthropic {
-    /// A client for `settings`.
-    pub fn new(client: Client, settings: Settings) -> Self {
-        Self { client, settings }
+    /// A client for `settings`, showing streamed text on `show`.
+    pub fn new(client: Client, settings: Settings, show: Option<TextSink>) -> Self {
+        Self { client, settings, show }
     }
 
     fn headers(&self) -> HeaderMap {
@@ -43,8 +45,15 @@ impl Provider for Anthropic {
     fn complete<'a>(&'a self, request: Request<'a>) -> BoxFuture<'a, Result<Reply, ProviderError>> {
         Box::pin(async move {
             let url = format!("{}/v1/messages", self.settings.base_url.trim_end_matches('/'));
-            let body = body(&self.settings.model, &request);
-            let answer = self.client.post(&url, self.headers(), &body).await?;
+            let mut body = body(&self.settings.model, &request);
+            let answer = if self.settings.stream {
+                body["stream"] = true.into();
+                let mut sink = stream::Anthropic::new(self.show.clone().filter(|_| request.show_text));
+                self.client.post_stream(&url, self.headers(), &body, &mut sink).await?;
+                sink.answer()
+            } else {
+                self.client.post(&url, self.headers(), &body).await?
+            };
             reply(&answer).map_err(|detail| self.client.malformed(detail))
         })
     }
@@ -171,6 +180,7 @@ mod tests {
             tools: &tools,
             reminder: Some("todo"),
             max_output_tokens: None,
+            show_text: true,
         };
         let body = body("m", &request);
         assert_eq!(body["max_tokens"], 8192);

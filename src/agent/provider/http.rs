@@ -129,45 +129,109 @@ impl Client {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match self.http.post(url).headers(headers.clone()).json(body).send().await {
-                Ok(response) if response.status().is_success() => {
+            let failure = match self.send(url, &headers, body).await {
+                Ok(response) => {
                     let text = response.text().await.map_err(|e| self.malformed(e.to_string()))?;
                     return serde_json::from_str(&text).map_err(|e| self.malformed(format!("not JSON: {e}")));
                 }
-                Ok(response) => {
-                    let status = response.status();
-                    let wait = retry_after(response.headers());
-                    let message = error_message(&response.text().await.unwrap_or_default());
-                    if !retried(status) {
-                        return Err(self.refused(status, message));
-                    }
-                    Failure { what: format!("HTTP {} {message}", status.as_u16()), wait }
-                }
-                Err(err) if err.is_connect() => {
-                    let detail = causes(&err);
-                    return Err(ProviderError::Unreachable { provider: self.label.clone(), url: url.into(), detail });
-                }
-                Err(err) if err.is_timeout() => Failure { what: "the request timed out".into(), wait: None },
-                Err(err) => Failure { what: format!("the connection failed ({err})"), wait: None },
+                Err(Step::Retry(failure)) => failure,
+                Err(Step::Fatal(err)) => return Err(err),
             };
-            if attempt > RETRIES {
-                return Err(ProviderError::GaveUp {
-                    provider: self.label.clone(),
-                    attempts: attempt,
-                    last: failure.what,
-                });
-            }
-            let wait = failure.wait.unwrap_or(FIRST_BACKOFF * 2u32.pow(attempt - 1)).min(LONGEST_WAIT);
-            if let Some(notify) = &self.notify {
-                notify(format!(
-                    "{}: {}; retry {attempt} of {RETRIES} in {:.1} s",
-                    self.label,
-                    failure.what,
-                    wait.as_secs_f64()
-                ));
-            }
-            tokio::time::sleep(wait).await;
+            self.back_off(attempt, failure).await?;
         }
+    }
+
+    /// POSTs `body` to `url` with `headers` and feeds the server-sent events of the answer to
+    /// `sink` until it says the reply is complete. A stream that breaks, or an error event,
+    /// is retried from the start (the sink is reset) like a failed request.
+    pub async fn post_stream(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        sink: &mut dyn Sink,
+    ) -> Result<(), ProviderError> {
+        use eventsource_stream::Eventsource;
+        use futures::StreamExt;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            sink.reset();
+            let failure = match self.send(url, &headers, body).await {
+                Ok(response) => {
+                    let mut events = response.bytes_stream().eventsource();
+                    let mut ended = None;
+                    while let Some(event) = events.next().await {
+                        let event = match event {
+                            Ok(event) => event,
+                            Err(err) => {
+                                ended = Some(Failure { what: format!("the stream broke ({err})"), wait: None });
+                                break;
+                            }
+                        };
+                        match sink.event(&event.event, &event.data) {
+                            Ok(false) => {}
+                            Ok(true) => return Ok(()),
+                            Err(Interrupted::Retry(what)) => {
+                                ended = Some(Failure { what, wait: None });
+                                break;
+                            }
+                            Err(Interrupted::Malformed(detail)) => return Err(self.malformed(detail)),
+                        }
+                    }
+                    match ended {
+                        Some(failure) => failure,
+                        None if sink.finished() => return Ok(()),
+                        None => Failure { what: "the stream ended before the reply did".into(), wait: None },
+                    }
+                }
+                Err(Step::Retry(failure)) => failure,
+                Err(Step::Fatal(err)) => return Err(err),
+            };
+            self.back_off(attempt, failure).await?;
+        }
+    }
+
+    /// One attempt: the response when it succeeded, else whether it is worth another.
+    async fn send(&self, url: &str, headers: &HeaderMap, body: &Value) -> Result<reqwest::Response, Step> {
+        match self.http.post(url).headers(headers.clone()).json(body).send().await {
+            Ok(response) if response.status().is_success() => Ok(response),
+            Ok(response) => {
+                let status = response.status();
+                let wait = retry_after(response.headers());
+                let message = error_message(&response.text().await.unwrap_or_default());
+                if !retried(status) {
+                    return Err(Step::Fatal(self.refused(status, message)));
+                }
+                Err(Step::Retry(Failure { what: format!("HTTP {} {message}", status.as_u16()), wait }))
+            }
+            Err(err) if err.is_connect() => {
+                let detail = causes(&err);
+                Err(Step::Fatal(ProviderError::Unreachable { provider: self.label.clone(), url: url.into(), detail }))
+            }
+            Err(err) if err.is_timeout() => {
+                Err(Step::Retry(Failure { what: "the request timed out".into(), wait: None }))
+            }
+            Err(err) => Err(Step::Retry(Failure { what: format!("the connection failed ({err})"), wait: None })),
+        }
+    }
+
+    /// Waits before attempt `attempt + 1` (saying so), or gives up after the last retry.
+    async fn back_off(&self, attempt: u32, failure: Failure) -> Result<(), ProviderError> {
+        if attempt > RETRIES {
+            return Err(ProviderError::GaveUp { provider: self.label.clone(), attempts: attempt, last: failure.what });
+        }
+        let wait = failure.wait.unwrap_or(FIRST_BACKOFF * 2u32.pow(attempt - 1)).min(LONGEST_WAIT);
+        if let Some(notify) = &self.notify {
+            notify(format!(
+                "{}: {}; retry {attempt} of {RETRIES} in {:.1} s",
+                self.label,
+                failure.what,
+                wait.as_secs_f64()
+            ));
+        }
+        tokio::time::sleep(wait).await;
+        Ok(())
     }
 
     fn refused(&self, status: StatusCode, message: String) -> ProviderError {
@@ -193,6 +257,34 @@ impl Client {
 struct Failure {
     what: String,
     wait: Option<Duration>,
+}
+
+/// How an attempt failed.
+enum Step {
+    /// Worth another attempt.
+    Retry(Failure),
+    /// Not.
+    Fatal(ProviderError),
+}
+
+/// Why a stream stopped before its reply was complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interrupted {
+    /// The provider reported an error worth another attempt (overloaded, rate limited).
+    Retry(String),
+    /// What came is not this API's stream.
+    Malformed(String),
+}
+
+/// What assembles a streamed reply from its events.
+pub trait Sink: Send {
+    /// Forgets what a failed attempt delivered.
+    fn reset(&mut self);
+    /// Takes one event (`kind` is the SSE `event:` field, empty when absent); `true` once the
+    /// reply is complete.
+    fn event(&mut self, kind: &str, data: &str) -> Result<bool, Interrupted>;
+    /// Whether what came makes a whole reply when the stream ends without its last event.
+    fn finished(&self) -> bool;
 }
 
 /// The causes of an error (`a: b: c`), which for connection failures hold the reason

@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod http;
 pub mod openai;
+pub mod stream;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -101,6 +102,8 @@ pub struct Request<'a> {
     pub reminder: Option<&'a str>,
     /// Most tokens the model may write in this turn.
     pub max_output_tokens: Option<u32>,
+    /// Whether streamed text is shown as it arrives (not for the agent's own requests).
+    pub show_text: bool,
 }
 
 /// Why the model stopped writing.
@@ -178,14 +181,21 @@ pub struct Settings {
     pub key_env: String,
     /// How long one HTTP request may take.
     pub timeout: std::time::Duration,
+    /// Whether replies are streamed (`--no-stream` turns it off).
+    pub stream: bool,
 }
 
-/// The provider `settings` describe; retries are shown through `notify`.
-pub fn build(settings: Settings, notify: http::Notify) -> Result<Box<dyn Provider>, ProviderError> {
+/// The provider `settings` describe; retries are shown through `notify`, streamed text
+/// through `show`.
+pub fn build(
+    settings: Settings,
+    notify: http::Notify,
+    show: Option<stream::TextSink>,
+) -> Result<Box<dyn Provider>, ProviderError> {
     let client = http::Client::new(&settings)?.with_notify(notify);
     Ok(match settings.kind {
-        Kind::Anthropic => Box::new(anthropic::Anthropic::new(client, settings)),
-        Kind::Openai => Box::new(openai::OpenAi::new(client, settings)),
+        Kind::Anthropic => Box::new(anthropic::Anthropic::new(client, settings, show)),
+        Kind::Openai => Box::new(openai::OpenAi::new(client, settings, show)),
     })
 }
 

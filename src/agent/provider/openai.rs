@@ -8,6 +8,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::http::Client;
+use super::stream::{self, TextSink};
 use super::{Block, Finish, Provider, ProviderError, Reply, Request, Role, Settings, Usage};
 
 /// An OpenAI-compatible Chat Completions client.
@@ -18,12 +19,17 @@ pub struct OpenAi {
     /// refused `max_tokens` and named it (OpenAI's reasoning models do; most other servers
     /// know only `max_tokens`, so that is what is tried first).
     completion_tokens: AtomicBool,
+    /// Replies are asked for whole: set once the server refused a streamed request naming
+    /// `stream` (an older OpenAI-compatible server), or by `--no-stream`.
+    whole: AtomicBool,
+    show: Option<TextSink>,
 }
 
 impl OpenAi {
-    /// A client for `settings`.
-    pub fn new(client: Client, settings: Settings) -> Self {
-        Self { client, settings, completion_tokens: AtomicBool::new(false) }
+    /// A client for `settings`, showing streamed text on `show`.
+    pub fn new(client: Client, settings: Settings, show: Option<TextSink>) -> Self {
+        let whole = AtomicBool::new(!settings.stream);
+        Self { client, settings, completion_tokens: AtomicBool::new(false), whole, show }
     }
 
     fn body(&self, request: &Request<'_>) -> Value {
@@ -31,7 +37,21 @@ impl OpenAi {
         if self.completion_tokens.load(Ordering::Relaxed) {
             use_completion_tokens(&mut body);
         }
+        if !self.whole.load(Ordering::Relaxed) {
+            body["stream"] = true.into();
+            body["stream_options"] = json!({"include_usage": true});
+        }
         body
+    }
+
+    /// One request: streamed (assembled into a completion) unless the body asks otherwise.
+    async fn send(&self, url: &str, body: &Value, request: &Request<'_>) -> Result<Value, ProviderError> {
+        if body.get("stream").is_none() {
+            return self.client.post(url, self.headers(), body).await;
+        }
+        let mut sink = stream::OpenAi::new(self.show.clone().filter(|_| request.show_text));
+        self.client.post_stream(url, self.headers(), body, &mut sink).await?;
+        Ok(sink.answer())
     }
 
     fn headers(&self) -> HeaderMap {
@@ -53,11 +73,16 @@ impl Provider for OpenAi {
         Box::pin(async move {
             let url = format!("{}/chat/completions", self.settings.base_url.trim_end_matches('/'));
             let mut body = self.body(&request);
-            let answer = match self.client.post(&url, self.headers(), &body).await {
+            let answer = match self.send(&url, &body, &request).await {
                 Err(ProviderError::Rejected { message, .. }) if wants_completion_tokens(&body, &message) => {
                     self.completion_tokens.store(true, Ordering::Relaxed);
                     use_completion_tokens(&mut body);
-                    self.client.post(&url, self.headers(), &body).await?
+                    self.send(&url, &body, &request).await?
+                }
+                Err(ProviderError::Rejected { message, .. }) if refuses_streaming(&body, &message) => {
+                    self.whole.store(true, Ordering::Relaxed);
+                    let body = self.body(&request);
+                    self.send(&url, &body, &request).await?
                 }
                 answer => answer?,
             };
@@ -98,6 +123,12 @@ pub fn body(model: &str, request: &Request<'_>) -> Value {
 /// 'max_completion_tokens' instead.").
 fn wants_completion_tokens(body: &Value, message: &str) -> bool {
     body.get("max_tokens").is_some() && message.contains("max_completion_tokens")
+}
+
+/// Whether a refusal of a streamed `body` is about streaming (a server that knows neither
+/// `stream` nor `stream_options`): the run then asks for whole replies.
+fn refuses_streaming(body: &Value, message: &str) -> bool {
+    body.get("stream").is_some() && message.to_ascii_lowercase().contains("stream")
 }
 
 /// Moves the output limit from `max_tokens` to `max_completion_tokens`.
@@ -235,6 +266,7 @@ mod tests {
             tools: &[],
             reminder: Some("todo"),
             max_output_tokens: Some(99),
+            show_text: true,
         };
         let body = body("m", &request);
         let sent = body["messages"].as_array().unwrap();
@@ -254,6 +286,14 @@ mod tests {
         use_completion_tokens(&mut moved);
         assert_eq!((moved.get("max_tokens"), &moved["max_completion_tokens"]), (None, &json!(99)));
         assert!(!wants_completion_tokens(&moved, refusal), "asked once: a second refusal is an error");
+    }
+
+    #[test]
+    fn a_server_refusing_streams_is_asked_whole() {
+        let streamed = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}});
+        assert!(refuses_streaming(&streamed, "Unrecognized request argument supplied: stream_options"));
+        assert!(!refuses_streaming(&streamed, "model `m` not found"));
+        assert!(!refuses_streaming(&json!({"model": "m"}), "stream_options"), "asked once: whole is final");
     }
 
     #[test]
