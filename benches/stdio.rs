@@ -5,15 +5,20 @@
 //! ```text
 //! cargo bench --bench stdio -- [--bin PATH] [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
 //!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS] [--http-calls N]
+//!                                [--agent-base PATH]
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
 //! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`,
-//!   `http`, `ts` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
+//!   `http`, `ts`, `agent` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
 //!   `benches/ts/client_bench.mjs` (the official TypeScript SDK client, as hosts connect; needs
 //!   `node` and `npm ci --prefix benches/ts`, else it says so and skips) on the server and the
 //!   `--compare-cmd` peer, e.g. rust-mcp-filesystem (see benches/ts/README.md).
 //! * `--http-calls N`: calls per session in the `http` load (default 200; 32 sessions at once).
+//! * `--agent-base PATH`: a baseline `toolbelt-mcp` for the `agent` section (the bundled agent's
+//!   overhead per turn over 60 turns against a scripted endpoint), e.g. a release build of an
+//!   earlier commit: `git worktree add /tmp/base COMMIT && cargo build --release --manifest-path
+//!   /tmp/base/Cargo.toml --target-dir /tmp/base-target`.
 //! * `--runs`: cold-start runs (default 30). `--calls`: warm calls per request kind (default 1000).
 //! * `--tree DIR`: a large source tree (~28k files) for grep/file_search against ripgrep (`rg` on
 //!   PATH). Any big tree works; without network, build one from local sources, e.g.
@@ -40,6 +45,8 @@
     reason = "a benchmark binary: it prints its report and stops loudly on a broken setup"
 )]
 
+#[path = "stdio/agent.rs"]
+mod agent;
 // The HTTP and terminal sections signal the server and open PTYs: Unix only.
 #[cfg(unix)]
 #[path = "stdio/http.rs"]
@@ -78,6 +85,7 @@ struct Opts {
     compare_memory: Option<String>,
     only: Option<String>,
     http_calls: usize,
+    agent_base: Option<PathBuf>,
 }
 
 fn parse_opts() -> Opts {
@@ -90,6 +98,7 @@ fn parse_opts() -> Opts {
         compare_memory: None,
         only: None,
         http_calls: 200,
+        agent_base: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -104,6 +113,7 @@ fn parse_opts() -> Opts {
             "--compare-memory-cmd" => o.compare_memory = Some(val()),
             "--only" => o.only = Some(val()),
             "--http-calls" => o.http_calls = val().parse().expect("--http-calls takes a number"),
+            "--agent-base" => o.agent_base = Some(PathBuf::from(val())),
             other => panic!("unknown argument {other:?} (see the doc comment in benches/stdio.rs)"),
         }
     }
@@ -478,6 +488,9 @@ fn main() {
     }
     if run("ts") {
         ts::ts_client(&o.bin, o.compare.as_deref(), o.runs, o.calls);
+    }
+    if run("agent") {
+        agent::agent_turns(&o.bin, o.agent_base.as_deref(), &ws.0);
     }
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);
