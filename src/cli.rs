@@ -113,8 +113,8 @@ pub struct AgentArgs {
     /// Do not start `toolbelt-mcp serve`: use only the `--mcp-config` servers.
     #[arg(long, conflicts_with_all = ["server_url", "server_cmd"])]
     pub no_toolbelt: bool,
-    /// Stop with an error (exit 1) when an `--mcp-config` server fails to start or goes away,
-    /// instead of going on without it.
+    /// Stop (exit 3) when an `--mcp-config` server fails to start or goes away, instead of
+    /// going on without it.
     #[arg(long)]
     pub require_servers: bool,
 }

@@ -42,7 +42,8 @@ const DEFAULT_OUTPUT_BUDGET: usize = 64 * 1024;
 const EXIT_ERROR: u8 = 1;
 /// Exit code: `--max-turns` or `--max-tokens-total` reached.
 const EXIT_LIMIT: u8 = 2;
-/// Exit code: a question was declined, or the run was interrupted.
+/// Exit code: a question was declined, the run was interrupted, or a server that
+/// `--require-servers` needs did not start or went away.
 const EXIT_DENIED: u8 = 3;
 
 /// Runs the agent; the exit code says how it ended.
@@ -64,7 +65,11 @@ pub fn main(args: &AgentArgs, local_token: &dyn Fn() -> Option<String>) -> ExitC
     runtime.shutdown_background();
     match outcome {
         Ok(code) => ExitCode::from(code),
-        Err(message) => fail(&reporter, &message),
+        Err(Failed::Setup(message)) => fail(&reporter, &message),
+        Err(Failed::RequiredServer(message)) => {
+            reporter.line(format_args!("toolbelt-mcp agent: {message}"));
+            ExitCode::from(EXIT_DENIED)
+        }
     }
 }
 
@@ -73,7 +78,21 @@ fn fail(reporter: &Reporter, message: &str) -> ExitCode {
     ExitCode::from(EXIT_ERROR)
 }
 
-async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) -> Result<u8, String> {
+/// Why a run did not start.
+enum Failed {
+    /// A setup error (exit 1).
+    Setup(String),
+    /// A server `--require-servers` needs did not start (exit 3).
+    RequiredServer(String),
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Self {
+        Self::Setup(message)
+    }
+}
+
+async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) -> Result<u8, Failed> {
     let started = Instant::now();
     let notify_to = reporter.clone();
     let notify: provider::http::Notify = Arc::new(move |line| notify_to.line(format_args!("  {line}")));
@@ -97,9 +116,14 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         args.require_servers,
         &reporter,
     )
-    .await?;
+    .await
+    .map_err(|err| match err {
+        servers::OpenError::First(message) => Failed::Setup(message),
+        servers::OpenError::Required(message) => Failed::RequiredServer(message),
+    })?;
     if !servers.any_running() {
-        return Err("no MCP server is running (the lines above say why); fix the `--mcp-config` entries".into());
+        let message = "no MCP server is running (the lines above say why); fix the `--mcp-config` entries";
+        return Err(Failed::Setup(message.into()));
     }
     let listed: Vec<tools::Listed<'_>> = servers
         .list
@@ -112,7 +136,8 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
         servers.close().await;
         return Err(format!(
             "no tool is left to offer the model (the servers have {listed}); loosen `--allow-tools` / `--deny-tools`"
-        ));
+        )
+        .into());
     }
     let offered: Vec<String> = tools.names().iter().map(|n| n.to_string()).collect();
     let first_task = setup.resumed.as_ref().map_or_else(|| setup.task.clone(), |r| r.task.clone());
@@ -228,7 +253,7 @@ fn tool_names(servers: &servers::Servers) -> String {
 fn exit_code(stop: &Stop, denied: usize) -> u8 {
     match stop {
         Stop::Completed if denied == 0 => 0,
-        Stop::Completed | Stop::Interrupted => EXIT_DENIED,
+        Stop::Completed | Stop::Interrupted | Stop::ServerLost(_) => EXIT_DENIED,
         Stop::MaxTurns | Stop::TokenBudget => EXIT_LIMIT,
         Stop::Error(_) => EXIT_ERROR,
     }
@@ -246,7 +271,7 @@ fn summary(
     json!({
         "final_answer": run.final_answer,
         "stop_reason": run.stop.name(),
-        "error": match &run.stop { Stop::Error(message) => Some(message), _ => None },
+        "error": match &run.stop { Stop::Error(message) | Stop::ServerLost(message) => Some(message), _ => None },
         "exit_code": code,
         "turns": run.turns,
         "tool_calls": run.calls,
@@ -270,7 +295,9 @@ fn report_end(reporter: &Reporter, run: &Run, denied: usize, code: u8, started: 
         started.elapsed().as_secs_f64()
     ));
     match &run.stop {
-        Stop::Error(message) => reporter.line(format_args!("toolbelt-mcp agent: {message}")),
+        Stop::Error(message) | Stop::ServerLost(message) => {
+            reporter.line(format_args!("toolbelt-mcp agent: {message}"))
+        }
         Stop::MaxTurns => {
             reporter.line("agent: the turn limit was reached before the model finished; raise `--max-turns`")
         }
@@ -298,5 +325,6 @@ mod tests {
         assert_eq!(exit_code(&Stop::MaxTurns, 2), 2);
         assert_eq!(exit_code(&Stop::TokenBudget, 0), 2);
         assert_eq!(exit_code(&Stop::Error("x".into()), 0), 1);
+        assert_eq!(exit_code(&Stop::ServerLost("x".into()), 0), 3);
     }
 }

@@ -18,6 +18,15 @@ use super::report::Reporter;
 /// server may download first).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why the servers could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// The first server did not start (a setup error).
+    First(String),
+    /// A server `--require-servers` needs did not start.
+    Required(String),
+}
+
 /// One server of the run.
 pub struct Server {
     /// Its name: the `--mcp-config` key, or the first server's own name.
@@ -72,7 +81,7 @@ impl Servers {
         budget: usize,
         require: bool,
         reporter: &Reporter,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, OpenError> {
         let first_started = async {
             match first {
                 Some(target) => Some(Connection::open(target, handler.for_server(None), None).await),
@@ -101,7 +110,7 @@ impl Servers {
                 failed: None,
                 gone: AtomicBool::new(false),
             }),
-            Some(Err(message)) => problems.push(message),
+            Some(Err(message)) => problems.push(OpenError::First(message)),
             None => {}
         }
         for (server, opened) in declared.iter().zip(others) {
@@ -114,11 +123,12 @@ impl Servers {
                         if require {
                             "stopping (`--require-servers`)"
                         } else {
-                            "going on without it (`--require-servers` makes this an error)"
+                            "going on without it (`--require-servers` stops the run instead)"
                         }
                     ));
-                    problems
-                        .extend(require.then(|| format!("the MCP server `{}` did not start: {reason}", server.name)));
+                    problems.extend(require.then(|| {
+                        OpenError::Required(format!("the MCP server `{}` did not start: {reason}", server.name))
+                    }));
                     (None, Some(reason))
                 }
             };
@@ -140,7 +150,7 @@ impl Servers {
 
     /// Calls `tool` on the server at `index`.
     pub async fn call(&self, index: usize, tool: &str, arguments: Map<String, Value>) -> Outcome {
-        let server = &self.list[index];
+        let Some(server) = self.list.get(index) else { return Outcome::error("the call has no server to go to") };
         match &server.connection {
             Some(connection) if !connection.is_gone() => connection.call(tool, arguments).await,
             _ => Outcome::error(format!(

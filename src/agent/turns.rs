@@ -37,8 +37,10 @@ pub enum Stop {
     TokenBudget,
     /// Ctrl-C (twice, or with nothing to cancel) or SIGTERM.
     Interrupted,
-    /// The provider failed.
+    /// The provider failed, or every server went away.
     Error(String),
+    /// A server `--require-servers` needs went away.
+    ServerLost(String),
 }
 
 impl Stop {
@@ -50,6 +52,7 @@ impl Stop {
             Self::TokenBudget => "token_budget",
             Self::Interrupted => "interrupted",
             Self::Error(_) => "error",
+            Self::ServerLost(_) => "server_lost",
         }
     }
 }
@@ -243,7 +246,7 @@ impl Agent<'_> {
                 if required { "stopping (`--require-servers`)" } else { "going on without its tools" }
             ));
             if required {
-                stop = Some(Stop::Error(format!(
+                stop = Some(Stop::ServerLost(format!(
                     "the MCP server `{name}` went away during the run (`--require-servers`)"
                 )));
             }

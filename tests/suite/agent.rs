@@ -53,7 +53,7 @@ const UNSET: [&str; 6] =
     ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TOOLBELT_ROOT", "TOOLBELT_STATE_DIR", "TOOLBELT_APPROVAL", "RUST_LOG"];
 
 /// `toolbelt-mcp agent` on `ws` against `llm`, headless (stdin is not a terminal).
-fn agent(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> tokio::process::Command {
+pub(super) fn agent(ws: &Workspace, llm: &ScriptedLlm, task: &str, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(BIN);
     for name in UNSET {
         cmd.env_remove(name);

@@ -1,15 +1,17 @@
 //! `toolbelt-mcp agent --mcp-config`: several MCP servers in one run. The README's config (the
-//! official memory server from npm, pinned, through `npx`) and `fixtures/mcp/odd_server.py` (tool names that need
-//! sanitising and cutting, a question, a big result, a tool that ends the server) are called
-//! by their qualified names; a server that is missing or goes away is reported and the run
-//! goes on, or stops with `--require-servers`.
+//! official memory server from npm, pinned, through `npx`) and `fixtures/mcp/odd_server.py`
+//! (tool names that need sanitising and cutting, a question, a big result, a tool that ends
+//! the server, one that waits to be cancelled) are called by their qualified names; a server
+//! that is missing or goes away is reported and the run goes on, or stops with
+//! `--require-servers`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::agent::{Ran, leftovers, project, run, run_with_env};
+use super::agent::{Ran, agent, leftovers, project, run, run_with_env};
 use super::common::Workspace;
 use super::llm::{ScriptedLlm, Wire};
 
@@ -152,12 +154,12 @@ async fn a_server_that_goes_away_is_reported_and_the_run_goes_on() {
 }
 
 #[tokio::test]
-async fn require_servers_makes_a_missing_or_departed_server_an_error() {
+async fn require_servers_stops_with_exit_3_on_a_missing_or_departed_server() {
     let ws = project();
     let file = config(&ws, json!({ODD: odd_server(&ws), "missing": {"command": "/nonexistent/mcp-server"}}));
     let llm = ScriptedLlm::start("server_goes_away_required", Wire::OpenAi).await;
     let ran = run(&ws, &llm, "end the fixture", &["--mcp-config", file.to_str().unwrap(), "--require-servers"]).await;
-    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert_eq!(ran.code, 3, "{}", ran.stderr);
     assert!(ran.stderr.contains("the MCP server `missing` did not start"), "{}", ran.stderr);
     assert!(llm.requests().is_empty(), "the model was asked before the servers were all there");
 
@@ -165,10 +167,10 @@ async fn require_servers_makes_a_missing_or_departed_server_an_error() {
     let ran =
         run(&ws, &llm, "end the fixture", &["--mcp-config", file.to_str().unwrap(), "--require-servers", "--json"])
             .await;
-    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert_eq!(ran.code, 3, "{}", ran.stderr);
     llm.assert_played();
     let summary = summary(&ran);
-    assert_eq!(summary["stop_reason"], "error");
+    assert_eq!((summary["stop_reason"].as_str(), summary["exit_code"].as_u64()), (Some("server_lost"), Some(3)));
     assert!(summary["error"].as_str().unwrap().contains("went away during the run (`--require-servers`)"), "{summary}");
 }
 
@@ -182,7 +184,7 @@ async fn no_toolbelt_offers_only_the_configured_servers() {
     llm.assert_played();
     let names = offered(&llm.requests()[0]);
     assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)), "{names:?}");
-    assert_eq!(names.len(), 5);
+    assert_eq!(names.len(), 6);
 
     let ran = run(&ws, &llm, "say hello", &["--no-toolbelt"]).await;
     assert_eq!(ran.code, 1);
@@ -228,5 +230,29 @@ async fn a_resumed_run_uses_the_servers_of_the_run_it_continues() {
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     again.assert_played();
     let names = offered(&again.requests()[0]);
-    assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)) && names.len() == 5, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)) && names.len() == 6, "{names:?}");
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_a_call_on_a_configured_server_too() {
+    let ws = project();
+    let file = config(&ws, json!({ODD: odd_server(&ws)}));
+    let llm = ScriptedLlm::start("server_cancel", Wire::Anthropic).await;
+    let mut child =
+        agent(&ws, &llm, "wait for the fixture", &["--mcp-config", file.to_str().unwrap()]).spawn().unwrap();
+    let marker = ws.root.join("wait.marker");
+    let seen = |what: &str| std::fs::read_to_string(&marker).unwrap_or_default().contains(what);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !seen("waiting") {
+        assert!(std::time::Instant::now() < deadline, "the call never reached the fixture");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("the agent hangs").unwrap();
+    assert_eq!(status.code(), Some(0));
+    llm.assert_played();
+    // The fixture heard `notifications/cancelled` for its call.
+    assert!(seen("cancelled"), "{:?}", std::fs::read_to_string(&marker));
+    assert!(leftovers(&ws.root).is_empty(), "processes left: {:?}", leftovers(&ws.root));
 }
