@@ -184,7 +184,7 @@ async fn no_toolbelt_offers_only_the_configured_servers() {
     llm.assert_played();
     let names = offered(&llm.requests()[0]);
     assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)), "{names:?}");
-    assert_eq!(names.len(), 6);
+    assert_eq!(names.len(), 7);
 
     let ran = run(&ws, &llm, "say hello", &["--no-toolbelt"]).await;
     assert_eq!(ran.code, 1);
@@ -230,7 +230,7 @@ async fn a_resumed_run_uses_the_servers_of_the_run_it_continues() {
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     again.assert_played();
     let names = offered(&again.requests()[0]);
-    assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)) && names.len() == 6, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with(ODD_QUALIFIED)) && names.len() == 7, "{names:?}");
 }
 
 #[tokio::test]
@@ -255,4 +255,25 @@ async fn ctrl_c_cancels_a_call_on_a_configured_server_too() {
     // The fixture heard `notifications/cancelled` for its call.
     assert!(seen("cancelled"), "{:?}", std::fs::read_to_string(&marker));
     assert!(leftovers(&ws.root).is_empty(), "processes left: {:?}", leftovers(&ws.root));
+}
+
+#[tokio::test]
+async fn a_configured_server_gets_its_entrys_env_but_never_the_provider_key() {
+    let ws = project();
+    let mut entry = odd_server(&ws);
+    entry["env"] = json!({"FIXTURE_SETTING": "from-the-entry"});
+    let file = config(&ws, json!({ODD: entry}));
+    let llm = ScriptedLlm::start("server_env", Wire::Anthropic).await;
+    // The key is in the agent's environment (ANTHROPIC_API_KEY, the wire's own) and another
+    // provider's key too: neither reaches the server.
+    let ran = run_with_env(
+        &ws,
+        &llm,
+        "show the environment",
+        &["--mcp-config", file.to_str().unwrap()],
+        &[("OPENAI_API_KEY", "sk-other")],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    llm.assert_played();
 }
