@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod config;
 mod error;
+mod metrics;
 mod policy;
 mod sandbox;
 mod schema;

@@ -80,6 +80,11 @@ impl Shared {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(key, session);
     }
 
+    /// How many transport sessions are open.
+    pub fn open_sessions(&self) -> usize {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
     /// The state of the transport session `key`.
     pub fn session_of(&self, key: &str) -> Option<Arc<Session>> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()

@@ -86,9 +86,9 @@ impl Store {
         let mut guard = self.connection.lock().unwrap_or_else(PoisonError::into_inner);
         let connection = match &mut *guard {
             Some(connection) => connection,
-            slot => slot.insert(open(&self.path).map_err(|err| err.at(&self.path, "opening it", busy))?),
+            slot => slot.insert(open(&self.path).map_err(|err| counted(err.at(&self.path, "opening it", busy)))?),
         };
-        work(connection).map_err(|err| err.at(&self.path, action, busy))
+        work(connection).map_err(|err| counted(err.at(&self.path, action, busy)))
     }
 
     /// Hears about every change made through this store (in this process).
@@ -101,6 +101,14 @@ impl Store {
         // No receiver is fine: nobody subscribed.
         let _ = self.changes.send(Changed { workspace: workspace.to_string(), uri });
     }
+}
+
+/// Counts a failure of the store itself in the metrics (not a request it refused).
+fn counted(err: StoreError) -> StoreError {
+    if !err.is_rule() {
+        crate::metrics::store_error();
+    }
+    err
 }
 
 /// Opens the database: creates its directory, sets WAL mode, the busy timeout and foreign

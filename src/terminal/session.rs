@@ -161,7 +161,9 @@ impl TermSession {
 
     /// Records the exit status when the leader exits.
     fn watch_exit(self: Arc<Self>, mut child: tokio::process::Child) {
+        let running = crate::metrics::RunningCommand::start();
         tokio::spawn(async move {
+            let _running = running;
             let status = match child.wait().await {
                 Ok(status) => Status::of(status),
                 Err(_) => Status::Exited(-1),

@@ -384,6 +384,11 @@ fn audit<O: Operation>(
             (format!("error:{}", audit::error_kind(&format!("{err:?}"))), err.to_string().len(), false, Vec::new())
         }
     };
+    let outcome_label = result.strip_prefix("error:").map_or_else(|| "ok".to_string(), crate::metrics::outcome_label);
+    crate::metrics::tool_call(tool_label(&context.signals.tool), O::NAME, outcome_label, elapsed, bytes);
+    if verdict.decision != "invalid" {
+        crate::metrics::approval(verdict.decision, verdict.decided_by);
+    }
     context.config.audit.write(&audit::Record {
         time: audit::now(),
         session: &context.session.id,
@@ -402,6 +407,16 @@ fn audit<O: Operation>(
         truncated,
         changed_files,
     });
+}
+
+/// The consolidated name of the tool a call named (`read_file` in the granular layout is
+/// `file_operations`), for metrics labels: a name from the registry, never the request's text.
+fn tool_label(requested: &str) -> &'static str {
+    let found = TOOLS.iter().find(|t| {
+        t.name == requested
+            || requested.strip_prefix(t.granular_prefix).is_some_and(|op| t.operations.iter().any(|o| o.name == op))
+    });
+    found.map_or("other", |t| t.name)
 }
 
 /// The fields every operation accepts: `escalate` and `justification`.

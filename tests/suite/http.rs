@@ -28,7 +28,7 @@ const NO_TOKEN: (&str, &str) = ("authorization", "");
 pub struct HttpServer {
     child: tokio::process::Child,
     /// `http://127.0.0.1:PORT`.
-    base: String,
+    pub base: String,
     /// What it wrote on stderr so far.
     stderr: Arc<Mutex<Vec<String>>>,
     /// The bearer token it requires: given, or generated (read from its startup lines).
@@ -123,7 +123,7 @@ impl HttpServer {
     }
 
     /// A client that opens a session (protocol before 2026-07-28).
-    async fn client(&self) -> Client {
+    pub async fn client(&self) -> Client {
         Client { service: ().serve(self.authed()).await.unwrap(), pid: None }
     }
 
@@ -517,12 +517,12 @@ fn run_request(command: &str) -> ClientRequest {
 }
 
 /// `run_command` fields of a background `sleep 300` that prints its pid first.
-fn background_sleep() -> Value {
+pub fn background_sleep() -> Value {
     json!({"command": format!("echo {}; exec sleep 300", super::common::SELF_PID), "background": true})
 }
 
 /// The pid a [`background_sleep`] printed.
-fn pid_of(started: &super::common::Reply) -> u32 {
+pub fn pid_of(started: &super::common::Reply) -> u32 {
     assert!(!started.is_error, "{}", started.text);
     super::common::host_pid(started.joined("stdout").as_str())
 }

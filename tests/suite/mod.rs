@@ -20,6 +20,7 @@ mod llm;
 #[cfg(target_os = "macos")]
 mod macos;
 mod memory;
+mod metrics;
 pub mod policy;
 mod protocol;
 mod read_file;

@@ -29,6 +29,8 @@ use crate::server::{Server, Shared};
 
 /// The MCP endpoint.
 pub const ENDPOINT: &str = "/mcp";
+/// The Prometheus metrics (behind the bearer token, like [`ENDPOINT`]).
+pub const METRICS: &str = "/metrics";
 /// How long open connections get to finish once everything else has stopped.
 const DRAIN: Duration = Duration::from_secs(2);
 
@@ -54,8 +56,10 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
         in_flight: Arc::default(),
         max_body_bytes: http.max_body_bytes,
     });
+    let metrics_shared = shared.clone();
     let app = Router::new()
         .route(HEALTH, get(|| async { "ok\n" }))
+        .route(METRICS, get(move || metrics(metrics_shared.clone())))
         .route_service(ENDPOINT, mcp)
         .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
 
@@ -102,6 +106,12 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     }
     config.audit.flush();
     outcome
+}
+
+/// Answers `GET /metrics`: every counter of `crate::metrics`, with the open sessions counted now.
+async fn metrics(shared: Arc<Shared>) -> impl axum::response::IntoResponse {
+    crate::metrics::set_sessions_open(shared.open_sessions());
+    ([(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], crate::metrics::render())
 }
 
 /// What the server says when it listens: its URL, whether and how requests are
