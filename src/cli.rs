@@ -158,6 +158,10 @@ pub struct CommonArgs {
     /// `always`. Env: `TOOLBELT_APPROVAL`.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approval: Option<Approval>,
+    /// The workspace todo lists and memories belong to (the same name on every machine shares
+    /// them). Default: the first root's git remote, else its path. Env: `TOOLBELT_WORKSPACE`.
+    #[arg(long, value_name = "NAME")]
+    pub workspace: Option<String>,
     /// Where to write the audit log (JSON lines), or `off`. Default:
     /// `<state dir>/audit.jsonl`. Env: `TOOLBELT_AUDIT_LOG`.
     #[arg(long, value_name = "FILE|off")]

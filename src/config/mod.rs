@@ -92,6 +92,9 @@ pub struct Config {
     pub forbid_catastrophic: bool,
     /// The audit log (off when its path is `None`).
     pub audit: AuditLog,
+    /// The workspace named for todo lists and memories (else the first root's git remote,
+    /// else its path: `store::workspace`).
+    pub workspace: Option<String>,
 }
 
 /// The keys a config file may hold; anything else is an error naming the key.
@@ -125,6 +128,7 @@ struct FileConfig {
     max_file_bytes: Option<u64>,
     audit_log: Option<PathBuf>,
     audit_log_max_bytes: Option<u64>,
+    workspace: Option<String>,
 }
 
 /// Reads an environment variable; injected so resolution is testable without touching the
@@ -289,6 +293,15 @@ impl Config {
             None => default_shell(env),
         };
 
+        let workspace = match (&args.workspace, env("TOOLBELT_WORKSPACE"), &file.workspace) {
+            (Some(name), _, _) => Some(name.clone()),
+            (None, Some(name), _) => Some(name.to_string_lossy().into_owned()),
+            (None, None, name) => name.clone(),
+        };
+        if let Some(name) = &workspace {
+            check_workspace(name)?;
+        }
+
         Ok(Arc::new(Self {
             roots,
             roots_explicit,
@@ -315,8 +328,21 @@ impl Config {
             forbidden_commands,
             forbid_catastrophic: file.forbid_catastrophic.unwrap_or(true),
             audit,
+            workspace,
         }))
     }
+}
+
+/// Refuses a workspace name that is empty, too long or holds control characters.
+fn check_workspace(name: &str) -> Result<(), ConfigError> {
+    if name.trim().is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
+        return Err(ConfigError::OutOfRange {
+            key: "workspace",
+            value: format!("{name:?}"),
+            expected: "1 to 256 characters without control characters, e.g. `github.com/acme/tool` or `team-x`",
+        });
+    }
+    Ok(())
 }
 
 /// Refuses an audit log the agent could empty or delete (inside a root or writable root,

@@ -131,9 +131,10 @@ impl Server {
         }
     }
 
-    /// The workspace key of todo lists and memories: the first root.
+    /// The workspace key of todo lists and memories (`store::workspace`).
     async fn workspace(&self) -> String {
-        self.roots.current().await.first().display().to_string()
+        let roots = self.roots.current().await;
+        self.shared.store.workspace_key(self.shared.config.workspace.as_deref(), roots.first())
     }
 
     /// The connection's own state (created on first use).

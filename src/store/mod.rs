@@ -10,6 +10,7 @@ mod migrations;
 pub mod search;
 pub mod todo_rules;
 pub mod todos;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -37,6 +38,14 @@ pub struct Store {
     path: PathBuf,
     connection: Mutex<Option<Connection>>,
     changes: broadcast::Sender<Changed>,
+    adoptions: Mutex<Adoptions>,
+}
+
+/// Records kept under a root's path, to move to its workspace key (see [`Store::workspace_key`]).
+#[derive(Debug, Default)]
+struct Adoptions {
+    pending: Vec<(String, String)>,
+    done: std::collections::HashSet<(String, String)>,
 }
 
 /// A resource whose content changed (sent after the transaction committed).
@@ -52,7 +61,48 @@ impl Store {
     /// The store kept in `state_dir`; nothing is opened until the first call.
     pub fn new(state_dir: &Path) -> Arc<Self> {
         let (changes, _) = broadcast::channel(256);
-        Arc::new(Self { path: state_dir.join(FILE_NAME), connection: Mutex::new(None), changes })
+        let adoptions = Mutex::default();
+        Arc::new(Self { path: state_dir.join(FILE_NAME), connection: Mutex::new(None), changes, adoptions })
+    }
+
+    /// The key of the todo lists and memories of `first_root`'s workspace, or of the one
+    /// `named` ([`workspace::identity`]). When it is not the root's path, the records kept
+    /// under the path (before workspaces followed git remotes) move to it at the next call
+    /// that opens the database; a list or memory the key already has stays where it was.
+    pub fn workspace_key(&self, named: Option<&str>, first_root: &Path) -> String {
+        let identity = workspace::identity(named, first_root);
+        if let Some(path) = identity.adopts {
+            let pair = (path, identity.key.clone());
+            let mut adoptions = self.adoptions.lock().unwrap_or_else(PoisonError::into_inner);
+            if !adoptions.done.contains(&pair) && !adoptions.pending.contains(&pair) {
+                adoptions.pending.push(pair);
+            }
+        }
+        identity.key
+    }
+
+    /// Moves the records of the pending adoptions (once each; a failure is logged, not retried).
+    fn adopt(&self, connection: &mut Connection) {
+        let pending = std::mem::take(&mut self.adoptions.lock().unwrap_or_else(PoisonError::into_inner).pending);
+        for (from, to) in pending {
+            let moved = (|| -> rusqlite::Result<usize> {
+                let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let sql = "UPDATE OR IGNORE todo_lists SET workspace = ?2 WHERE workspace = ?1";
+                let lists = transaction.execute(sql, [&from, &to])?;
+                let sql = "UPDATE OR IGNORE memories SET workspace = ?2 WHERE workspace = ?1";
+                let memories = transaction.execute(sql, [&from, &to])?;
+                transaction.commit()?;
+                Ok(lists + memories)
+            })();
+            match moved {
+                Ok(0) => {}
+                Ok(moved) => tracing::info!(from, to, moved, "todo lists and memories moved to the workspace's key"),
+                Err(err) => {
+                    tracing::warn!(from, to, %err, "cannot move todo lists and memories to the workspace's key")
+                }
+            }
+            self.adoptions.lock().unwrap_or_else(PoisonError::into_inner).done.insert((from, to));
+        }
     }
 
     /// The database file.
@@ -88,6 +138,7 @@ impl Store {
             Some(connection) => connection,
             slot => slot.insert(open(&self.path).map_err(|err| counted(err.at(&self.path, "opening it", busy)))?),
         };
+        self.adopt(connection);
         work(connection).map_err(|err| counted(err.at(&self.path, action, busy)))
     }
 

@@ -182,9 +182,9 @@ pub enum Severity {
 pub type Notify = dyn Fn(Severity, String) + Send + Sync;
 
 impl Context {
-    /// The key of this workspace's todo lists and memories: the first root's path.
+    /// The key of this workspace's todo lists and memories (`store::workspace`).
     pub fn workspace(&self) -> String {
-        self.roots.first().display().to_string()
+        self.store.workspace_key(self.config.workspace.as_deref(), self.roots.first())
     }
 }
 

@@ -32,4 +32,5 @@ mod search;
 mod sessions;
 mod terminal;
 mod todo;
+mod workspaces;
 mod write;
