@@ -53,20 +53,18 @@ fn launch_method(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, exe: Option<&
     }
 }
 
-/// The todo and memory database: its path and what it holds, or why it cannot be read.
+/// The todo and memory database: where it is and what it holds, or why it cannot be read.
 fn database_report(config: &Config) -> String {
     let store = crate::store::Store::new(&config.state_dir);
-    let path = store.path().display().to_string();
-    if !fs::exists(store.path()) {
-        return format!("{path} (not created yet: made on the first todo or memory call)");
-    }
-    let counted = store.run_blocking("counting its contents", |c| {
-        let count = |table: &str| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get::<_, i64>(0));
-        Ok((count("todo_lists")?, count("memories")?))
-    });
-    match counted {
-        Ok((lists, memories)) => format!("{path} ({lists} todo lists, {memories} memories)"),
-        Err(err) => format!("{path}: {err}"),
+    let location = store.location();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => return format!("{location}: cannot start a runtime to read it: {err}"),
+    };
+    match runtime.block_on(store.counts()) {
+        Ok(None) => format!("{location} (not created yet: made on the first todo or memory call)"),
+        Ok(Some((lists, memories))) => format!("{location} ({lists} todo lists, {memories} memories)"),
+        Err(err) => format!("{location}: {err}"),
     }
 }
 

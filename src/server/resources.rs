@@ -8,7 +8,7 @@ use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 
 use crate::server::Server;
 use crate::session::Session;
-use crate::store::{GLOBAL, StoreError, memory, todos};
+use crate::store::{GLOBAL, StoreError, memory};
 use crate::tools::{memory as memory_tool, todo};
 
 /// The resource showing the policy and the session's grants.
@@ -72,16 +72,14 @@ pub async fn list(server: &Server) -> Vec<Resource> {
     let mut listed = vec![policy];
     let workspace = server.workspace().await;
     let workspace_key = workspace.clone();
-    let found = server
-        .shared
-        .store
-        .run("listing resources", move |c| {
-            let lists = todos::lists(c, &workspace)?;
-            let local = memory::collections(c, &workspace)?;
-            let global = memory::collections(c, GLOBAL)?;
-            Ok((lists, local, global))
-        })
-        .await;
+    let store = &server.shared.store;
+    let found = async {
+        let lists = store.todo_lists(&workspace).await?;
+        let local = store.memory_collections(&workspace).await?;
+        let global = store.memory_collections(GLOBAL).await?;
+        Ok::<_, crate::store::StoreError>((lists, local, global))
+    }
+    .await;
     let (lists, local, global) = match found {
         Ok(found) => found,
         Err(err) => {
@@ -144,8 +142,7 @@ pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<R
         }
         Target::Todo(name) => {
             let workspace = server.workspace().await;
-            let key = workspace.clone();
-            let list = server.shared.store.run("reading a todo list", move |c| todos::read(c, &key, &name)).await;
+            let list = server.shared.store.todo_read(&workspace, &name).await;
             let list = list.map_err(|err| store_error(&err))?;
             let json = serde_json::json!({
                 "list": list.name,
@@ -161,14 +158,12 @@ pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<R
         }
         Target::Memory { global, collection } => {
             let key = if global { GLOBAL.to_string() } else { server.workspace().await };
-            let name = collection.clone();
-            let found = server
-                .shared
-                .store
-                .run("reading a memory collection", move |c| {
-                    Ok((memory::recent(c, &key, &name, COLLECTION_PAGE)?, memory::collections(c, &key)?))
-                })
-                .await;
+            let store = &server.shared.store;
+            let found = async {
+                let recent = store.memory_recent(&key, &collection, COLLECTION_PAGE).await?;
+                Ok::<_, crate::store::StoreError>((recent, store.memory_collections(&key).await?))
+            }
+            .await;
             let (memories, collections) = found.map_err(|err| store_error(&err))?;
             let total = collections.iter().find(|c| c.name == collection).map_or(0, |c| c.count);
             Ok(vec![

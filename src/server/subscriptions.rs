@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::Server;
 use crate::server::resources::{Target, parse};
-use crate::store::{Changed, GLOBAL, memory, todos};
+use crate::store::{Changed, GLOBAL};
 
 /// How often subscribed resources are checked for changes made by other processes.
 const POLL: Duration = Duration::from_secs(1);
@@ -128,13 +128,11 @@ impl Changes {
             Target::Policy => return None,
             Target::Todo(name) => {
                 let workspace = self.server.workspace().await;
-                let read = move |c: &mut rusqlite::Connection| Ok([todos::revision(c, &workspace, &name)?, 0, 0]);
-                self.server.shared.store.run("checking a todo list for changes", read).await
+                self.server.shared.store.todo_revision(&workspace, &name).await.map(|revision| [revision, 0, 0])
             }
             Target::Memory { global, collection } => {
                 let workspace = if global { GLOBAL.to_string() } else { self.server.workspace().await };
-                let read = move |c: &mut rusqlite::Connection| memory::fingerprint(c, &workspace, &collection);
-                self.server.shared.store.run("checking a memory collection for changes", read).await
+                self.server.shared.store.memory_fingerprint(&workspace, &collection).await
             }
         };
         found.inspect_err(|err| tracing::debug!(%err, uri, "cannot check a resource for changes")).ok()

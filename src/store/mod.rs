@@ -1,42 +1,42 @@
-//! The embedded SQLite store for todo lists and memories: one database file under the state
-//! dir, opened on first use (so it costs nothing at start-up), in WAL mode with a busy
-//! timeout, so every server process of the user can share it. Every change is one
-//! `BEGIN IMMEDIATE` transaction: concurrent writers wait for each other instead of losing
-//! updates.
+//! Todo lists and memories: the [`Store`] every connection of the process shares, in front
+//! of an engine ([`Backend`]: SQLite, embedded, by default), plus the rules every engine
+//! applies alike (`todo_rules`, the checks in `memory`), the workspace keys (`workspace`) and
+//! the change notices subscriptions hear.
 
+pub mod backend;
 mod error;
 pub mod memory;
 mod migrations;
 pub mod search;
+mod sqlite;
 pub mod todo_rules;
 pub mod todos;
 pub mod workspace;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
 use tokio::sync::broadcast;
 
+pub use backend::{Backend, MemoryEdit, TodoChange};
 pub use error::StoreError;
+pub use sqlite::Sqlite;
 
-use crate::sandbox::fs;
+use crate::store::memory::{Collection, Memory, NewMemory, Stored};
+use crate::store::search::{Found, Query};
+use crate::store::todos::{Saved, Summary, TodoList};
 
 /// The database's file name under the state dir.
 pub const FILE_NAME: &str = "toolbelt.db";
 
-/// How long a call waits for another process's transaction before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The workspace key of the global scope (a workspace key is otherwise an absolute path).
+/// The workspace key of the global scope (a workspace key is otherwise a path or a name).
 pub const GLOBAL: &str = "";
 
 /// The store, shared by every connection of the process.
 #[derive(Debug)]
 pub struct Store {
-    path: PathBuf,
-    connection: Mutex<Option<Connection>>,
+    backend: Box<dyn Backend>,
     changes: broadcast::Sender<Changed>,
     adoptions: Mutex<Adoptions>,
 }
@@ -58,17 +58,26 @@ pub struct Changed {
 }
 
 impl Store {
-    /// The store kept in `state_dir`; nothing is opened until the first call.
+    /// The SQLite store kept in `state_dir`; nothing is opened until the first call.
     pub fn new(state_dir: &Path) -> Arc<Self> {
+        Self::with(Box::new(Sqlite::new(state_dir.join(FILE_NAME))))
+    }
+
+    /// The store kept by `backend`.
+    pub fn with(backend: Box<dyn Backend>) -> Arc<Self> {
         let (changes, _) = broadcast::channel(256);
-        let adoptions = Mutex::default();
-        Arc::new(Self { path: state_dir.join(FILE_NAME), connection: Mutex::new(None), changes, adoptions })
+        Arc::new(Self { backend, changes, adoptions: Mutex::default() })
+    }
+
+    /// Where the records are, for messages.
+    pub fn location(&self) -> String {
+        self.backend.location()
     }
 
     /// The key of the todo lists and memories of `first_root`'s workspace, or of the one
     /// `named` ([`workspace::identity`]). When it is not the root's path, the records kept
-    /// under the path (before workspaces followed git remotes) move to it at the next call
-    /// that opens the database; a list or memory the key already has stays where it was.
+    /// under the path (before workspaces followed git remotes) move to it before the next
+    /// call; a list or memory the key already has stays where it was.
     pub fn workspace_key(&self, named: Option<&str>, first_root: &Path) -> String {
         let identity = workspace::identity(named, first_root);
         if let Some(path) = identity.adopts {
@@ -82,19 +91,10 @@ impl Store {
     }
 
     /// Moves the records of the pending adoptions (once each; a failure is logged, not retried).
-    fn adopt(&self, connection: &mut Connection) {
+    async fn adopt_pending(&self) {
         let pending = std::mem::take(&mut self.adoptions.lock().unwrap_or_else(PoisonError::into_inner).pending);
         for (from, to) in pending {
-            let moved = (|| -> rusqlite::Result<usize> {
-                let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                let sql = "UPDATE OR IGNORE todo_lists SET workspace = ?2 WHERE workspace = ?1";
-                let lists = transaction.execute(sql, [&from, &to])?;
-                let sql = "UPDATE OR IGNORE memories SET workspace = ?2 WHERE workspace = ?1";
-                let memories = transaction.execute(sql, [&from, &to])?;
-                transaction.commit()?;
-                Ok(lists + memories)
-            })();
-            match moved {
+            match self.backend.adopt(&from, &to).await {
                 Ok(0) => {}
                 Ok(moved) => tracing::info!(from, to, moved, "todo lists and memories moved to the workspace's key"),
                 Err(err) => {
@@ -105,41 +105,88 @@ impl Store {
         }
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Runs `work` on the connection off the async threads, opening (and migrating) the
-    /// database first if needed. Raw SQLite errors come back naming the file, sorted by what
-    /// the user can do about them; `action` says what was being done.
-    pub async fn run<T, F>(self: &Arc<Self>, action: &'static str, work: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        let store = self.clone();
-        let joined = tokio::task::spawn_blocking(move || store.run_blocking(action, work)).await;
-        joined.unwrap_or_else(|err| {
-            Err(StoreError::Failed { path: self.path.clone(), action, message: format!("the worker failed: {err}") })
+    /// Runs one call on the engine: pending adoptions first; failures of the store itself
+    /// counted in the metrics (not requests it refused).
+    async fn call<'a, T>(
+        &'a self,
+        answer: impl FnOnce(&'a dyn Backend) -> backend::Answer<'a, T>,
+    ) -> Result<T, StoreError> {
+        self.adopt_pending().await;
+        answer(self.backend.as_ref()).await.inspect_err(|err| {
+            if !err.is_rule() {
+                crate::metrics::store_error();
+            }
         })
     }
 
-    /// [`Store::run`] on the calling thread.
-    pub fn run_blocking<T>(
+    /// The list `name` of `workspace` (empty if never written).
+    pub async fn todo_read(&self, workspace: &str, name: &str) -> Result<TodoList, StoreError> {
+        self.call(|b| b.todo_read(workspace, name)).await
+    }
+
+    /// Applies `change` to list `name` in one transaction, after checking every rule.
+    pub async fn todo_change(&self, workspace: &str, name: &str, change: TodoChange) -> Result<Saved, StoreError> {
+        self.call(|b| b.todo_change(workspace, name, change)).await
+    }
+
+    /// How many times list `name` was saved (0: never).
+    pub async fn todo_revision(&self, workspace: &str, name: &str) -> Result<i64, StoreError> {
+        self.call(|b| b.todo_revision(workspace, name)).await
+    }
+
+    /// The workspace's lists, by name.
+    pub async fn todo_lists(&self, workspace: &str) -> Result<Vec<Summary>, StoreError> {
+        self.call(|b| b.todo_lists(workspace)).await
+    }
+
+    /// Stores a memory, or finds the same content already in its collection.
+    pub async fn memory_store(&self, workspace: &str, memory: &NewMemory) -> Result<Stored, StoreError> {
+        self.call(|b| b.memory_store(workspace, memory)).await
+    }
+
+    /// Memory `id` of `workspace` or the global scope.
+    pub async fn memory_get(&self, workspace: &str, id: i64) -> Result<Memory, StoreError> {
+        self.call(|b| b.memory_get(workspace, id)).await
+    }
+
+    /// Changes the given fields of memory `id`; returns it as stored.
+    pub async fn memory_update(&self, workspace: &str, id: i64, edit: MemoryEdit) -> Result<Memory, StoreError> {
+        self.call(|b| b.memory_update(workspace, id, edit)).await
+    }
+
+    /// Deletes memory `id`; returns what it was.
+    pub async fn memory_delete(&self, workspace: &str, id: i64) -> Result<Memory, StoreError> {
+        self.call(|b| b.memory_delete(workspace, id)).await
+    }
+
+    /// The workspace's collections, by name.
+    pub async fn memory_collections(&self, workspace: &str) -> Result<Vec<Collection>, StoreError> {
+        self.call(|b| b.memory_collections(workspace)).await
+    }
+
+    /// A value that changes whenever a memory of the collection changes.
+    pub async fn memory_fingerprint(&self, workspace: &str, collection: &str) -> Result<[i64; 3], StoreError> {
+        self.call(|b| b.memory_fingerprint(workspace, collection)).await
+    }
+
+    /// The newest `limit` memories of a collection, newest first.
+    pub async fn memory_recent(
         &self,
-        action: &'static str,
-        work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let busy = BUSY_TIMEOUT.as_secs();
-        // A panic mid-call leaves no open transaction (dropping one rolls it back).
-        let mut guard = self.connection.lock().unwrap_or_else(PoisonError::into_inner);
-        let connection = match &mut *guard {
-            Some(connection) => connection,
-            slot => slot.insert(open(&self.path).map_err(|err| counted(err.at(&self.path, "opening it", busy)))?),
-        };
-        self.adopt(connection);
-        work(connection).map_err(|err| counted(err.at(&self.path, action, busy)))
+        workspace: &str,
+        collection: &str,
+        limit: u32,
+    ) -> Result<Vec<Memory>, StoreError> {
+        self.call(|b| b.memory_recent(workspace, collection, limit)).await
+    }
+
+    /// Ranked search.
+    pub async fn memory_search(&self, workspace: &str, query: &Query) -> Result<Found, StoreError> {
+        self.call(|b| b.memory_search(workspace, query)).await
+    }
+
+    /// How many todo lists and memories there are (`None`: nothing created yet).
+    pub async fn counts(&self) -> Result<Option<(i64, i64)>, StoreError> {
+        self.backend.counts().await
     }
 
     /// Hears about every change made through this store (in this process).
@@ -152,75 +199,6 @@ impl Store {
         // No receiver is fine: nobody subscribed.
         let _ = self.changes.send(Changed { workspace: workspace.to_string(), uri });
     }
-}
-
-/// Counts a failure of the store itself in the metrics (not a request it refused).
-fn counted(err: StoreError) -> StoreError {
-    if !err.is_rule() {
-        crate::metrics::store_error();
-    }
-    err
-}
-
-/// Opens the database: creates its directory, sets WAL mode, the busy timeout and foreign
-/// keys, and migrates it. A file whose write permission was removed is opened read-only.
-fn open(path: &Path) -> Result<Connection, StoreError> {
-    if let Some(dir) = path.parent() {
-        fs::create_private_dir(dir).map_err(|err| StoreError::Open {
-            path: path.to_path_buf(),
-            reason: format!("cannot create its directory: {err}"),
-        })?;
-    }
-    let write_protected = fs::is_write_protected(path);
-    let mode = if write_protected {
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-    };
-    let mut connection = Connection::open_with_flags(path, mode | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
-    connection.busy_timeout(BUSY_TIMEOUT)?;
-    // Every statement the store runs stays prepared (there are about 30).
-    connection.set_prepared_statement_cache_capacity(64);
-    connection.pragma_update(None, "foreign_keys", true)?;
-    if write_protected {
-        // Reads work on a current schema; every write then fails as read-only.
-        return match schema_is_current(&connection) {
-            Ok(true) => Ok(connection),
-            Ok(false) | Err(_) => Err(StoreError::ReadOnly { path: path.to_path_buf() }),
-        };
-    }
-    // WAL: readers never block the writer; NORMAL sync is crash-safe in WAL mode (a power cut
-    // may lose the last commits, never corrupt the file).
-    use_wal(&connection)?;
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
-    migrations::migrate(&mut connection)?;
-    Ok(connection)
-}
-
-/// Switches the database to WAL mode. When two processes create the database at once, the
-/// switch can fail at once with "database is locked" (SQLite skips the busy handler where
-/// waiting could deadlock), so it is retried until the busy timeout.
-fn use_wal(connection: &Connection) -> Result<(), StoreError> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-    loop {
-        match connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0)) {
-            Ok(_) => return Ok(()),
-            Err(err) if is_busy(&err) && std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(err) => return Err(err.into()),
-        }
-    }
-}
-
-fn is_busy(err: &rusqlite::Error) -> bool {
-    matches!(err.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
-}
-
-/// Whether a read-only database can be used as it is (it needs no migration).
-fn schema_is_current(connection: &Connection) -> Result<bool, StoreError> {
-    let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    Ok(version == migrations::LATEST as i64)
 }
 
 /// Milliseconds since the Unix epoch, for `updated_at` columns.
@@ -277,19 +255,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn opens_lazily_migrates_and_names_the_file_in_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(&dir.path().join("state"));
-        assert!(!fs::exists(store.path()), "nothing is opened before the first call");
-        let mode: String =
-            store.run_blocking("reading", |c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?)).unwrap();
-        assert_eq!(mode, "wal");
-        let err = store.run_blocking("testing", |c| Ok(c.execute("INSERT INTO nowhere VALUES (1)", [])?)).unwrap_err();
-        assert!(err.to_string().contains("failed while testing"), "{err}");
-        assert!(err.to_string().contains(&store.path().display().to_string()), "{err}");
-    }
-
-    #[test]
     fn names_are_checked() {
         assert!(check_name("list", "release-1.2_b").is_ok());
         for bad in ["", "-x", "a/b", "a b", &"x".repeat(65)] {
@@ -300,27 +265,5 @@ mod tests {
     #[test]
     fn timestamps_are_rfc3339() {
         assert_eq!(timestamp(86_400_000), "1970-01-02T00:00:00Z");
-    }
-
-    #[test]
-    fn four_connections_creating_the_database_at_once_all_open_it() {
-        // Without the retry in `use_wal`, about one round in ten failed with "database is locked".
-        for _ in 0..50 {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join(FILE_NAME);
-            let barrier = Arc::new(std::sync::Barrier::new(4));
-            let openers: Vec<_> = (0..4)
-                .map(|_| {
-                    let (path, barrier) = (path.clone(), barrier.clone());
-                    std::thread::spawn(move || {
-                        barrier.wait();
-                        open(&path).map(|_| ())
-                    })
-                })
-                .collect();
-            for opener in openers {
-                opener.join().unwrap().unwrap();
-            }
-        }
     }
 }

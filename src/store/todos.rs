@@ -1,5 +1,5 @@
-//! Todo lists: items, their statuses, and the transactions that read and change a list. Each
-//! list belongs to a workspace (the first root) and has a name (`default` unless given).
+//! Todo lists: items, their statuses, and the SQLite transactions that read and change a list.
+//! Each list belongs to a workspace (`store::workspace`) and has a name (`default` unless given).
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use schemars::JsonSchema;

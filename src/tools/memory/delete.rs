@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
-use crate::store::memory;
 use crate::tools::memory::{Scope, changed, titled};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
@@ -47,7 +46,7 @@ impl Operation for Delete {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let workspace = call.context.workspace();
-        let gone = call.context.store.run("deleting a memory", move |c| memory::delete(c, &workspace, args.id)).await?;
+        let gone = call.context.store.memory_delete(&workspace, args.id).await?;
         changed(&call.context, &gone.workspace, &gone.collection);
         let scope = Scope::of_key(&gone.workspace);
         let text = format!(

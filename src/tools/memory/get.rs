@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
-use crate::store::{memory, timestamp};
+use crate::store::timestamp;
 use crate::tools::memory::{Scope, titled};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
@@ -54,7 +54,7 @@ impl Operation for Get {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let workspace = call.context.workspace();
-        let found = call.context.store.run("reading a memory", move |c| memory::get(c, &workspace, args.id)).await?;
+        let found = call.context.store.memory_get(&workspace, args.id).await?;
         let scope = Scope::of_key(&found.workspace);
         let tags = if found.tags.is_empty() { String::new() } else { format!(" [{}]", found.tags.join(", ")) };
         let text = format!(

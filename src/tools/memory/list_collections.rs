@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
-use crate::store::{memory, timestamp};
+use crate::store::timestamp;
 use crate::tools::memory::Scope;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
@@ -54,8 +54,7 @@ impl Operation for ListCollections {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let workspace = args.scope.key(&call.context);
-        let found =
-            call.context.store.run("listing memory collections", move |c| memory::collections(c, &workspace)).await?;
+        let found = call.context.store.memory_collections(&workspace).await?;
         let mut text = if found.is_empty() {
             format!("no memories in the {} scope yet; `store` one", args.scope.as_str())
         } else {

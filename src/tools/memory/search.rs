@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::store::memory;
-use crate::store::search::{self, MAX_LIMIT, Mode, Query};
+use crate::store::search::{MAX_LIMIT, Mode, Query};
 use crate::store::timestamp;
 use crate::tools::memory::{Scope, titled};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
@@ -104,8 +104,7 @@ impl Operation for Search {
             offset: args.offset,
         };
         let workspace = args.scope.key(&call.context);
-        let found =
-            call.context.store.run("searching memories", move |c| search::search(c, &workspace, &query)).await?;
+        let found = call.context.store.memory_search(&workspace, &query).await?;
         let shown = found.hits.len() as u32;
         let next_offset = (i64::from(args.offset + shown) < found.total).then_some(args.offset + shown);
         let mut text = match (found.total, shown) {

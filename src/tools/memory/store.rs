@@ -62,8 +62,7 @@ impl Operation for Store {
             collection: collection_name(args.collection)?,
         };
         let key = args.scope.key(&call.context);
-        let (workspace, memory) = (key.clone(), new.clone());
-        let stored = call.context.store.run("storing a memory", move |c| memory::store(c, &workspace, &memory)).await?;
+        let stored = call.context.store.memory_store(&key, &new).await?;
         let text = if stored.duplicate {
             format!(
                 "already stored as memory {} in `{}` ({} scope); nothing changed (`update` changes its title or tags)",

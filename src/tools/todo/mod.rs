@@ -10,9 +10,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::ToolError;
-use crate::store::StoreError;
 use crate::store::todo_rules::{percent, plural};
-use crate::store::todos::{self, Item, Priority, Saved, Status, TodoList};
+use crate::store::todos::{Item, Priority, Status, TodoList};
+use crate::store::{StoreError, TodoChange};
 use crate::tools::{Context, OperationDef, Reply, ToolDef};
 
 /// The `todo_operations` tool and its operations, in listing order.
@@ -114,15 +114,10 @@ fn reply(list: TodoList, changes: Option<Vec<String>>, warnings: Vec<String>) ->
 
 /// Runs one change of list `list` (`action` says what, for errors) and replies with the list
 /// as saved (subscribers of its resource hear of it), or with why it was refused.
-async fn change(
-    context: &Context,
-    list: Option<String>,
-    action: &'static str,
-    apply: impl FnOnce(&mut rusqlite::Connection, &str, &str) -> Result<Saved, StoreError> + Send + 'static,
-) -> Result<Reply<ListOutput>, ToolError> {
+async fn change(context: &Context, list: Option<String>, apply: TodoChange) -> Result<Reply<ListOutput>, ToolError> {
     let name = list_name(list)?;
-    let (workspace, list) = (context.workspace(), name.clone());
-    match context.store.run(action, move |c| apply(c, &workspace, &list)).await {
+    let workspace = context.workspace();
+    match context.store.todo_change(&workspace, &name, apply).await {
         Ok(saved) => {
             context.store.changed(&context.workspace(), uri(&saved.list.name));
             Ok(reply(saved.list, Some(saved.changes), saved.warnings))
@@ -136,9 +131,7 @@ async fn change(
 async fn refused(context: &Context, name: String, err: StoreError) -> ToolError {
     let workspace = context.workspace();
     let shown = match &err {
-        StoreError::Rule(_) | StoreError::NotFound(_) => {
-            context.store.run("reading a todo list", move |c| todos::read(c, &workspace, &name)).await.ok()
-        }
+        StoreError::Rule(_) | StoreError::NotFound(_) => context.store.todo_read(&workspace, &name).await.ok(),
         _ => None,
     };
     match (shown, err) {

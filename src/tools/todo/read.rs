@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::store::todos;
 use crate::tools::todo::{ListOutput, list_name, reply};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
@@ -35,7 +34,7 @@ impl Operation for Read {
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let name = list_name(args.list)?;
         let workspace = call.context.workspace();
-        let list = call.context.store.run("reading a todo list", move |c| todos::read(c, &workspace, &name)).await?;
+        let list = call.context.store.todo_read(&workspace, &name).await?;
         Ok(reply(list, None, Vec::new()))
     }
 }

@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::store::todos::{self, Patch};
+use crate::store::TodoChange;
+use crate::store::todos::Patch;
 use crate::tools::todo::{ListOutput, change};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
@@ -35,9 +36,6 @@ impl Operation for Update {
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let items = args.updates;
-        change(&call.context, args.list, "updating a todo list", move |c, workspace, list| {
-            todos::update(c, workspace, list, items)
-        })
-        .await
+        change(&call.context, args.list, TodoChange::Update(items)).await
     }
 }

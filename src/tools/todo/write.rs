@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::store::todos::{self, Draft};
+use crate::store::TodoChange;
+use crate::store::todos::Draft;
 use crate::tools::todo::{ListOutput, change};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
 
@@ -35,9 +36,6 @@ impl Operation for Write {
 
     async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
         let items = args.todos;
-        change(&call.context, args.list, "saving a todo list", move |c, workspace, list| {
-            todos::write(c, workspace, list, items)
-        })
-        .await
+        change(&call.context, args.list, TodoChange::Write(items)).await
     }
 }
