@@ -158,6 +158,11 @@ pub struct CommonArgs {
     /// `always`. Env: `TOOLBELT_APPROVAL`.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approval: Option<Approval>,
+    /// Where todo lists and memories are kept: a PostgreSQL URL
+    /// (`postgres://user@host:port/db`, `postgres://user@/db?host=/run/postgresql`) shared by a
+    /// team's servers. Default: SQLite in the state dir. Env: `TOOLBELT_STORE`.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// The workspace todo lists and memories belong to (the same name on every machine shares
     /// them). Default: the first root's git remote, else its path. Env: `TOOLBELT_WORKSPACE`.
     #[arg(long, value_name = "NAME")]

@@ -55,12 +55,16 @@ fn launch_method(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, exe: Option<&
 
 /// The todo and memory database: where it is and what it holds, or why it cannot be read.
 fn database_report(config: &Config) -> String {
-    let store = crate::store::Store::new(&config.state_dir);
-    let location = store.location();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(err) => return format!("{location}: cannot start a runtime to read it: {err}"),
+        Err(err) => return format!("cannot start a runtime to read the database: {err}"),
     };
+    let _entered = runtime.enter();
+    let store = match crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir) {
+        Ok(store) => store,
+        Err(err) => return err,
+    };
+    let location = store.location();
     match runtime.block_on(store.counts()) {
         Ok(None) => format!("{location} (not created yet: made on the first todo or memory call)"),
         Ok(Some((lists, memories))) => format!("{location} ({lists} todo lists, {memories} memories)"),

@@ -92,6 +92,8 @@ pub struct Config {
     pub forbid_catastrophic: bool,
     /// The audit log (off when its path is `None`).
     pub audit: AuditLog,
+    /// The PostgreSQL database todo lists and memories are kept in (else SQLite in the state dir).
+    pub store: Option<StoreUrl>,
     /// The workspace named for todo lists and memories (else the first root's git remote,
     /// else its path: `store::workspace`).
     pub workspace: Option<String>,
@@ -129,6 +131,24 @@ struct FileConfig {
     audit_log: Option<PathBuf>,
     audit_log_max_bytes: Option<u64>,
     workspace: Option<String>,
+    store: Option<String>,
+}
+
+/// A store URL, which may hold a password: never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl(String);
+
+impl StoreUrl {
+    /// The URL itself (for the driver only).
+    pub fn url(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreUrl(…)")
+    }
 }
 
 /// Reads an environment variable; injected so resolution is testable without touching the
@@ -301,6 +321,23 @@ impl Config {
         if let Some(name) = &workspace {
             check_workspace(name)?;
         }
+        let store = match (&args.store, env("TOOLBELT_STORE"), &file.store) {
+            (Some(url), _, _) => Some(url.clone()),
+            (None, Some(url), _) => Some(url.to_string_lossy().into_owned()),
+            (None, None, url) => url.clone(),
+        };
+        let store = match store.filter(|url| !url.is_empty() && url != "sqlite") {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => Some(StoreUrl(url)),
+            Some(other) => {
+                let shown = other.split('@').next_back().unwrap_or_default();
+                return Err(ConfigError::OutOfRange {
+                    key: "store",
+                    value: format!("…{shown}"),
+                    expected: "`sqlite` (the default: the state dir's database) or a PostgreSQL URL such as `postgres://toolbelt@db.internal:5432/toolbelt`",
+                });
+            }
+            None => None,
+        };
 
         Ok(Arc::new(Self {
             roots,
@@ -329,6 +366,7 @@ impl Config {
             forbid_catastrophic: file.forbid_catastrophic.unwrap_or(true),
             audit,
             workspace,
+            store,
         }))
     }
 }

@@ -22,7 +22,7 @@ use crate::server::{Server, Shared};
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
-    let store = crate::store::Store::new(&config.state_dir);
+    let store = crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
     let server = Server::new(Shared::new(config, store, false));
     let session = server.session();
     let service = match pipes() {

@@ -5,10 +5,10 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::store::StoreError;
 use crate::store::memory::{Collection, Memory, NewMemory, Stored};
 use crate::store::search::{Found, Query};
 use crate::store::todos::{Draft, Patch, Saved, Summary, TodoList};
+use crate::store::{Changed, StoreError};
 
 /// A boxed future, so the trait can be used as `dyn Backend`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -68,4 +68,13 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Moves the records of workspace `from` to `to`, keeping those `to` already has under
     /// the same list name or content; how many moved.
     fn adopt<'a>(&'a self, from: &'a str, to: &'a str) -> Answer<'a, usize>;
+
+    /// Tells the other servers sharing these records that `changed` changed (nothing to do
+    /// for an engine whose other users poll).
+    fn announce<'a>(&'a self, _changed: &'a Changed) -> Answer<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Starts forwarding the changes other servers announce into `changes`.
+    fn listen(&self, _changes: tokio::sync::broadcast::Sender<Changed>) {}
 }

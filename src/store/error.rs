@@ -68,6 +68,26 @@ pub enum StoreError {
         /// What SQLite said.
         message: String,
     },
+    /// A database server cannot be reached (down, a wrong address, a refused login).
+    #[error(
+        "the todo and memory database `{location}` cannot be reached ({reason}); file and terminal operations still work: check that it is running and that `--store` is right, then retry (the server reconnects by itself)"
+    )]
+    Unavailable {
+        /// The database, without a password.
+        location: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A database server failed while doing something.
+    #[error("the todo and memory database `{location}` failed while {action}: {message}")]
+    Engine {
+        /// The database, without a password.
+        location: String,
+        /// What was being done.
+        action: &'static str,
+        /// What the server said.
+        message: String,
+    },
     /// The request broke a rule; the message names the item and what to send instead.
     #[error("{0}")]
     Rule(String),

@@ -113,7 +113,7 @@ pub fn tags(given: &[String]) -> Result<Vec<String>, StoreError> {
     Ok(tags)
 }
 
-fn hash(content: &str) -> String {
+pub(super) fn hash(content: &str) -> String {
     Sha256::digest(content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -188,7 +188,7 @@ pub fn get(connection: &Connection, workspace: &str, id: i64) -> Result<Memory, 
         .ok_or_else(|| not_found(id))
 }
 
-fn not_found(id: i64) -> StoreError {
+pub(super) fn not_found(id: i64) -> StoreError {
     StoreError::NotFound(format!(
         "no memory {id} in this workspace or the global scope; find ids with `search` or `list_collections`"
     ))

@@ -7,6 +7,7 @@ pub mod backend;
 mod error;
 pub mod memory;
 mod migrations;
+pub mod postgres;
 pub mod search;
 mod sqlite;
 pub mod todo_rules;
@@ -66,7 +67,16 @@ impl Store {
     /// The store kept by `backend`.
     pub fn with(backend: Box<dyn Backend>) -> Arc<Self> {
         let (changes, _) = broadcast::channel(256);
+        backend.listen(changes.clone());
         Arc::new(Self { backend, changes, adoptions: Mutex::default() })
+    }
+
+    /// The store `url` names (`postgres://…`), else the SQLite one in `state_dir`.
+    pub fn open(url: Option<&str>, state_dir: &Path) -> Result<Arc<Self>, String> {
+        match url {
+            Some(url) => Ok(Self::with(Box::new(postgres::Postgres::new(url)?))),
+            None => Ok(Self::new(state_dir)),
+        }
     }
 
     /// Where the records are, for messages.
@@ -194,10 +204,15 @@ impl Store {
         self.changes.subscribe()
     }
 
-    /// Tells subscribers that `uri` of `workspace` changed.
-    pub fn changed(&self, workspace: &str, uri: String) {
+    /// Tells subscribers that `uri` of `workspace` changed, and the other servers sharing
+    /// the records (a failure to tell them is logged: they also poll what they watch).
+    pub async fn changed(&self, workspace: &str, uri: String) {
+        let changed = Changed { workspace: workspace.to_string(), uri };
+        if let Err(err) = self.backend.announce(&changed).await {
+            tracing::debug!(%err, "cannot announce a change to other servers");
+        }
         // No receiver is fine: nobody subscribed.
-        let _ = self.changes.send(Changed { workspace: workspace.to_string(), uri });
+        let _ = self.changes.send(changed);
     }
 }
 

@@ -193,12 +193,12 @@ fn is_query_error(err: &rusqlite::Error) -> bool {
 }
 
 /// The words FTS5's `unicode61` tokenizer would see: runs of letters and digits.
-fn words(text: &str) -> Vec<String> {
+pub(super) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
 /// Whether the text uses FTS5 operators, so "any word" would change what was asked.
-fn has_operators(text: &str) -> bool {
+pub(super) fn has_operators(text: &str) -> bool {
     text.contains(['"', '*', ':', '(', ')', '^', '+'])
         || text.split_whitespace().any(|w| matches!(w, "AND" | "OR" | "NOT") || w.starts_with("NEAR"))
 }

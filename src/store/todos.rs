@@ -33,7 +33,7 @@ impl Status {
         }
     }
 
-    fn parse(word: &str) -> Self {
+    pub(super) fn parse(word: &str) -> Self {
         match word {
             "in_progress" => Self::InProgress,
             "completed" => Self::Completed,
@@ -69,7 +69,7 @@ impl Priority {
         }
     }
 
-    fn parse(word: &str) -> Self {
+    pub(super) fn parse(word: &str) -> Self {
         match word {
             "low" => Self::Low,
             "high" => Self::High,

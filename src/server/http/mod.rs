@@ -38,7 +38,7 @@ const DRAIN: Duration = Duration::from_secs(2);
 pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> {
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
-    let store = crate::store::Store::new(&config.state_dir);
+    let store = crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
     let shared = Shared::new(config.clone(), store, true);
     let sessions = Arc::new(Sessions::new(shared.clone(), http.max_sessions, http.idle_timeout));
     let stop_sessions = CancellationToken::new();

@@ -47,7 +47,7 @@ impl Operation for Delete {
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let workspace = call.context.workspace();
         let gone = call.context.store.memory_delete(&workspace, args.id).await?;
-        changed(&call.context, &gone.workspace, &gone.collection);
+        changed(&call.context, &gone.workspace, &gone.collection).await;
         let scope = Scope::of_key(&gone.workspace);
         let text = format!(
             "deleted memory {}{} from `{}` ({} scope)",

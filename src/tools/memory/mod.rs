@@ -80,8 +80,8 @@ pub fn uri(scope_key: &str, collection: &str) -> String {
 }
 
 /// Tells subscribers that a collection changed.
-fn changed(context: &Context, scope_key: &str, collection: &str) {
-    context.store.changed(scope_key, uri(scope_key, collection));
+async fn changed(context: &Context, scope_key: &str, collection: &str) {
+    context.store.changed(scope_key, uri(scope_key, collection)).await;
 }
 
 /// `title` or nothing, for text.

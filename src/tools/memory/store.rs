@@ -71,7 +71,7 @@ impl Operation for Store {
                 args.scope.as_str()
             )
         } else {
-            changed(&call.context, &key, &new.collection);
+            changed(&call.context, &key, &new.collection).await;
             format!("stored memory {} in `{}` ({} scope)", stored.id, new.collection, args.scope.as_str())
         };
         Ok(Reply::new(

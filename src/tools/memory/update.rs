@@ -71,7 +71,7 @@ impl Operation for Update {
         let workspace = call.context.workspace();
         let id = args.id;
         let updated = call.context.store.memory_update(&workspace, id, (content, title, tags)).await?;
-        changed(&call.context, &updated.workspace, &updated.collection);
+        changed(&call.context, &updated.workspace, &updated.collection).await;
         let scope = Scope::of_key(&updated.workspace);
         let text = format!("updated memory {} in `{}` ({})", updated.id, updated.collection, fields.join(", "));
         let data = Output {

@@ -119,7 +119,7 @@ async fn change(context: &Context, list: Option<String>, apply: TodoChange) -> R
     let workspace = context.workspace();
     match context.store.todo_change(&workspace, &name, apply).await {
         Ok(saved) => {
-            context.store.changed(&context.workspace(), uri(&saved.list.name));
+            context.store.changed(&workspace, uri(&saved.list.name)).await;
             Ok(reply(saved.list, Some(saved.changes), saved.warnings))
         }
         Err(err) => Err(refused(context, name, err).await),
