@@ -25,6 +25,9 @@ pub struct Workspace {
     pub config_home: PathBuf,
     /// The state home (undo data, temp-file journal) of servers started here.
     pub state_home: PathBuf,
+    /// The PostgreSQL database servers started here keep todos and memories in (`None`:
+    /// SQLite in the state dir).
+    pub store: Option<String>,
 }
 
 impl Workspace {
@@ -47,9 +50,48 @@ impl Workspace {
         symlink("..", root.join("src/loop")).unwrap();
         let big: String = (1..=BIG_LINES).map(|n| format!("line {n} of the big file\n")).collect();
         std::fs::write(root.join("data/big.txt"), big).unwrap();
-        Self { _tmp: tmp, root, outside, config_home, state_home }
+        Self { _tmp: tmp, root, outside, config_home, state_home, store: None }
+    }
+
+    /// A workspace whose servers keep their records in a new database of the test PostgreSQL
+    /// server (`None`: no server, and the test is skipped, saying why).
+    pub async fn on_postgres() -> Option<Self> {
+        let url = super::pg::server()?.database().await;
+        Some(Self { store: Some(url), ..Self::new() })
+    }
+
+    /// `TOOLBELT_STORE` for servers started here, if they use PostgreSQL.
+    pub fn store_env(&self) -> Vec<(&'static str, &str)> {
+        self.store.iter().map(|url| ("TOOLBELT_STORE", url.as_str())).collect()
     }
 }
+
+/// Defines each named test, an `async fn NAME(ws: Workspace)`, once per store engine:
+/// `sqlite::NAME` and `postgres::NAME` (which says it skipped without a PostgreSQL server,
+/// and fails in CI).
+macro_rules! on_each_engine {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::suite::common::Workspace::new()).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    if let Some(ws) = crate::suite::common::Workspace::on_postgres().await {
+                        super::$name(ws).await
+                    }
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_each_engine;
 
 /// Where workspaces are made: not under a temp dir, because sandboxed commands may write the
 /// system temp dirs and the sandbox tests need an `outside` that nothing makes writable. That
@@ -107,7 +149,7 @@ impl Client {
     pub async fn start(ws: &Workspace, extra: &[&str]) -> Self {
         let mut args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::spawn(&args, &ws.config_home, None).await
+        Self::spawn_with_env(&args, &ws.config_home, None, &ws.store_env()).await
     }
 
     /// Starts the binary with exactly these arguments.
@@ -119,7 +161,9 @@ impl Client {
     pub async fn start_with_env(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::spawn_with_env(&args, &ws.config_home, None, env).await
+        let mut env = env.to_vec();
+        env.extend(ws.store_env());
+        Self::spawn_with_env(&args, &ws.config_home, None, &env).await
     }
 
     /// Starts the binary with these arguments and extra environment variables.

@@ -12,7 +12,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
 
-use super::common::{BIN, Client, Workspace, unpack};
+use super::common::{BIN, Client, Workspace, on_each_engine, unpack};
 
 /// Calls `memory_operations`, asserting success.
 async fn ok(client: &Client, operation: &str, fields: Value) -> Value {
@@ -32,9 +32,7 @@ fn ids(found: &Value) -> Vec<i64> {
     found["results"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
 }
 
-#[tokio::test]
-async fn every_operation_with_scopes_and_dedupe() {
-    let ws = Workspace::new();
+async fn every_operation_with_scopes_and_dedupe(ws: Workspace) {
     let client = Client::start(&ws, &[]).await;
 
     let build = ok(&client, "store", json!({"content": "Build with `cargo build --release`; the binary lands in target/release.", "title": "How to build", "tags": ["Build", "cargo"], "collection": "howto"})).await;
@@ -132,7 +130,7 @@ async fn every_operation_with_scopes_and_dedupe() {
 
     // Another workspace sees the global memory but not this one's.
     let args = ["serve".to_string(), "--root".into(), ws.root.join("src").display().to_string()];
-    let other = Client::spawn(&args, &ws.config_home, None).await;
+    let other = Client::spawn_with_env(&args, &ws.config_home, None, &ws.store_env()).await;
     assert!(err(&other, "get", json!({"id": decision["id"]})).await.contains("no memory"));
     assert_eq!(ok(&other, "get", json!({"id": global["id"]})).await["scope"], "global");
     assert_eq!(ok(&other, "search", json!({"query": "concise", "scope": "global"})).await["total"], 1);
@@ -193,9 +191,7 @@ async fn fts_syntax_characters_and_unicode() {
     client.close().await;
 }
 
-#[tokio::test]
-async fn ten_thousand_memories_stay_ranked_and_paged() {
-    let ws = Workspace::new();
+async fn ten_thousand_memories_stay_ranked_and_paged(ws: Workspace) {
     let client = Client::start(&ws, &[]).await;
     let topics = ["parser", "network", "storage", "render", "deploy"];
     for batch in 0..100 {
@@ -243,11 +239,10 @@ async fn ten_thousand_memories_stay_ranked_and_paged() {
     client.close().await;
 }
 
-#[tokio::test]
-async fn collections_are_resources_with_modern_subscriptions() {
-    let ws = Workspace::new();
+async fn collections_are_resources_with_modern_subscriptions(ws: Workspace) {
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
         cmd.args(["serve", "--root", ws.root.to_str().unwrap()])
+            .envs(ws.store_env())
             .env("XDG_CONFIG_HOME", &ws.config_home)
             .env("XDG_STATE_HOME", &ws.state_home);
     }))
@@ -284,3 +279,9 @@ async fn collections_are_resources_with_modern_subscriptions() {
     drop(subscription);
     service.cancel().await.unwrap();
 }
+
+on_each_engine!(
+    every_operation_with_scopes_and_dedupe,
+    ten_thousand_memories_stay_ranked_and_paged,
+    collections_are_resources_with_modern_subscriptions
+);

@@ -73,7 +73,7 @@ fn start(base: &Path) -> Result<PgServer, String> {
     let init = as_owner(&bin.join("initdb"))
         .args(["-D"])
         .arg(&data)
-        .args(["-U", SUPERUSER, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"])
+        .args(["-U", SUPERUSER, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
         .output()
         .map_err(|e| format!("cannot run initdb: {e}"))?;
     if !init.status.success() {

@@ -222,3 +222,29 @@ fn a_store_that_is_not_postgres_is_refused_at_start_without_showing_a_password()
     assert!(!out.status.success() && stderr.contains("postgres://"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+#[tokio::test]
+async fn searches_fold_accents_and_case_beyond_ascii_and_keep_every_character() {
+    let Some(server) = pg::server() else { return };
+    let url = server.database().await;
+    let ws = Workspace::new();
+    let client = on(&ws, &url).await;
+    for content in [
+        "Le café est fermé le dimanche; la crème brûlée est délicieuse.",
+        "Сборка проекта занимает три минуты на CI.",
+        "日本語のメモ: ビルドは cargo で行う 🚀",
+    ] {
+        assert!(!client.memory("store", json!({"content": content})).await.is_error);
+    }
+    let accents = client.memory("search", json!({"query": "cafe creme"})).await;
+    assert_eq!(accents.structured["total"], 1, "diacritics are folded: {}", accents.text);
+    let snippet = accents.structured["results"][0]["snippet"].as_str().unwrap().to_string();
+    assert!(snippet.contains("**café**"), "{snippet}");
+    let cyrillic = client.memory("search", json!({"query": "сборка"})).await;
+    assert_eq!(cyrillic.structured["total"], 1, "case folding beyond ASCII: {}", cyrillic.text);
+    let japanese = client.memory("search", json!({"query": "cargo"})).await;
+    let id = &japanese.structured["results"][0]["id"];
+    let got = client.memory("get", json!({"id": id})).await;
+    assert_eq!(got.structured["content"], "日本語のメモ: ビルドは cargo で行う 🚀");
+    client.close().await;
+}

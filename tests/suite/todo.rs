@@ -13,7 +13,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use super::common::{BIN, Client, Reply, Workspace, op, unpack};
+use super::common::{BIN, Client, Reply, Workspace, on_each_engine, op, unpack};
 
 /// The database file of servers started on `ws`.
 fn database(ws: &Workspace) -> std::path::PathBuf {
@@ -43,9 +43,7 @@ async fn refused(client: &Client, operation: &str, fields: Value, needles: &[&st
     assert_eq!(before, after, "a refused call changes nothing");
 }
 
-#[tokio::test]
-async fn every_operation_and_rule() {
-    let ws = Workspace::new();
+async fn every_operation_and_rule(ws: Workspace) {
     let client = Client::start(&ws, &[]).await;
 
     let empty = client.todo("read", json!({})).await;
@@ -202,9 +200,7 @@ async fn every_operation_and_rule() {
     client.close().await;
 }
 
-#[tokio::test]
-async fn lists_persist_across_restarts_per_workspace() {
-    let ws = Workspace::new();
+async fn lists_persist_across_restarts_per_workspace(ws: Workspace) {
     let client = Client::start(&ws, &[]).await;
     let written = client.todo("write", json!({"list": "plan", "todos": [{"title": "Survive a restart"}]})).await;
     assert!(!written.is_error, "{}", written.text);
@@ -219,14 +215,12 @@ async fn lists_persist_across_restarts_per_workspace() {
     // Another root, same state dir: its own lists.
     let elsewhere = ws.root.join("src");
     let args = ["serve".to_string(), "--root".into(), elsewhere.display().to_string()];
-    let other = Client::spawn(&args, &ws.config_home, None).await;
+    let other = Client::spawn_with_env(&args, &ws.config_home, None, &ws.store_env()).await;
     assert_eq!(other.todo("read", json!({"list": "plan"})).await.structured["counts"]["total"], 0);
     other.close().await;
 }
 
-#[tokio::test]
-async fn two_servers_add_at_once_without_losing_any() {
-    let ws = Workspace::new();
+async fn two_servers_add_at_once_without_losing_any(ws: Workspace) {
     let (a, b) = (Client::start(&ws, &[]).await, Client::start(&ws, &[]).await);
     let adds = async |client: &Client, who: &str| {
         for n in 0..25 {
@@ -273,12 +267,11 @@ fn text_of(contents: &ResourceContents) -> (String, String) {
     }
 }
 
-#[tokio::test]
-async fn resource_reads_and_notifies_subscribers() {
-    let ws = Workspace::new();
+async fn resource_reads_and_notifies_subscribers(ws: Workspace) {
     let (sender, mut updates) = tokio::sync::mpsc::unbounded_channel();
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
         cmd.args(["serve", "--root", ws.root.to_str().unwrap()])
+            .envs(ws.store_env())
             .env("XDG_CONFIG_HOME", &ws.config_home)
             .env("XDG_STATE_HOME", &ws.state_home);
     }))
@@ -373,3 +366,10 @@ async fn read_only_or_unreadable_database_is_a_clear_error() {
     client.close().await;
     assert_eq!(std::fs::read(&db).unwrap(), garbage, "never reset or overwritten");
 }
+
+on_each_engine!(
+    every_operation_and_rule,
+    lists_persist_across_restarts_per_workspace,
+    two_servers_add_at_once_without_losing_any,
+    resource_reads_and_notifies_subscribers
+);

@@ -5,7 +5,8 @@
 /// Migration `n` (0-based) brings the version from `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: todo lists, memories and their weighted full-text vector (title A, tags B, content C;
-    // the `simple` configuration, like SQLite's `unicode61`: no stemming, no stop words).
+    // the `toolbelt` configuration made by `search_configuration`, like SQLite's `unicode61`
+    // with `remove_diacritics`: no stemming, no stop words, accents folded).
     "
     CREATE TABLE todo_lists (
         id BIGSERIAL PRIMARY KEY,
@@ -39,9 +40,9 @@ const MIGRATIONS: &[&str] = &[
         created_at BIGINT NOT NULL,
         updated_at BIGINT NOT NULL,
         search TSVECTOR GENERATED ALWAYS AS (
-            setweight(to_tsvector('simple', title), 'A')
-            || setweight(to_tsvector('simple', tags), 'B')
-            || setweight(to_tsvector('simple', content), 'C')
+            setweight(to_tsvector('toolbelt', title), 'A')
+            || setweight(to_tsvector('toolbelt', tags), 'B')
+            || setweight(to_tsvector('toolbelt', content), 'C')
         ) STORED,
         UNIQUE (workspace, collection, hash)
     );
@@ -72,9 +73,35 @@ pub async fn migrate(client: &mut deadpool_postgres::Object) -> Result<(), tokio
             .await;
     }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        if index == 0 {
+            search_configuration(&transaction).await?;
+        }
         transaction.batch_execute(sql).await?;
         let applied = i32::try_from(index + 1).unwrap_or(i32::MAX);
         transaction.execute("INSERT INTO toolbelt_schema (version) VALUES ($1)", &[&applied]).await?;
     }
     transaction.commit().await
+}
+
+/// The text search configuration `toolbelt`: `simple` words with accents folded by the
+/// `unaccent` extension, or plain `simple` words where the extension cannot be had (not
+/// installed, or not allowed to this user): searches then match accents exactly.
+async fn search_configuration(transaction: &deadpool_postgres::Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+    transaction.batch_execute("SAVEPOINT unaccent").await?;
+    let folded = transaction.batch_execute("CREATE EXTENSION IF NOT EXISTS unaccent").await;
+    let dictionaries = match folded {
+        Ok(()) => "unaccent, simple",
+        Err(err) => {
+            tracing::warn!(%err, "no `unaccent` extension: memory searches will not fold accents");
+            transaction.batch_execute("ROLLBACK TO SAVEPOINT unaccent").await?;
+            "simple"
+        }
+    };
+    transaction
+        .batch_execute(&format!(
+            "CREATE TEXT SEARCH CONFIGURATION toolbelt (COPY = simple);
+             ALTER TEXT SEARCH CONFIGURATION toolbelt
+                 ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH {dictionaries};"
+        ))
+        .await
 }

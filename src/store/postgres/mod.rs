@@ -70,15 +70,28 @@ impl Postgres {
 
     /// A pooled connection to a migrated database.
     async fn client(&self, action: &'static str) -> Result<deadpool_postgres::Object, StoreError> {
-        let client = self.inner.pool.get().await.map_err(|err| self.unavailable(&err.to_string()))?;
+        // Migrated first, holding no connection: concurrent first calls wait for the one
+        // migrating without taking the pool's connections from it.
         self.inner
             .migrated
             .get_or_try_init(|| async {
-                let mut client = self.inner.pool.get().await.map_err(|err| self.unavailable(&err.to_string()))?;
+                let mut client = self.inner.pool.get().await.map_err(|err| self.no_connection(action, err))?;
                 migrations::migrate(&mut client).await.map_err(|err| self.failed(action, &err))
             })
             .await?;
-        Ok(client)
+        self.inner.pool.get().await.map_err(|err| self.no_connection(action, err))
+    }
+
+    /// Why no connection could be had: every one busy, or the server out of reach.
+    fn no_connection(&self, action: &'static str, err: deadpool_postgres::PoolError) -> StoreError {
+        match err {
+            deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => StoreError::Engine {
+                location: self.inner.location.clone(),
+                action,
+                message: format!("its {POOL_SIZE} connections stayed busy for {} s; retry the call", WAIT.as_secs()),
+            },
+            err => self.unavailable(&err.to_string()),
+        }
     }
 
     fn unavailable(&self, reason: &str) -> StoreError {

@@ -340,16 +340,16 @@ pub async fn memory_search(client: &impl GenericClient, workspace: &str, query: 
     }
     let quoted: Vec<String> = words.iter().map(|w| format!("'{}'", w.to_lowercase())).collect();
     let parsed: bool =
-        client.query_one("SELECT numnode(websearch_to_tsquery('simple', $1)) > 0", &[&query.text]).await?.get(0);
+        client.query_one("SELECT numnode(websearch_to_tsquery('toolbelt', $1)) > 0", &[&query.text]).await?.get(0);
     let (mut mode, mut tsquery) = if parsed {
-        (Mode::Fts, ("websearch_to_tsquery('simple', $1)", query.text.clone()))
+        (Mode::Fts, ("websearch_to_tsquery('toolbelt', $1)", query.text.clone()))
     } else {
-        (Mode::Plain, ("to_tsquery('simple', $1)", quoted.join(" & ")))
+        (Mode::Plain, ("to_tsquery('toolbelt', $1)", quoted.join(" & ")))
     };
     let mut page = ranked(client, workspace, query, tsquery.0, &tsquery.1).await?;
     if page.1 == 0 && words.len() > 1 && (mode == Mode::Plain || !search::has_operators(&query.text)) {
         mode = Mode::AnyWord;
-        tsquery = ("to_tsquery('simple', $1)", quoted.join(" | "));
+        tsquery = ("to_tsquery('toolbelt', $1)", quoted.join(" | "));
         page = ranked(client, workspace, query, tsquery.0, &tsquery.1).await?;
     }
     let (hits, total) = page;
@@ -375,7 +375,7 @@ async fn ranked(
                AND ($4::text = '[]' OR m.tags::jsonb @> $4::jsonb)
          )
          SELECT id, collection, title, tags, char_length(content)::bigint, updated_at,
-                ts_headline('simple', content, q.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=12, ShortWord=1, HighlightAll=false'),
+                ts_headline('toolbelt', content, q.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=12, ShortWord=1, HighlightAll=false'),
                 score::float8, (SELECT count(*) FROM matches)
          FROM matches, q ORDER BY score DESC, id LIMIT $5 OFFSET $6"
     );
