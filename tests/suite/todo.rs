@@ -367,9 +367,36 @@ async fn read_only_or_unreadable_database_is_a_clear_error() {
     assert_eq!(std::fs::read(&db).unwrap(), garbage, "never reset or overwritten");
 }
 
+async fn eight_servers_writing_one_list_and_one_collection_at_once_lose_nothing(ws: Workspace) {
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(Client::start(&ws, &[]).await);
+    }
+    let writes = clients.iter().enumerate().map(|(n, client)| async move {
+        for round in 0..5 {
+            let added = client.todo("add", json!({"todos": [{"title": format!("{n}-{round}")}]})).await;
+            assert!(!added.is_error, "{}", added.text);
+            let content = format!("memory {n}-{round}");
+            assert!(!client.memory("store", json!({"content": content})).await.is_error);
+        }
+    });
+    futures::future::join_all(writes).await;
+    let list = clients[0].todo("read", json!({})).await.structured;
+    let mut ids: Vec<u64> = list["todos"].as_array().unwrap().iter().map(|t| t["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=40).collect::<Vec<_>>(), "every add got its own id and none was lost");
+    assert_eq!(list["revision"], 40);
+    let collections = clients[1].memory("list_collections", json!({})).await.structured;
+    assert_eq!(collections["collections"][0]["count"], 40, "{collections}");
+    for client in clients {
+        client.close().await;
+    }
+}
+
 on_each_engine!(
     every_operation_and_rule,
     lists_persist_across_restarts_per_workspace,
     two_servers_add_at_once_without_losing_any,
+    eight_servers_writing_one_list_and_one_collection_at_once_lose_nothing,
     resource_reads_and_notifies_subscribers
 );
