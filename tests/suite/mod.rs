@@ -10,6 +10,7 @@ pub mod common;
 #[cfg(target_os = "linux")]
 mod confinement;
 mod corners;
+mod deploy;
 mod escapes;
 pub mod http;
 mod integrity;
