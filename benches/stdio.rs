@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench stdio -- [--bin PATH] [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
 //!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS] [--http-calls N]
-//!                                [--agent-base PATH]
+//!                                [--agent-base PATH] [--scale-sizes N,N]
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
@@ -19,6 +19,10 @@
 //!   overhead per turn over 60 turns against a scripted endpoint), e.g. a release build of an
 //!   earlier commit: `git worktree add /tmp/base COMMIT && cargo build --release --manifest-path
 //!   /tmp/base/Cargo.toml --target-dir /tmp/base-target`.
+//! * `scale` (only when named in `--only`): memory `store` and `search` at `--scale-sizes`
+//!   memories (default `10000,1000000`) on SQLite and on PostgreSQL (a private server started
+//!   from the system's binaries, as the tests do; skipped, saying why, without them), then
+//!   eight server processes storing at once.
 //! * `--runs`: cold-start runs (default 30). `--calls`: warm calls per request kind (default 1000).
 //! * `--tree DIR`: a large source tree (~28k files) for grep/file_search against ripgrep (`rg` on
 //!   PATH). Any big tree works; without network, build one from local sources, e.g.
@@ -53,6 +57,12 @@ mod agent;
 mod http;
 #[path = "stdio/records.rs"]
 mod records;
+#[path = "stdio/scale.rs"]
+mod scale;
+// The PostgreSQL server the tests start, for the `scale` section.
+#[allow(dead_code)]
+#[path = "../tests/suite/pg.rs"]
+mod pg;
 #[cfg(unix)]
 #[path = "stdio/terminal.rs"]
 mod terminal;
@@ -86,6 +96,7 @@ struct Opts {
     only: Option<String>,
     http_calls: usize,
     agent_base: Option<PathBuf>,
+    scale_sizes: Vec<usize>,
 }
 
 fn parse_opts() -> Opts {
@@ -99,6 +110,7 @@ fn parse_opts() -> Opts {
         only: None,
         http_calls: 200,
         agent_base: None,
+        scale_sizes: vec![10_000, 1_000_000],
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -114,6 +126,9 @@ fn parse_opts() -> Opts {
             "--only" => o.only = Some(val()),
             "--http-calls" => o.http_calls = val().parse().expect("--http-calls takes a number"),
             "--agent-base" => o.agent_base = Some(PathBuf::from(val())),
+            "--scale-sizes" => {
+                o.scale_sizes = val().split(',').map(|n| n.trim().parse().expect("--scale-sizes: numbers")).collect();
+            }
             other => panic!("unknown argument {other:?} (see the doc comment in benches/stdio.rs)"),
         }
     }
@@ -491,6 +506,10 @@ fn main() {
     }
     if run("agent") {
         agent::agent_turns(&o.bin, o.agent_base.as_deref(), &ws.0);
+    }
+    // Opt-in: loading a million memories per engine takes minutes.
+    if o.only.as_deref().is_some_and(|only| only.split(',').any(|s| s == "scale")) {
+        scale::scale(&o.bin, &ws.0, &o.scale_sizes, o.calls);
     }
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
     drop(ws);
