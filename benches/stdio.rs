@@ -57,9 +57,11 @@ mod agent;
 mod http;
 #[path = "stdio/records.rs"]
 mod records;
+#[cfg(unix)]
 #[path = "stdio/scale.rs"]
 mod scale;
-// The PostgreSQL server the tests start, for the `scale` section.
+// The PostgreSQL server the tests start, for the `scale` section (Unix: its watchdog is sh).
+#[cfg(unix)]
 #[allow(dead_code)]
 #[path = "../tests/suite/pg.rs"]
 mod pg;
@@ -508,6 +510,7 @@ fn main() {
         agent::agent_turns(&o.bin, o.agent_base.as_deref(), &ws.0);
     }
     // Opt-in: loading a million memories per engine takes minutes.
+    #[cfg(unix)]
     if o.only.as_deref().is_some_and(|only| only.split(',').any(|s| s == "scale")) {
         scale::scale(&o.bin, &ws.0, &o.scale_sizes, o.calls);
     }
