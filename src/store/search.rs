@@ -9,6 +9,11 @@ use crate::store::memory::{parse_tags, tags_json};
 
 /// Results one search may return.
 pub const MAX_LIMIT: u32 = 100;
+/// Matches scored at most per search: the newest (highest ids). Scoring is what a common word
+/// costs (about 1.7 µs a match here, 3.3 µs on PostgreSQL: 0.3 and 0.7 s for a word in 200,000
+/// of a million memories); past this many, the best of the newest are returned and
+/// [`Found::capped`] says so.
+pub const RANK_WINDOW: u32 = 10_000;
 /// BM25 weights of the indexed columns: title, content, tags.
 const RANK: &str = "bm25(memories_fts, 4.0, 1.0, 2.0)";
 
@@ -75,15 +80,30 @@ pub struct Hit {
 pub struct Found {
     /// The page.
     pub hits: Vec<Hit>,
-    /// Matches in all.
+    /// Matches in all, at most [`RANK_WINDOW`].
     pub total: i64,
+    /// More than [`RANK_WINDOW`] match: `total` counts and ranks the newest of them only.
+    pub capped: bool,
     /// How the query was read.
     pub mode: Mode,
+}
+
+impl Found {
+    /// A page from the number of matches counted up to one past the window.
+    pub fn new(hits: Vec<Hit>, counted: i64, window: u32, mode: Mode) -> Self {
+        let window = i64::from(window);
+        Self { hits, total: counted.min(window), capped: counted > window, mode }
+    }
 }
 
 /// Searches `workspace`: the text as FTS5 syntax first; if SQLite rejects it, as plain words
 /// (all required); if several plain words match nothing together, any of them.
 pub fn search(connection: &Connection, workspace: &str, query: &Query) -> Result<Found, StoreError> {
+    search_within(connection, workspace, query, RANK_WINDOW)
+}
+
+/// [`search`], scoring the newest `window` matches at most.
+fn search_within(connection: &Connection, workspace: &str, query: &Query, window: u32) -> Result<Found, StoreError> {
     let words = words(&query.text);
     if words.is_empty() {
         return Err(StoreError::Rule(format!(
@@ -92,16 +112,18 @@ pub fn search(connection: &Connection, workspace: &str, query: &Query) -> Result
         )));
     }
     let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
-    let (mut mode, mut page) = match ranked(connection, workspace, query, &query.text) {
+    let (mut mode, mut page) = match ranked(connection, workspace, query, &query.text, window) {
         Ok(page) => (Mode::Fts, page),
-        Err(err) if is_query_error(&err) => (Mode::Plain, ranked(connection, workspace, query, &quoted.join(" "))?),
+        Err(err) if is_query_error(&err) => {
+            (Mode::Plain, ranked(connection, workspace, query, &quoted.join(" "), window)?)
+        }
         Err(err) => return Err(err.into()),
     };
     if page.1 == 0 && words.len() > 1 && (mode == Mode::Plain || !has_operators(&query.text)) {
         mode = Mode::AnyWord;
-        page = ranked(connection, workspace, query, &quoted.join(" OR "))?;
+        page = ranked(connection, workspace, query, &quoted.join(" OR "), window)?;
     }
-    let (ids, total, fts) = page;
+    let (ids, counted, fts) = page;
     let mut snippet = connection.prepare_cached(
         "SELECT m.collection, m.title, m.tags, length(m.content), m.updated_at,
                 snippet(memories_fts, 1, '**', '**', '…', 24)
@@ -124,24 +146,33 @@ pub fn search(connection: &Connection, workspace: &str, query: &Query) -> Result
         })?;
         hits.push(hit);
     }
-    Ok(Found { hits, total, mode })
+    Ok(Found::new(hits, counted, window, mode))
 }
 
-/// One page of (id, bm25) for an FTS5 query, the number of matches, and the query run.
+/// One page of (id, bm25) for an FTS5 query, the matches counted up to one past the window,
+/// and the query run.
 type Page = (Vec<(i64, f64)>, i64, String);
 
-fn ranked(connection: &Connection, workspace: &str, query: &Query, fts: &str) -> rusqlite::Result<Page> {
+fn ranked(connection: &Connection, workspace: &str, query: &Query, fts: &str, window: u32) -> rusqlite::Result<Page> {
     let (matches, mut values) = matching(workspace, query, fts);
-    // FTS5's ranking function cannot sit beside a window function: rank in a materialized
-    // step, then count and page over it.
+    // FTS5 hands the matches over newest first (it consumes the `ORDER BY rowid DESC`), so the
+    // walk stops one past the window and only those rows are scored. Its ranking function
+    // cannot sit beside a window function: score in a materialized step, then count and page.
+    let n = values.len();
     let sql = format!(
-        "WITH matches AS MATERIALIZED (SELECT m.id AS id, {RANK} AS score {matches})
-         SELECT id, score, (SELECT count(*) FROM matches) FROM matches ORDER BY score, id LIMIT ?{} OFFSET ?{}",
-        values.len() + 1,
-        values.len() + 2
+        "WITH newest AS MATERIALIZED (SELECT m.id AS id, {RANK} AS score {matches} ORDER BY memories_fts.rowid DESC LIMIT ?{w}),
+              window AS (SELECT id, score FROM newest ORDER BY id DESC LIMIT ?{w} - 1)
+         SELECT id, score, (SELECT count(*) FROM newest) FROM window ORDER BY score, id LIMIT ?{l} OFFSET ?{o}",
+        w = n + 1,
+        l = n + 2,
+        o = n + 3
     );
     let mut statement = connection.prepare_cached(&sql)?;
-    values.extend([SqlValue::Integer(query.limit.into()), SqlValue::Integer(query.offset.into())]);
+    values.extend([
+        SqlValue::Integer(i64::from(window) + 1),
+        SqlValue::Integer(query.limit.into()),
+        SqlValue::Integer(query.offset.into()),
+    ]);
     let mut total = 0;
     let mut page = Vec::new();
     let mut rows = statement.query(rusqlite::params_from_iter(&values))?;
@@ -150,9 +181,9 @@ fn ranked(connection: &Connection, workspace: &str, query: &Query, fts: &str) ->
         page.push((row.get(0)?, row.get(1)?));
     }
     if page.is_empty() && query.offset > 0 {
-        // Past the last page: count the matches on their own.
+        // Past the last page: count the matches on their own, up to one past the window.
         values.truncate(values.len() - 2);
-        let sql = format!("SELECT count(*) {matches}");
+        let sql = format!("SELECT count(*) FROM (SELECT 1 {matches} LIMIT ?{})", n + 1);
         total = connection.prepare_cached(&sql)?.query_row(rusqlite::params_from_iter(&values), |r| r.get(0))?;
     }
     Ok((page, total, fts.to_string()))
@@ -234,5 +265,24 @@ mod tests {
         assert!(search(&c, "/w", &query("***")).is_err());
         let past = search(&c, "/w", &Query { offset: 5, ..query("cargo") }).unwrap();
         assert_eq!((past.hits.len(), past.total), (0, 1));
+    }
+
+    #[test]
+    fn a_common_word_ranks_the_newest_matches_only_and_says_so() {
+        let mut c = connection();
+        // The oldest is the best match (the word three times): outside the window, it is not ranked.
+        store(&mut c, "/w", &note("storage storage storage", &[])).unwrap();
+        for n in 0..7 {
+            store(&mut c, "/w", &note(&format!("note {n} about storage and other things"), &[])).unwrap();
+        }
+        store(&mut c, "/other", &note("storage in another workspace", &[])).unwrap();
+        let found = search_within(&c, "/w", &query("storage"), 5).unwrap();
+        assert_eq!((found.total, found.capped, found.hits.len()), (5, true, 5), "{found:?}");
+        assert!(found.hits.iter().all(|h| h.id >= 4 && h.id <= 8), "the newest five of /w: {found:?}");
+        let past = search_within(&c, "/w", &Query { offset: 5, ..query("storage") }, 5).unwrap();
+        assert_eq!((past.hits.len(), past.total, past.capped), (0, 5, true));
+        let exact = search_within(&c, "/w", &query("storage"), 8).unwrap();
+        assert_eq!((exact.total, exact.capped), (8, false));
+        assert_eq!(exact.hits[0].id, 1, "within the window the best match leads: {exact:?}");
     }
 }

@@ -236,6 +236,29 @@ async fn ten_thousand_memories_stay_ranked_and_paged(ws: Workspace) {
     assert_eq!(last["total"], 667);
     assert_eq!(last["results"].as_array().unwrap().len(), 67);
     assert!(last.get("next_offset").is_none(), "{last}");
+
+    // A word in every memory: 10,000 match, all counted and ranked.
+    let every = ok(&client, "search", json!({"query": "module"})).await;
+    assert_eq!(every["total"], 10_000);
+    assert!(every.get("capped").is_none(), "{}", every["total"]);
+    // One more: only the newest 10,000 are scored (a common word would otherwise score them
+    // all), the best of them first, and the result says so.
+    let best = ok(&client, "store", json!({"content": "module module module: the newest and the best match"})).await;
+    let capped = client.memory("search", json!({"query": "module"})).await;
+    assert_eq!((&capped.structured["total"], &capped.structured["capped"]), (&json!(10_000), &json!(true)));
+    assert_eq!(capped.structured["results"][0]["id"], best["id"], "{}", capped.text);
+    assert_eq!(capped.structured["next_offset"], 10);
+    assert!(
+        capped.text.starts_with("more than 10000 memories match `module`, the newest 10000 ranked")
+            && capped.text.contains("add words, a `collection` or `tags`"),
+        "{}",
+        capped.text
+    );
+    let beyond = ok(&client, "search", json!({"query": "module", "offset": 10_000})).await;
+    assert_eq!(
+        (&beyond["total"], &beyond["capped"], beyond["results"].as_array().unwrap().len()),
+        (&json!(10_000), &json!(true), 0)
+    );
     client.close().await;
 }
 

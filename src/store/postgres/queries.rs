@@ -352,11 +352,13 @@ pub async fn memory_search(client: &impl GenericClient, workspace: &str, query: 
         tsquery = ("to_tsquery('toolbelt', $1)", quoted.join(" | "));
         page = ranked(client, workspace, query, tsquery.0, &tsquery.1).await?;
     }
-    let (hits, total) = page;
-    Ok(Found { hits, total, mode })
+    let (hits, counted) = page;
+    Ok(Found::new(hits, counted, search::RANK_WINDOW, mode))
 }
 
-/// One page of hits for a tsquery expression over `$1`, and the number of matches.
+/// One page of hits for a tsquery expression over `$1`, and the matches counted up to one past
+/// the window. Only the newest matches within the window are scored: `ts_rank_cd` reads each
+/// scored row's `tsvector`, where the GIN index alone says which rows match.
 async fn ranked(
     client: &impl GenericClient,
     workspace: &str,
@@ -367,28 +369,33 @@ async fn ranked(
     let tags = memory::tags_json(&query.tags);
     let sql = format!(
         "WITH q AS (SELECT {tsquery} AS q),
-         matches AS (
-             SELECT m.id, m.collection, m.title, m.tags, m.content, m.updated_at, ts_rank_cd(m.search, q.q, 32) AS score
-             FROM memories m, q
+         newest AS MATERIALIZED (
+             SELECT m.id FROM memories m, q
              WHERE m.search @@ q.q AND m.workspace = $2
                AND ($3::text IS NULL OR m.collection = $3)
                AND ($4::text = '[]' OR m.tags::jsonb @> $4::jsonb)
+             ORDER BY m.id DESC LIMIT $7
+         ),
+         matches AS (
+             SELECT m.id, m.collection, m.title, m.tags, m.content, m.updated_at, ts_rank_cd(m.search, q.q, 32) AS score
+             FROM (SELECT id FROM newest ORDER BY id DESC LIMIT $7 - 1) w JOIN memories m USING (id), q
          )
          SELECT id, collection, title, tags, char_length(content)::bigint, updated_at,
                 ts_headline('toolbelt', content, q.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=12, ShortWord=1, HighlightAll=false'),
-                score::float8, (SELECT count(*) FROM matches)
+                score::float8, (SELECT count(*) FROM newest)
          FROM matches, q ORDER BY score DESC, id LIMIT $5 OFFSET $6"
     );
     let collection = query.collection.as_deref();
     let (limit, offset) = (i64::from(query.limit), i64::from(query.offset));
-    let rows = client.query(&sql, &[&text, &workspace, &collection, &tags, &limit, &offset]).await?;
+    let window = i64::from(search::RANK_WINDOW) + 1;
+    let rows = client.query(&sql, &[&text, &workspace, &collection, &tags, &limit, &offset, &window]).await?;
     let mut total = rows.first().map_or(0, |row| row.get::<_, i64>(8));
     if rows.is_empty() && query.offset > 0 {
         let count = format!(
-            "SELECT count(*) FROM memories m, (SELECT {tsquery} AS q) q WHERE m.search @@ q.q AND m.workspace = $2
-             AND ($3::text IS NULL OR m.collection = $3) AND ($4::text = '[]' OR m.tags::jsonb @> $4::jsonb)"
+            "SELECT count(*) FROM (SELECT 1 FROM memories m, (SELECT {tsquery} AS q) q WHERE m.search @@ q.q AND m.workspace = $2
+             AND ($3::text IS NULL OR m.collection = $3) AND ($4::text = '[]' OR m.tags::jsonb @> $4::jsonb) LIMIT $5) c"
         );
-        total = client.query_one(&count, &[&text, &workspace, &collection, &tags]).await?.get(0);
+        total = client.query_one(&count, &[&text, &workspace, &collection, &tags, &window]).await?.get(0);
     }
     let hits = rows
         .iter()

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::store::memory;
-use crate::store::search::{MAX_LIMIT, Mode, Query};
+use crate::store::search::{MAX_LIMIT, Mode, Query, RANK_WINDOW};
 use crate::store::timestamp;
 use crate::tools::memory::{Scope, titled};
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply};
@@ -43,8 +43,11 @@ pub struct Output {
     pub scope: Scope,
     /// How the query was read: `fts` (FTS5 syntax), `plain` (not valid FTS5: as words, all required) or `any_word` (no memory had every word: any of them).
     pub query_mode: String,
-    /// Matches in all.
+    /// Matches in all (see `capped`).
     pub total: i64,
+    /// More matched than `total`: only the newest `total` were ranked. Narrow the query to reach older ones.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
     /// This page, best first.
     pub results: Vec<Hit>,
     /// The `offset` of the next page, if there are more matches.
@@ -107,18 +110,19 @@ impl Operation for Search {
         let found = call.context.store.memory_search(&workspace, &query).await?;
         let shown = found.hits.len() as u32;
         let next_offset = (i64::from(args.offset + shown) < found.total).then_some(args.offset + shown);
+        let matched = if found.capped {
+            format!("more than {RANK_WINDOW} memories match `{}`, the newest {} ranked", args.query, found.total)
+        } else {
+            format!("{} {} match `{}`", found.total, if found.total == 1 { "memory" } else { "memories" }, args.query)
+        };
         let mut text = match (found.total, shown) {
             (0, _) => format!("no memory matches `{}` ({} scope)", args.query, args.scope.as_str()),
-            (_, 0) => format!("{} memories match `{}`; none at offset {}", found.total, args.query, args.offset),
-            (total, _) => format!(
-                "{total} {} match `{}` ({} scope); {}–{}:",
-                if total == 1 { "memory" } else { "memories" },
-                args.query,
-                args.scope.as_str(),
-                args.offset + 1,
-                args.offset + shown
-            ),
+            (_, 0) => format!("{matched}; none at offset {}", args.offset),
+            _ => format!("{matched} ({} scope); {}–{}:", args.scope.as_str(), args.offset + 1, args.offset + shown),
         };
+        if found.capped {
+            text.push_str("\n(older ones are not ranked: add words, a `collection` or `tags` to narrow it)");
+        }
         match found.mode {
             Mode::Fts => {}
             Mode::Plain => text.push_str("\n(the query is not valid FTS5 syntax, so its words were searched for)"),
@@ -154,6 +158,7 @@ impl Operation for Search {
             scope: args.scope,
             query_mode: found.mode.as_str().into(),
             total: found.total,
+            capped: found.capped,
             results,
             next_offset,
         };
