@@ -33,6 +33,7 @@ mod roots;
 mod sandbox;
 mod search;
 mod sessions;
+mod team;
 mod terminal;
 mod todo;
 mod workspaces;
