@@ -30,7 +30,7 @@ fn skip(why: &str) {
 }
 
 /// A free TCP port on this machine.
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -53,14 +53,25 @@ fn instruction<'a>(stage: &'a [(String, String)], name: &str) -> &'a str {
     &stage.iter().find(|(i, _)| i == name).unwrap_or_else(|| panic!("no {name}")).1
 }
 
-/// A recipe's process, killed when dropped.
-struct Deployed {
-    child: std::process::Child,
-    port: u16,
+/// A served process (a recipe's, a replica, a proxy) and its HTTP port, stopped when dropped:
+/// `SIGTERM` first, so that a parent ends its children (nginx's master its workers; `SIGKILL`
+/// would leave them running), then `SIGKILL` if it lingers.
+pub(super) struct Deployed {
+    pub(super) child: std::process::Child,
+    pub(super) port: u16,
 }
 
 impl Drop for Deployed {
     fn drop(&mut self) {
+        // Only a process not yet reaped: its pid could be another's by now.
+        if let Ok(None) = self.child.try_wait() {
+            let pid = rustix::process::Pid::from_child(&self.child);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -95,7 +106,7 @@ fn workspace(path: &Path, uid: u32, gid: u32) {
 }
 
 /// Waits until `GET /health` answers (or the process died).
-async fn healthy(deployed: &mut Deployed) {
+pub(super) async fn healthy(deployed: &mut Deployed) {
     // reqwest is built without a default TLS provider (the agent installs ring's).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -104,19 +115,27 @@ async fn healthy(deployed: &mut Deployed) {
         if health.is_ok_and(|r| r.status().is_success()) {
             return;
         }
-        assert!(deployed.child.try_wait().unwrap().is_none(), "the server exited before serving");
-        assert!(Instant::now() < deadline, "not healthy within 15 s");
+        assert!(
+            deployed.child.try_wait().unwrap().is_none(),
+            "the process on port {} exited before serving",
+            deployed.port
+        );
+        assert!(Instant::now() < deadline, "port {} not healthy within 15 s", deployed.port);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// An MCP client of the server at `port` over HTTP, with `token`.
+pub(super) async fn connect(port: u16, token: &str) -> Client {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{port}/mcp")).auth_header(token);
+    Client { service: ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap(), pid: None }
 }
 
 /// A task end to end through the server at `port`: a file, a sandboxed command, a todo and a
 /// memory; the file and the command's output land in `workspace`, owned by `uid`.
 async fn task(port: u16, workspace: &Path, uid: u32) {
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{port}/mcp")).auth_header(TOKEN);
-    let client =
-        Client { service: ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap(), pid: None };
+    let client = connect(port, TOKEN).await;
     let made = client.file(json!({"operation": "create_file", "path": "notes/plan.md", "content": "ship it\n"})).await;
     assert!(!made.is_error, "{}", made.text);
     let ran = client.run("git status --short > notes/status.txt").await;

@@ -10,7 +10,7 @@ pub mod common;
 #[cfg(target_os = "linux")]
 mod confinement;
 mod corners;
-mod deploy;
+pub mod deploy;
 mod escapes;
 pub mod http;
 mod integrity;

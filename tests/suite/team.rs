@@ -9,14 +9,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use rmcp::ServiceExt;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 
-use super::common::{BIN, Client, Workspace};
+use super::common::{BIN, Workspace};
+use super::deploy::{Deployed, connect, free_port, healthy};
 
 const TOKEN: &str = "team-test-token-0123456789abcdef";
 
@@ -54,45 +51,9 @@ fn command_of(block: &str, program: &str) -> Vec<String> {
     words.into_iter().skip_while(|w| w != program).collect()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A process of the setup, stopped when dropped: `SIGTERM`, so that nginx's master ends its
-/// workers (`SIGKILL` would leave them running), then `SIGKILL` if it lingers.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = rustix::process::kill_process(rustix::process::Pid::from_child(&self.0), rustix::process::Signal::TERM);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Waits until `GET /health` at `port` answers.
-async fn healthy(port: u16, process: &mut Running) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let health = reqwest::get(format!("http://127.0.0.1:{port}/health")).await;
-        if health.is_ok_and(|r| r.status().is_success()) {
-            return;
-        }
-        assert!(process.0.try_wait().unwrap().is_none(), "a process of the setup exited before serving");
-        assert!(Instant::now() < deadline, "port {port} not healthy within 15 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn connect(port: u16) -> Client {
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{port}/mcp")).auth_header(TOKEN);
-    Client { service: ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap(), pid: None }
+/// `command` started with no input or output, as a service would be.
+fn spawn_quiet(command: &mut Command) -> Child {
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
 }
 
 /// A clone of the team's repository at `path` whose `origin` is `remote`.
@@ -149,18 +110,15 @@ async fn two_replicas_behind_the_readmes_nginx_share_a_plan_and_keep_each_client
                 ("postgres://toolbelt@db.internal:5432/toolbelt", url.clone()),
             ],
         );
-        let child = Command::new(BIN)
-            .args(argv.split(' ').skip(1))
-            .env("XDG_STATE_HOME", machine.join("state"))
-            .env("XDG_CONFIG_HOME", machine.join("config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut running = Running(child);
-        healthy(port, &mut running).await;
-        replicas.push(running);
+        let child = spawn_quiet(
+            Command::new(BIN)
+                .args(argv.split(' ').skip(1))
+                .env("XDG_STATE_HOME", machine.join("state"))
+                .env("XDG_CONFIG_HOME", machine.join("config")),
+        );
+        let mut replica = Deployed { child, port };
+        healthy(&mut replica).await;
+        replicas.push(replica);
     }
 
     // The proxy: the README's nginx command with the recipe, addresses put in.
@@ -178,23 +136,14 @@ async fn two_replicas_behind_the_readmes_nginx_share_a_plan_and_keep_each_client
     );
     let conf_path = base.join("nginx.conf");
     std::fs::write(&conf_path, conf).unwrap();
-    let child = Command::new(&nginx)
-        .arg("-p")
-        .arg(base)
-        .arg("-c")
-        .arg(&conf_path)
-        .args(["-g", "daemon off;"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut proxy = Running(child);
-    healthy(proxy_port, &mut proxy).await;
+    let child =
+        spawn_quiet(Command::new(&nginx).arg("-p").arg(base).arg("-c").arg(&conf_path).args(["-g", "daemon off;"]));
+    let mut proxy = Deployed { child, port: proxy_port };
+    healthy(&mut proxy).await;
 
     // Through the proxy: a terminal session lives on one replica, and the client's next
     // requests reach it; a plan and a memory go to the shared database.
-    let client = connect(proxy_port).await;
+    let client = connect(proxy_port, TOKEN).await;
     let pty = client.term("start_session", json!({})).await;
     assert!(!pty.is_error, "{}", pty.text);
     let id = pty.structured["session_id"].as_str().unwrap().to_string();
@@ -212,7 +161,7 @@ async fn two_replicas_behind_the_readmes_nginx_share_a_plan_and_keep_each_client
     // Each replica, asked directly, has the plan and the memory: one workspace, the
     // repository's, whichever remote form its clone has.
     for port in ports {
-        let direct = connect(port).await;
+        let direct = connect(port, TOKEN).await;
         let plan = direct.todo("read", json!({})).await;
         assert!(plan.text.contains("ship the team server"), "replica on {port}: {}", plan.text);
         let found = direct.memory("search", json!({"query": "replica"})).await;
