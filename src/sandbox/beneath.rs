@@ -36,6 +36,12 @@ impl Root {
         self.dir.open_beneath(relative)
     }
 
+    /// The directory at `path` (absolute) beneath the root, as a handle: its entries are then
+    /// described by name, one call each.
+    pub fn open_dir_at(&self, path: &Path) -> io::Result<DirHandle> {
+        self.dir.open_beneath(self.relative(path)?)
+    }
+
     /// A file beneath the root (absolute `path`), opened for reading without blocking on a
     /// FIFO; with its metadata, taken from the open handle.
     pub fn open_read(&self, path: &Path) -> io::Result<(File, Metadata)> {
@@ -53,15 +59,6 @@ impl Root {
     pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
         self.dir.metadata_beneath(self.relative(path)?)
     }
-
-    /// The target text of the symlink at `path` (absolute).
-    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        let relative = self.relative(path)?;
-        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        };
-        self.dir.open_beneath(parent)?.read_link(name)
-    }
 }
 
 /// A directory beneath `root` (relative path) as a handle.
@@ -74,6 +71,7 @@ pub fn open_dir(root: &Path, relative: &Path) -> io::Result<DirHandle> {
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
 
     #[test]
     fn no_symlink_anywhere_on_the_way() {
@@ -98,8 +96,10 @@ mod tests {
         assert!(held.symlink_metadata(&root.join("link")).unwrap().file_type().is_symlink());
         assert!(held.symlink_metadata(&root.join("swapped/f")).is_err());
         assert!(held.symlink_metadata(&root).unwrap().is_dir());
-        assert_eq!(held.read_link(&root.join("link")).unwrap(), Path::new("dir/f"));
-        assert!(held.read_link(&root.join("swapped/f")).is_err());
+        assert_eq!(held.open_dir_at(&root).unwrap().read_link(OsStr::new("link")).unwrap(), Path::new("dir/f"));
+        assert_eq!(held.open_dir_at(&root.join("dir")).unwrap().stat(OsStr::new("f")).unwrap().len, 2);
+        assert!(held.open_dir_at(&root.join("swapped")).is_err(), "a directory symlink");
+        assert!(held.open_dir_at(&outside).is_err(), "not beneath the root");
         assert!(open_dir(&root, Path::new("dir")).is_ok());
         assert!(open_dir(&root, Path::new("swapped")).is_err());
     }

@@ -8,6 +8,9 @@ use ignore::WalkBuilder;
 use crate::error::ToolError;
 use crate::sandbox::{Resolved, fs};
 
+#[cfg(target_os = "linux")]
+mod worker;
+
 /// What a walk includes.
 #[derive(Debug, Clone, Copy)]
 pub struct WalkOptions {
@@ -54,20 +57,25 @@ pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
 /// read these and nothing else outside the root.
 const PARENT_IGNORE_FILES: [&str; 4] = [".gitignore", ".ignore", ".git", ".git/info/exclude"];
 
+/// The ignore files above `root` that exist: what a confined walk may read besides the root.
+fn ignore_files_above(root: &std::path::Path) -> Vec<PathBuf> {
+    root.ancestors()
+        .skip(1)
+        .flat_map(|dir| PARENT_IGNORE_FILES.iter().map(move |name| dir.join(name)))
+        .filter(|file| fs::is_file(file))
+        .collect()
+}
+
 /// Runs `work` on a thread of its own whose reads, and those of every thread it starts (the
 /// parallel walker's), the kernel confines (Landlock) to `walked`'s root and the ignore files
 /// above it: a directory swapped for a symlink mid-walk then reads as unreadable instead of
 /// listing what it points to. Without Landlock the walk runs unconfined and the visitors below
 /// re-check each entry instead (file contents are opened beneath the root anyway:
-/// [`fs::walk_root`]).
+/// [`fs::walk_root`]). A new thread each time, as `work` borrows from the caller; see
+/// [`confined_kept`] for work that owns what it uses.
 pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> Result<T, ToolError> {
     let root = walked.root();
-    let above: Vec<PathBuf> = root
-        .ancestors()
-        .skip(1)
-        .flat_map(|dir| PARENT_IGNORE_FILES.iter().map(move |name| dir.join(name)))
-        .filter(|file| fs::is_file(file))
-        .collect();
+    let above = ignore_files_above(root);
     #[cfg(target_os = "linux")]
     {
         let outcome = std::thread::scope(|scope| {
@@ -86,6 +94,30 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
     #[cfg(not(target_os = "linux"))]
     {
         let _ = above;
+        Ok(work())
+    }
+}
+
+/// [`confined`] for work that owns what it uses: it runs on a confined thread kept from an
+/// earlier walk of the same root (when the ignore files above it are still the same), so a
+/// small listing pays neither a thread nor a ruleset. Without Landlock it runs here.
+fn confined_kept<T: Send + 'static>(
+    walked: &Resolved,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    if !crate::sandbox::backend::confines_walks() {
+        return Ok(work());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let root = walked.root();
+        let confinement = worker::Confinement { root: root.to_path_buf(), above: ignore_files_above(root) };
+        worker::run(confinement, work)
+            .map_err(|err| ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = walked;
         Ok(work())
     }
 }
@@ -110,30 +142,33 @@ impl Recheck {
 }
 
 /// Visits the entries of a walk of `walked` in its order (`builder`'s sort), confined to its
-/// root, until `stop` says so (then `Cancelled`); an entry that could not be read is passed as
-/// `Err`.
-pub fn visit_in_order(
+/// root, until `stop` says so (then `Cancelled`), passing each to `visit` with `state`, which
+/// is returned at the end; an entry that could not be read is passed as `Err`.
+pub fn visit_in_order<S: Send + 'static>(
     walked: &Resolved,
     builder: &WalkBuilder,
-    stop: &(dyn Fn() -> bool + Sync),
-    mut visit: impl FnMut(Result<&ignore::DirEntry, &ignore::Error>) + Send,
-) -> Result<(), ToolError> {
+    stop: impl Fn() -> bool + Send + 'static,
+    state: S,
+    visit: impl Fn(&mut S, Result<&ignore::DirEntry, &ignore::Error>) + Send + 'static,
+) -> Result<S, ToolError> {
     let recheck = Recheck::new(walked)?;
     // Built here, unconfined: building reads the global git excludes (`core.excludesFile`).
     let walk = builder.build();
-    confined(walked, || {
+    let (state, stopped) = confined_kept(walked, move || {
+        let mut state = state;
         for entry in walk {
             if stop() {
-                break;
+                return (state, true);
             }
             match &entry {
                 Ok(entry) if !recheck.keeps(entry) => {}
-                Ok(entry) => visit(Ok(entry)),
-                Err(err) => visit(Err(err)),
+                Ok(entry) => visit(&mut state, Ok(entry)),
+                Err(err) => visit(&mut state, Err(err)),
             }
         }
+        (state, stop())
     })?;
-    if stop() { Err(ToolError::Cancelled) } else { Ok(()) }
+    if stopped { Err(ToolError::Cancelled) } else { Ok(state) }
 }
 
 /// Threads for parallel walks: one per core, like ripgrep, capped at 12.

@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
+use crate::sandbox::handle::DirHandle;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::human_size;
@@ -98,9 +100,83 @@ struct Found {
     entry: Entry,
 }
 
+/// What a walk gathers, on the confined walker thread.
+struct Walked {
+    /// The root held open, to describe entries beneath it.
+    held: crate::sandbox::beneath::Root,
+    /// The directory of the entries being described, opened beneath the root (a walk in tree
+    /// order meets a directory's entries together).
+    parent: Option<(PathBuf, DirHandle)>,
+    roots: Arc<Roots>,
+    depth: usize,
+    limit: usize,
+    found: Vec<Found>,
+    /// Entries each directory holds, down to one level below `depth`.
+    children: HashMap<PathBuf, u64>,
+    total: u64,
+    unreadable: u64,
+}
+
+impl Walked {
+    fn visit(&mut self, item: Result<&ignore::DirEntry, &ignore::Error>) {
+        let Ok(item) = item else {
+            self.unreadable += 1;
+            return;
+        };
+        if item.depth() == 0 {
+            return;
+        }
+        if let Some(parent) = item.path().parent() {
+            *self.children.entry(parent.to_path_buf()).or_default() += 1;
+        }
+        if item.depth() > self.depth {
+            return;
+        }
+        self.total += 1;
+        if self.found.len() < self.limit {
+            let entry = self.describe(item);
+            self.found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry });
+        }
+    }
+
+    /// The handle of the directory `path` is in (`None` if it cannot be opened beneath the root).
+    fn parent_of(&mut self, path: &Path) -> Option<&DirHandle> {
+        let parent = path.parent()?;
+        if self.parent.as_ref().is_none_or(|(open, _)| open != parent) {
+            self.parent = self.held.open_dir_at(parent).ok().map(|dir| (parent.to_path_buf(), dir));
+        }
+        self.parent.as_ref().map(|(_, dir)| dir)
+    }
+
+    fn describe(&mut self, item: &ignore::DirEntry) -> Entry {
+        let path = self.roots.show(item.path());
+        let name = item.file_name();
+        let mut entry = Entry { path, kind: "other".into(), size: None, children: None, target: None, leads: None };
+        match item.file_type() {
+            Some(t) if t.is_dir() => entry.kind = "dir".into(),
+            Some(t) if t.is_file() => {
+                entry.kind = "file".into();
+                entry.size = self.parent_of(item.path()).and_then(|dir| dir.stat(name).ok()).map(|stat| stat.len);
+            }
+            Some(t) if t.is_symlink() => {
+                entry.kind = "symlink".into();
+                let target = self.parent_of(item.path()).and_then(|dir| dir.read_link(name).ok());
+                entry.target = target.map(|t| t.to_string_lossy().into_owned());
+                let leads = match fs::canonicalize(item.path()) {
+                    Ok(real) if self.roots.contains(&real) => "inside",
+                    Ok(_) => "outside",
+                    Err(_) => "broken",
+                };
+                entry.leads = Some(leads.into());
+            }
+            _ => {}
+        }
+        entry
+    }
+}
+
 fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
-    let (roots, budget) = (&*context.roots, context.budget);
-    let stop = || context.signals.cancel.is_cancelled();
+    let budget = context.budget;
     ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 entry")?;
     let held = fs::walk_root(dir).map_err(|e| ToolError::io("list", dir.shown(), e))?;
@@ -113,29 +189,20 @@ fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>,
     let mut builder = walk::builder(dir, options);
     builder.sort_by_file_name(|a, b| a.cmp(b));
 
-    let mut found: Vec<Found> = Vec::new();
-    let mut children: HashMap<PathBuf, u64> = HashMap::new();
-    let (mut total, mut unreadable) = (0u64, 0u64);
-    walk::visit_in_order(dir, &builder, &stop, |item| {
-        let Ok(item) = item else {
-            unreadable += 1;
-            return;
-        };
-        if item.depth() == 0 {
-            return;
-        }
-        if let Some(parent) = item.path().parent() {
-            *children.entry(parent.to_path_buf()).or_default() += 1;
-        }
-        if item.depth() > depth {
-            return;
-        }
-        total += 1;
-        if found.len() < limit {
-            let entry = describe(&held, item, roots);
-            found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry });
-        }
-    })?;
+    let cancel = context.signals.cancel.clone();
+    let walked = Walked {
+        held,
+        parent: None,
+        roots: context.roots.clone(),
+        depth,
+        limit,
+        found: Vec::new(),
+        children: HashMap::new(),
+        total: 0,
+        unreadable: 0,
+    };
+    let Walked { found, children, total, unreadable, .. } =
+        walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit)?;
     let mut text = format!(
         "`{}`: {total} entries{}\n",
         dir.shown(),
@@ -166,31 +233,6 @@ fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>,
     }
     let data = Output { path: dir.shown().into(), total, entries, unreadable };
     Ok(Reply::new(text, data).cut(note))
-}
-
-fn describe(held: &crate::sandbox::beneath::Root, item: &ignore::DirEntry, roots: &Roots) -> Entry {
-    let path = roots.show(item.path());
-    let file_type = item.file_type();
-    let mut entry = Entry { path, kind: "other".into(), size: None, children: None, target: None, leads: None };
-    match file_type {
-        Some(t) if t.is_dir() => entry.kind = "dir".into(),
-        Some(t) if t.is_file() => {
-            entry.kind = "file".into();
-            entry.size = held.symlink_metadata(item.path()).ok().map(|m| m.len());
-        }
-        Some(t) if t.is_symlink() => {
-            entry.kind = "symlink".into();
-            entry.target = held.read_link(item.path()).ok().map(|t| t.to_string_lossy().into_owned());
-            let leads = match fs::canonicalize(item.path()) {
-                Ok(real) if roots.contains(&real) => "inside",
-                Ok(_) => "outside",
-                Err(_) => "broken",
-            };
-            entry.leads = Some(leads.into());
-        }
-        _ => {}
-    }
-    entry
 }
 
 fn render(item: &Found) -> String {
