@@ -175,11 +175,14 @@ fn read(
     let scan = match index::get(&identity) {
         // A later page of a file read before: only from the nearest checkpoint to the window.
         Some(known) => {
-            let (first_line, byte) = known.start_for(window.offset);
+            let (first_line, byte) = index::start_for(&identity, &known, window.offset);
             handle.seek(std::io::SeekFrom::Start(byte)).map_err(io_err)?;
             let reader = BufReader::with_capacity(64 * 1024, handle);
             let pass = Pass::Window { first_line };
             let window_scan = scan::scan(reader, &window, pass, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
+            if let Some((line, from_start)) = window_scan.resume {
+                index::resume_at(identity, line, byte + from_start);
+            }
             Scan {
                 total: known.total,
                 crlf: known.crlf,
@@ -194,6 +197,9 @@ fn read(
             let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
             let scan = scan::scan(reader, &window, Pass::Full, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
             index::put(identity, index::Summary::of(&scan), began);
+            if let Some((line, byte)) = scan.resume {
+                index::resume_at(identity, line, byte);
+            }
             scan
         }
     };

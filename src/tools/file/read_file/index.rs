@@ -85,6 +85,35 @@ impl Summary {
 
 static KEPT: Mutex<VecDeque<(Identity, Arc<Summary>)>> = Mutex::new(VecDeque::new());
 
+/// Where the last page of each kept file ended: (identity, the next line, where it starts).
+static RESUME: Mutex<VecDeque<(Identity, u64, u64)>> = Mutex::new(VecDeque::new());
+
+/// Where to start reading the file with `identity` for line `line`: the checkpoint at or before
+/// it, or where the last page ended when that is nearer, so pages read one after another each
+/// read only their own lines.
+pub fn start_for(identity: &Identity, summary: &Summary, line: u64) -> (u64, u64) {
+    let checkpoint = summary.start_for(line);
+    let resume = RESUME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match resume.iter().find(|(id, ..)| id == identity) {
+        Some(&(_, next, byte)) if next <= line && next > checkpoint.0 => (next, byte),
+        _ => checkpoint,
+    }
+}
+
+/// Remembers that line `line` of the file with `identity` starts at byte `byte`, if the file's
+/// summary is kept (so only for settled files, like the summary).
+pub fn resume_at(identity: Identity, line: u64, byte: u64) {
+    let kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !kept.iter().any(|(id, _)| *id == identity) {
+        return;
+    }
+    drop(kept);
+    let mut resume = RESUME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    resume.retain(|(id, ..)| *id != identity);
+    resume.push_front((identity, line, byte));
+    resume.truncate(ENTRIES);
+}
+
 /// The summary of the file with `identity`, if a full pass left one.
 pub fn get(identity: &Identity) -> Option<Arc<Summary>> {
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -123,6 +152,22 @@ mod tests {
         assert_eq!(s.start_for(CHECKPOINT_LINES + 1), (CHECKPOINT_LINES + 1, 100));
         assert_eq!(s.start_for(2 * CHECKPOINT_LINES + 7), (2 * CHECKPOINT_LINES + 1, 250));
         assert_eq!(s.start_for(50 * CHECKPOINT_LINES), (2 * CHECKPOINT_LINES + 1, 250), "past the last one");
+    }
+
+    #[test]
+    fn the_next_page_starts_where_the_last_one_ended() {
+        let identity = Identity { dev: 7, ino: 4_242_424, size: 10, mtime: (1, 0), ctime: (1, 0) };
+        let s = summary(vec![100, 250]);
+        resume_at(identity, 1500, 180);
+        assert_eq!(start_for(&identity, &s, 1600), (CHECKPOINT_LINES + 1, 100), "no summary kept: not remembered");
+        put(identity, s.clone(), SystemTime::now());
+        resume_at(identity, 1500, 180);
+        assert_eq!(start_for(&identity, &s, 1500), (1500, 180));
+        assert_eq!(start_for(&identity, &s, 1600), (1500, 180), "nearer than the checkpoint");
+        assert_eq!(start_for(&identity, &s, 1400), (CHECKPOINT_LINES + 1, 100), "past the line asked for");
+        assert_eq!(start_for(&identity, &s, 2 * CHECKPOINT_LINES + 7), (2 * CHECKPOINT_LINES + 1, 250));
+        let other = Identity { ino: 4_242_425, ..identity };
+        assert_eq!(start_for(&other, &s, 1600), (CHECKPOINT_LINES + 1, 100), "another file's page");
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Scan {
     pub long_lines: u64,
     /// Byte offsets where lines `k * CHECKPOINT_LINES + 1` start (k = 1, 2, …): full pass only.
     pub checkpoints: Vec<u64>,
+    /// The line after the last one shown, and where it starts counted from the pass's first
+    /// byte: where the next page begins.
+    pub resume: Option<(u64, u64)>,
 }
 
 /// The whole file (`first_line` 1) or, from a checkpoint, only as far as the window.
@@ -130,6 +133,9 @@ pub fn scan(
         }
         if complete {
             finish_line(&mut line, &mut line_len, &mut out);
+            if out.shown_end == out.total {
+                out.resume = Some((out.total + 1, consumed));
+            }
             if full && out.total.is_multiple_of(CHECKPOINT_LINES) {
                 out.checkpoints.push(consumed);
             }
@@ -198,6 +204,25 @@ mod tests {
         let many = "line\n".repeat(1000);
         let s = scan_str(&many, 1, 2000, 2048);
         assert!(s.stopped_for_budget && s.lines.text().len() <= 2048 - RESERVE && s.total == 1000);
+    }
+
+    #[test]
+    fn a_window_says_where_the_next_one_starts() {
+        let s = scan_str("a\nbb\nccc\ndddd\n", 2, 2, 10_000);
+        assert_eq!(s.resume, Some((4, 9)), "line 4 starts at byte 9");
+        let from_line_3 = scan(
+            &b"ccc\ndddd\n"[..],
+            &Window { offset: 3, limit: 1, budget: 10_000 },
+            Pass::Window { first_line: 3 },
+            &|| false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(from_line_3.resume, Some((4, 4)), "counted from where the pass began");
+        let many = "line\n".repeat(1000);
+        let cut = scan_str(&many, 1, 2000, 2048);
+        let (next, byte) = cut.resume.unwrap();
+        assert_eq!((next, byte), (cut.shown_end + 1, cut.shown_end * 5), "after the last line the budget let in");
     }
 
     #[test]
