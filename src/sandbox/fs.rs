@@ -37,6 +37,14 @@ pub fn is_file(path: &Path) -> bool {
     path.is_file()
 }
 
+/// The device and inode of what is at `path` (following symlinks), if anything: what a Landlock
+/// rule made from the path holds on to.
+#[cfg(target_os = "linux")]
+pub fn inode(path: &Path) -> Option<(u64, u64)> {
+    let version = crate::sandbox::handle::Version::of(&std::fs::metadata(path).ok()?);
+    Some((version.dev, version.ino))
+}
+
 /// Whether `path` exists (following symlinks).
 pub fn exists(path: &Path) -> bool {
     path.exists()

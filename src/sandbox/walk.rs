@@ -99,8 +99,9 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
 }
 
 /// [`confined`] for work that owns what it uses: it runs on a confined thread kept from an
-/// earlier walk of the same root (when the ignore files above it are still the same), so a
-/// small listing pays neither a thread nor a ruleset. Without Landlock it runs here.
+/// earlier walk of the same root (when the root and the ignore files above it are still the
+/// same files), so a small listing pays neither a thread nor a ruleset. Without Landlock it
+/// runs here.
 fn confined_kept<T: Send + 'static>(
     walked: &Resolved,
     work: impl FnOnce() -> T + Send + 'static,
@@ -111,7 +112,9 @@ fn confined_kept<T: Send + 'static>(
     #[cfg(target_os = "linux")]
     {
         let root = walked.root();
-        let confinement = worker::Confinement { root: root.to_path_buf(), above: ignore_files_above(root) };
+        let above = ignore_files_above(root);
+        let inodes = std::iter::once(root).chain(above.iter().map(PathBuf::as_path)).map(fs::inode).collect();
+        let confinement = worker::Confinement { root: root.to_path_buf(), above, inodes };
         worker::run(confinement, work)
             .map_err(|err| ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())))
     }
@@ -249,4 +252,46 @@ where
     }
     let errors = shared.errors.load(Ordering::Relaxed);
     Ok((shared.states.into_inner().unwrap_or_default(), errors))
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Roots;
+
+    /// The names an in-order walk of `root` lists, ignore files honoured.
+    fn names(root: &std::path::Path) -> Vec<String> {
+        let walked = Roots::new(vec![root.to_path_buf()]).resolve(".").unwrap();
+        let builder = builder(&walked, WalkOptions::new(None, None, Some(1)));
+        let visit = |names: &mut Vec<String>, entry: Result<&ignore::DirEntry, &ignore::Error>| match entry {
+            Ok(entry) if entry.depth() > 0 => names.push(entry.file_name().to_string_lossy().into_owned()),
+            Ok(_) => {}
+            Err(err) => names.push(format!("error: {err}")),
+        };
+        let mut names = visit_in_order(&walked, &builder, || false, Vec::new(), visit).unwrap();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_kept_walker_sees_an_ignore_file_saved_anew_and_a_root_made_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parent = tmp.path().canonicalize().unwrap();
+        let root = parent.join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        std::fs::write(root.join("b.txt"), "b").unwrap();
+        std::fs::write(parent.join(".gitignore"), "a.txt\n").unwrap();
+        assert_eq!(names(&root), ["b.txt"]);
+        // Saved the way editors do: a new file renamed over the old one (another inode).
+        std::fs::write(parent.join(".gitignore.new"), "b.txt\n").unwrap();
+        std::fs::rename(parent.join(".gitignore.new"), parent.join(".gitignore")).unwrap();
+        assert_eq!(names(&root), ["a.txt"]);
+        // The root itself made again at the same path.
+        std::fs::rename(&root, parent.join("old-root")).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(root.join("c.txt"), "c").unwrap();
+        assert_eq!(names(&root), ["c.txt"]);
+    }
 }

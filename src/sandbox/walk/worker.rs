@@ -15,6 +15,10 @@ pub(super) struct Confinement {
     pub root: PathBuf,
     /// The ignore files above the root that exist (read by the walker's `parents`).
     pub above: Vec<PathBuf>,
+    /// The device and inode of the root and of each file in `above`, as they were when this was
+    /// made: a rule holds the inode its path led to, so a root made again or an ignore file
+    /// saved by renaming a new one over it needs another thread.
+    pub inodes: Vec<Option<(u64, u64)>>,
 }
 
 /// A job for a worker: it runs the work and sends back its outcome.
@@ -85,7 +89,7 @@ fn keep(confinement: Confinement, jobs: mpsc::Sender<Job>) {
 fn spawn(confinement: &Confinement) -> Result<mpsc::Sender<Job>, String> {
     let (jobs, queue) = mpsc::channel::<Job>();
     let (ready, confined) = mpsc::sync_channel(1);
-    let Confinement { root, above } = confinement.clone();
+    let Confinement { root, above, .. } = confinement.clone();
     std::thread::Builder::new()
         .name("toolbelt-walk".into())
         .spawn(move || {
@@ -111,7 +115,7 @@ mod tests {
     use super::*;
 
     fn confinement(root: &std::path::Path) -> Confinement {
-        Confinement { root: root.to_path_buf(), above: Vec::new() }
+        Confinement { root: root.to_path_buf(), above: Vec::new(), inodes: Vec::new() }
     }
 
     #[test]
