@@ -175,7 +175,7 @@ fn read(
     let scan = match index::get(&identity) {
         // A later page of a file read before: only from the nearest checkpoint to the window.
         Some(known) => {
-            let (first_line, byte) = index::start_for(&identity, &known, window.offset);
+            let (first_line, byte) = known.start_for(window.offset);
             handle.seek(std::io::SeekFrom::Start(byte)).map_err(io_err)?;
             let reader = BufReader::with_capacity(64 * 1024, handle);
             let pass = Pass::Window { first_line };
@@ -184,11 +184,11 @@ fn read(
                 index::resume_at(identity, line, byte + from_start);
             }
             Scan {
-                total: known.total,
-                crlf: known.crlf,
-                lf: known.lf,
-                missing_final_newline: known.missing_final_newline,
-                sha256: known.sha256.clone(),
+                total: known.summary.total,
+                crlf: known.summary.crlf,
+                lf: known.summary.lf,
+                missing_final_newline: known.summary.missing_final_newline,
+                sha256: known.summary.sha256.clone(),
                 ..window_scan
             }
         }

@@ -83,45 +83,53 @@ impl Summary {
     }
 }
 
-static KEPT: Mutex<VecDeque<(Identity, Arc<Summary>)>> = Mutex::new(VecDeque::new());
+/// A file's summary as kept, with where its last page ended (the next line, and the byte
+/// where it starts).
+struct Kept {
+    identity: Identity,
+    summary: Arc<Summary>,
+    resume: Option<(u64, u64)>,
+}
 
-/// Where the last page of each kept file ended: (identity, the next line, where it starts).
-static RESUME: Mutex<VecDeque<(Identity, u64, u64)>> = Mutex::new(VecDeque::new());
+static KEPT: Mutex<VecDeque<Kept>> = Mutex::new(VecDeque::new());
 
-/// Where to start reading the file with `identity` for line `line`: the checkpoint at or before
-/// it, or where the last page ended when that is nearer, so pages read one after another each
-/// read only their own lines.
-pub fn start_for(identity: &Identity, summary: &Summary, line: u64) -> (u64, u64) {
-    let checkpoint = summary.start_for(line);
-    let resume = RESUME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match resume.iter().find(|(id, ..)| id == identity) {
-        Some(&(_, next, byte)) if next <= line && next > checkpoint.0 => (next, byte),
-        _ => checkpoint,
+/// What is known of a file read before.
+pub struct Known {
+    /// Its whole-file facts.
+    pub summary: Arc<Summary>,
+    resume: Option<(u64, u64)>,
+}
+
+impl Known {
+    /// Where to start reading for line `line`: the checkpoint at or before it, or where the
+    /// last page ended when that is nearer, so pages read one after another each read only
+    /// their own lines.
+    pub fn start_for(&self, line: u64) -> (u64, u64) {
+        let checkpoint = self.summary.start_for(line);
+        match self.resume {
+            Some((next, byte)) if next <= line && next > checkpoint.0 => (next, byte),
+            _ => checkpoint,
+        }
     }
 }
 
 /// Remembers that line `line` of the file with `identity` starts at byte `byte`, if the file's
 /// summary is kept (so only for settled files, like the summary).
 pub fn resume_at(identity: Identity, line: u64, byte: u64) {
-    let kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if !kept.iter().any(|(id, _)| *id == identity) {
-        return;
+    let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(entry) = kept.iter_mut().find(|entry| entry.identity == identity) {
+        entry.resume = Some((line, byte));
     }
-    drop(kept);
-    let mut resume = RESUME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    resume.retain(|(id, ..)| *id != identity);
-    resume.push_front((identity, line, byte));
-    resume.truncate(ENTRIES);
 }
 
-/// The summary of the file with `identity`, if a full pass left one.
-pub fn get(identity: &Identity) -> Option<Arc<Summary>> {
+/// What a full pass left of the file with `identity`, if it was kept.
+pub fn get(identity: &Identity) -> Option<Known> {
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let at = kept.iter().position(|(id, _)| id == identity)?;
+    let at = kept.iter().position(|entry| entry.identity == *identity)?;
     let entry = kept.remove(at)?;
-    let summary = entry.1.clone();
+    let known = Known { summary: entry.summary.clone(), resume: entry.resume };
     kept.push_front(entry);
-    Some(summary)
+    Some(known)
 }
 
 /// Keeps `summary` of the file with `identity`, read by a pass that began at `pass`, unless the
@@ -131,8 +139,8 @@ pub fn put(identity: Identity, summary: Summary, pass: SystemTime) {
         return;
     }
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    kept.retain(|(id, _)| *id != identity);
-    kept.push_front((identity, Arc::new(summary)));
+    kept.retain(|entry| entry.identity != identity);
+    kept.push_front(Kept { identity, summary: Arc::new(summary), resume: None });
     kept.truncate(ENTRIES);
 }
 
@@ -157,17 +165,21 @@ mod tests {
     #[test]
     fn the_next_page_starts_where_the_last_one_ended() {
         let identity = Identity { dev: 7, ino: 4_242_424, size: 10, mtime: (1, 0), ctime: (1, 0) };
-        let s = summary(vec![100, 250]);
         resume_at(identity, 1500, 180);
-        assert_eq!(start_for(&identity, &s, 1600), (CHECKPOINT_LINES + 1, 100), "no summary kept: not remembered");
-        put(identity, s.clone(), SystemTime::now());
+        assert!(get(&identity).is_none(), "no summary kept: nothing remembered");
+        put(identity, summary(vec![100, 250]), SystemTime::now());
+        assert_eq!(get(&identity).unwrap().start_for(1600), (CHECKPOINT_LINES + 1, 100), "no page read yet");
         resume_at(identity, 1500, 180);
-        assert_eq!(start_for(&identity, &s, 1500), (1500, 180));
-        assert_eq!(start_for(&identity, &s, 1600), (1500, 180), "nearer than the checkpoint");
-        assert_eq!(start_for(&identity, &s, 1400), (CHECKPOINT_LINES + 1, 100), "past the line asked for");
-        assert_eq!(start_for(&identity, &s, 2 * CHECKPOINT_LINES + 7), (2 * CHECKPOINT_LINES + 1, 250));
+        let known = get(&identity).unwrap();
+        assert_eq!(known.start_for(1500), (1500, 180));
+        assert_eq!(known.start_for(1600), (1500, 180), "nearer than the checkpoint");
+        assert_eq!(known.start_for(1400), (CHECKPOINT_LINES + 1, 100), "past the line asked for");
+        assert_eq!(known.start_for(2 * CHECKPOINT_LINES + 7), (2 * CHECKPOINT_LINES + 1, 250));
         let other = Identity { ino: 4_242_425, ..identity };
-        assert_eq!(start_for(&other, &s, 1600), (CHECKPOINT_LINES + 1, 100), "another file's page");
+        put(other, summary(vec![100, 250]), SystemTime::now());
+        assert_eq!(get(&other).unwrap().start_for(1600), (CHECKPOINT_LINES + 1, 100), "another file's page");
+        put(identity, summary(vec![100, 250]), SystemTime::now());
+        assert_eq!(get(&identity).unwrap().start_for(1600), (CHECKPOINT_LINES + 1, 100), "a new pass forgets it");
     }
 
     #[test]
@@ -178,14 +190,14 @@ mod tests {
         let file = std::fs::File::create(&path).unwrap();
         let fresh = Identity::of(&file.metadata().unwrap());
         put(fresh, summary(vec![1]), SystemTime::now());
-        assert_eq!(get(&fresh), None, "changed just now: not kept");
+        assert!(get(&fresh).is_none(), "changed just now: not kept");
         file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
         // Setting the time changed the ctime: still too fresh.
         let set = Identity::of(&file.metadata().unwrap());
         put(set, summary(vec![2]), SystemTime::now());
-        assert_eq!(get(&set), None);
+        assert!(get(&set).is_none());
         put(set, summary(vec![3]), SystemTime::now() + Duration::from_secs(10));
-        assert_eq!(get(&set).map(|s| s.checkpoints.clone()), Some(vec![3]));
-        assert_eq!(get(&fresh), None, "another identity");
+        assert_eq!(get(&set).map(|k| k.summary.checkpoints.clone()), Some(vec![3]));
+        assert!(get(&fresh).is_none(), "another identity");
     }
 }
