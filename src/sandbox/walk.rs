@@ -98,16 +98,18 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
     }
 }
 
-/// [`confined`] for work that owns what it uses: it runs on a confined thread kept from an
-/// earlier walk of the same root (when the root and the ignore files above it are still the
-/// same files), so a small listing pays neither a thread nor a ruleset. Without Landlock it
-/// runs here.
-fn confined_kept<T: Send + 'static>(
+/// [`confined`] for work that owns what it uses, awaited: it runs on a confined thread kept
+/// from an earlier walk of the same root (when the root and the ignore files above it are still
+/// the same files), so a small listing pays neither a thread nor a ruleset, and the async
+/// thread hands it over directly. Without Landlock it runs on a blocking thread.
+async fn confined_kept<T: Send + 'static>(
     walked: &Resolved,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ToolError> {
     if !crate::sandbox::backend::confines_walks() {
-        return Ok(work());
+        return tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|err| ToolError::Internal(format!("the walk failed: {err}")));
     }
     #[cfg(target_os = "linux")]
     {
@@ -116,12 +118,13 @@ fn confined_kept<T: Send + 'static>(
         let inodes = std::iter::once(root).chain(above.iter().map(PathBuf::as_path)).map(fs::inode).collect();
         let confinement = worker::Confinement { root: root.to_path_buf(), above, inodes };
         worker::run(confinement, work)
+            .await
             .map_err(|err| ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())))
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = walked;
-        Ok(work())
+        tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("the walk failed: {err}")))
     }
 }
 
@@ -147,7 +150,7 @@ impl Recheck {
 /// Visits the entries of a walk of `walked` in its order (`builder`'s sort), confined to its
 /// root, until `stop` says so (then `Cancelled`), passing each to `visit` with `state`, which
 /// is returned at the end; an entry that could not be read is passed as `Err`.
-pub fn visit_in_order<S: Send + 'static>(
+pub async fn visit_in_order<S: Send + 'static>(
     walked: &Resolved,
     builder: &WalkBuilder,
     stop: impl Fn() -> bool + Send + 'static,
@@ -170,7 +173,8 @@ pub fn visit_in_order<S: Send + 'static>(
             }
         }
         (state, stop())
-    })?;
+    })
+    .await?;
     if stopped { Err(ToolError::Cancelled) } else { Ok(state) }
 }
 
@@ -269,7 +273,8 @@ mod tests {
             Ok(_) => {}
             Err(err) => names.push(format!("error: {err}")),
         };
-        let mut names = visit_in_order(&walked, &builder, || false, Vec::new(), visit).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut names = runtime.block_on(visit_in_order(&walked, &builder, || false, Vec::new(), visit)).unwrap();
         names.sort();
         names
     }

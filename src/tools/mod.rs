@@ -480,6 +480,20 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("worker failed: {err}")))?
 }
 
+/// Runs filesystem work known to be short (`short`: a small file's read) on the async thread
+/// that took the call, which costs less than handing it to a blocking thread and back; other
+/// work goes to [`blocking`]. Either way a panic fails the call, not the server.
+pub async fn blocking_unless_short<T: Send + 'static>(
+    short: bool,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    if !short {
+        return blocking(work).await;
+    }
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .map_err(|_| ToolError::Internal("worker failed: it panicked".into()))?
+}
+
 /// Finds the operation a call names, with its tool's operations (consolidated layout; none in
 /// the granular one). `Ok(None)` means no such tool (a protocol error).
 pub fn dispatch(
@@ -518,6 +532,24 @@ pub fn dispatch(
                 problem: format!("`{tool}` has no operation `{name}`"),
                 accepted,
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_work_runs_on_the_calling_thread_and_a_panic_fails_the_call_either_way() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let here = std::thread::current().id();
+        let thread = || Ok(std::thread::current().id());
+        assert_eq!(runtime.block_on(blocking_unless_short(true, thread)).unwrap(), here);
+        assert_ne!(runtime.block_on(blocking_unless_short(false, thread)).unwrap(), here);
+        for short in [true, false] {
+            let failed = runtime.block_on(blocking_unless_short(short, || -> Result<(), ToolError> { panic!("boom") }));
+            assert!(matches!(failed, Err(ToolError::Internal(_))), "{failed:?}");
         }
     }
 }

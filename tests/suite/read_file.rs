@@ -39,6 +39,30 @@ async fn reads_numbered_lines_with_total_and_hash() {
     client.close().await;
 }
 
+/// Windows of files read before start from a checkpoint: inside the 8 KB sniffed already (a
+/// small file, read on the call's own thread) or past it (a file over 16 KB, read on a
+/// blocking thread), and show the same lines either way.
+#[tokio::test]
+async fn windows_of_a_file_read_before_show_the_right_lines() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    for (name, lines) in [("small.txt", 40u64), ("over-inline.txt", 600)] {
+        let text: String = (1..=lines).map(|n| format!("line {n} of {name}, padded to be longer\n")).collect();
+        std::fs::write(ws.root.join(name), &text).unwrap();
+        let whole = client.ok(op("read_file", json!({"path": name}))).await;
+        assert_eq!(whole.structured["total_lines"].as_u64(), Some(lines));
+        for (offset, limit) in [(10, 5), (15, 5), (3, 2), (lines - 1, 5), (300.min(lines - 2), 3)] {
+            let window = client.ok(op("read_file", json!({"path": name, "offset": offset, "limit": limit}))).await;
+            let end = (offset + limit - 1).min(lines);
+            let expected: String =
+                (offset..=end).map(|n| format!("{n}\tline {n} of {name}, padded to be longer\n")).collect();
+            assert_eq!(window.joined("lines"), expected, "{name} at {offset}");
+            assert_eq!(window.structured["sha256"], whole.structured["sha256"]);
+        }
+    }
+    client.close().await;
+}
+
 #[tokio::test]
 async fn windows_of_a_huge_file() {
     let ws = Workspace::new();

@@ -3,7 +3,7 @@
 //! next walk under the same confinement, so a listing pays neither a new thread nor a new
 //! ruleset (a `clone3` and five Landlock and `open` calls each time, before).
 
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
@@ -40,12 +40,16 @@ const KEPT: usize = 4;
 const IDLE_FOR: Duration = Duration::from_secs(120);
 
 /// Runs `work` on a worker confined to `confinement` and returns what it returned; a panic in
-/// `work` is resumed here, in the caller, as if it had run on this thread.
-pub(super) fn run<T: Send + 'static>(
+/// `work` comes back as an error (the worker goes on), so it fails the call, not the server's
+/// task that awaits it. The caller's thread
+/// is free while the worker walks (the async runtime's thread hands the job straight to the
+/// worker: no blocking thread between them). When the caller stops waiting (a cancelled call),
+/// the worker finishes its job and ends instead of being kept.
+pub(super) async fn run<T: Send + 'static>(
     confinement: Confinement,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    let (done, outcome) = mpsc::sync_channel(1);
+    let (done, outcome) = tokio::sync::oneshot::channel();
     let mut job: Job = Box::new(move || {
         let _ = done.send(catch_unwind(AssertUnwindSafe(work)));
     });
@@ -60,12 +64,13 @@ pub(super) fn run<T: Send + 'static>(
             Err(mpsc::SendError(returned)) => job = returned,
         }
     };
-    let result = outcome.recv().map_err(|_| "the walker thread ended before its walk did".to_string());
+    let result = outcome.await.map_err(|_| "the walker thread ended before its walk did".to_string());
     keep(confinement, jobs);
-    match result? {
-        Ok(value) => Ok(value),
-        Err(panic) => resume_unwind(panic),
-    }
+    result?.map_err(|panic| {
+        let message =
+            panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+        format!("the walk panicked: {}", message.unwrap_or_else(|| "no message".into()))
+    })
 }
 
 /// An idle worker under exactly `confinement`, taken out of the pool.
@@ -114,6 +119,15 @@ fn spawn(confinement: &Confinement) -> Result<mpsc::Sender<Job>, String> {
 mod tests {
     use super::*;
 
+    /// Waits for [`run`] here, as an async caller would.
+    fn run<T: Send + 'static>(
+        confinement: Confinement,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(super::run(confinement, work))
+    }
+
     fn confinement(root: &std::path::Path) -> Confinement {
         Confinement { root: root.to_path_buf(), above: Vec::new(), inodes: Vec::new() }
     }
@@ -151,10 +165,10 @@ mod tests {
     }
 
     #[test]
-    fn a_panic_reaches_the_caller_and_the_worker_goes_on() {
+    fn a_panic_fails_the_walk_and_the_worker_goes_on() {
         let root = tempfile::tempdir().unwrap();
-        let panicked = catch_unwind(|| run(confinement(root.path()), || panic!("walk failed")));
-        assert!(panicked.is_err());
+        let failed = run(confinement(root.path()), || panic!("walk failed")).unwrap_err();
+        assert_eq!(failed, "the walk panicked: walk failed");
         assert_eq!(run(confinement(root.path()), || 7).unwrap(), 7);
     }
 }

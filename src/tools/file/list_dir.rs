@@ -13,7 +13,7 @@ use crate::sandbox::handle::DirHandle;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::human_size;
-use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, json_size};
 
 const DEFAULT_LIMIT: usize = 1000;
 const MAX_DEPTH: usize = 10;
@@ -89,7 +89,7 @@ impl Operation for ListDir {
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let (dir, context) = call.single()?;
-        blocking(move || list(&dir, &args, &context)).await
+        list(&dir, &args, &context).await
     }
 }
 
@@ -175,7 +175,8 @@ impl Walked {
     }
 }
 
-fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
+/// Lists on the async thread that took the call, but for the walk itself (on a walker thread).
+async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
     let budget = context.budget;
     ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
     ToolError::check_range("limit", args.limit, 1, usize::MAX, "at least 1 entry")?;
@@ -202,7 +203,7 @@ fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>,
         unreadable: 0,
     };
     let Walked { found, children, total, unreadable, .. } =
-        walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit)?;
+        walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit).await?;
     let mut text = format!(
         "`{}`: {total} entries{}\n",
         dir.shown(),
