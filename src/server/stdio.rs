@@ -75,7 +75,7 @@ fn stdio() -> Stdio {
     let kind = |fd: BorrowedFd<'_>| {
         let file_type = rustix::fs::fstat(fd).ok().map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode));
         let stream_socket = || {
-            rustix::net::sockopt::socket_domain(fd).is_ok_and(|domain| domain == rustix::net::AddressFamily::UNIX)
+            rustix::net::getsockname(fd).is_ok_and(|addr| addr.address_family() == rustix::net::AddressFamily::UNIX)
                 && rustix::net::sockopt::socket_type(fd).is_ok_and(|kind| kind == rustix::net::SocketType::STREAM)
         };
         match file_type {
