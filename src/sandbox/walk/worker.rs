@@ -41,10 +41,10 @@ const IDLE_FOR: Duration = Duration::from_secs(120);
 
 /// Runs `work` on a worker confined to `confinement` and returns what it returned; a panic in
 /// `work` comes back as an error (the worker goes on), so it fails the call, not the server's
-/// task that awaits it. The caller's thread
-/// is free while the worker walks (the async runtime's thread hands the job straight to the
-/// worker: no blocking thread between them). When the caller stops waiting (a cancelled call),
-/// the worker finishes its job and ends instead of being kept.
+/// task that awaits it. The caller's thread is free while the worker walks (the async
+/// runtime's thread hands the job straight to the worker: no blocking thread between them).
+/// When the caller stops waiting (a cancelled call), the worker finishes its job and ends
+/// instead of being kept.
 pub(super) async fn run<T: Send + 'static>(
     confinement: Confinement,
     work: impl FnOnce() -> T + Send + 'static,
