@@ -106,26 +106,18 @@ async fn confined_kept<T: Send + 'static>(
     walked: &Resolved,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ToolError> {
-    if !crate::sandbox::backend::confines_walks() {
-        return tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|err| ToolError::Internal(format!("the walk failed: {err}")));
-    }
     #[cfg(target_os = "linux")]
-    {
+    if crate::sandbox::backend::confines_walks() {
         let root = walked.root();
         let above = ignore_files_above(root);
         let inodes = std::iter::once(root).chain(above.iter().map(PathBuf::as_path)).map(fs::inode).collect();
         let confinement = worker::Confinement { root: root.to_path_buf(), above, inodes };
-        worker::run(confinement, work)
+        return worker::run(confinement, work)
             .await
-            .map_err(|err| ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())))
+            .map_err(|err| ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())));
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = walked;
-        tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("the walk failed: {err}")))
-    }
+    let _ = walked;
+    tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("the walk failed: {err}")))
 }
 
 /// Where the kernel cannot confine a walk ([`confined`]: no Landlock), each entry is checked

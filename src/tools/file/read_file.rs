@@ -109,12 +109,12 @@ impl Operation for ReadFile {
         let (file, context) = call.single()?;
         let (handle, meta) = open(&file)?;
         let inline = meta.len() <= INLINE_BYTES;
-        let read = move || {
+        let work = move || {
             read(&file, handle, &meta, &args, context.budget, context.config.max_image_bytes, &|| {
                 context.signals.cancel.is_cancelled()
             })
         };
-        blocking_unless_short(inline, read).await
+        blocking_unless_short(inline, work).await
     }
 }
 
