@@ -237,50 +237,71 @@ async fn a_cancelled_http_call_ends_its_stream_with_an_answer() {
 }
 
 /// Node's `child_process` (so Claude Code, Claude Desktop, VS Code, Cursor, Qwen Code) gives a
-/// server Unix stream sockets, not pipes, for stdin and stdout. The server serves over them
-/// with its runtime's own thread: no thread of it sits in a blocking read of stdin (as one does
-/// with tokio's portable stdin, a hand-off per message), and it ends when the client closes.
+/// server Unix stream sockets, not pipes, for stdin and stdout; a socket-activated or inetd-style
+/// launcher gives one socket as both. The server serves over either with its runtime's own
+/// thread: no thread of it ever sits in a blocking read of stdin (as one does with tokio's
+/// portable stdin, a hand-off per message), and it ends when the client closes.
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn serves_over_the_unix_sockets_node_hosts_give_it_from_its_own_thread() {
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
+    use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
     let ws = Workspace::new();
-    let (ours_in, theirs_in) = UnixStream::pair().unwrap();
-    let (ours_out, theirs_out) = UnixStream::pair().unwrap();
-    let mut child = tokio::process::Command::new(BIN)
-        .args(["serve", "--root", ws.root.to_str().unwrap()])
-        .env("XDG_CONFIG_HOME", &ws.config_home)
-        .env("XDG_STATE_HOME", &ws.state_home)
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs_in)))
-        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().unwrap();
-    ours_in.set_nonblocking(true).unwrap();
-    ours_out.set_nonblocking(true).unwrap();
-    let transport =
-        (tokio::net::UnixStream::from_std(ours_out).unwrap(), tokio::net::UnixStream::from_std(ours_in).unwrap());
-    let client = ().serve(transport).await.unwrap();
-    let read = CallToolRequestParams::new("file_operations")
-        .with_arguments(json!({"operation": "read_file", "path": "src/main.rs"}).as_object().unwrap().clone());
-    for _ in 0..20 {
-        let result = client.call_tool(read.clone()).await.unwrap();
-        let structured = result.structured_content.unwrap();
-        assert_eq!(structured["lines"][0], "1\tfn main() {", "{structured}");
+    for one_socket in [false, true] {
+        // What the client holds (read, write) and what the server gets (stdin, stdout).
+        let (client_read, client_write, stdin, stdout): (UnixStream, UnixStream, OwnedFd, OwnedFd) = if one_socket {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let theirs_too = theirs.try_clone().unwrap();
+            (ours.try_clone().unwrap(), ours, theirs.into(), theirs_too.into())
+        } else {
+            let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+            let (ours_out, theirs_out) = UnixStream::pair().unwrap();
+            (ours_out, ours_in, theirs_in.into(), theirs_out.into())
+        };
+        let mut child = tokio::process::Command::new(BIN)
+            .args(["serve", "--root", ws.root.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap();
+        client_read.set_nonblocking(true).unwrap();
+        client_write.set_nonblocking(true).unwrap();
+        let transport = (
+            tokio::net::UnixStream::from_std(client_read).unwrap(),
+            tokio::net::UnixStream::from_std(client_write).unwrap(),
+        );
+        let client = ().serve(transport).await.unwrap();
+        let read = CallToolRequestParams::new("file_operations")
+            .with_arguments(json!({"operation": "read_file", "path": "src/main.rs"}).as_object().unwrap().clone());
+        for _ in 0..20 {
+            let result = client.call_tool(read.clone()).await.unwrap();
+            let structured = result.structured_content.unwrap();
+            assert_eq!(structured["lines"][0], "1\tfn main() {", "{structured}");
+        }
+        // Idle now: does any thread of it wait in `read(0, …)`? Looked at ten times over 100 ms,
+        // so a reader thread between two reads is not missed.
+        const READ: &str = if cfg!(target_arch = "aarch64") { "63" } else { "0" };
+        for _ in 0..10 {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+            let reading_stdin: Vec<String> = tasks
+                .filter_map(|task| std::fs::read_to_string(task.unwrap().path().join("syscall")).ok())
+                .filter(|syscall| syscall.split(' ').take(2).eq([READ, "0x0"]))
+                .collect();
+            assert!(
+                reading_stdin.is_empty(),
+                "one socket: {one_socket}; a thread blocks reading stdin: {reading_stdin:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        client.cancel().await.unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
+        assert!(status.success(), "one socket: {one_socket}: {status}");
     }
-    // Idle now: which of its threads, if any, waits in `read(0, …)`?
-    const READ: &str = if cfg!(target_arch = "aarch64") { "63" } else { "0" };
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
-    let reading_stdin: Vec<String> = tasks
-        .filter_map(|task| std::fs::read_to_string(task.unwrap().path().join("syscall")).ok())
-        .filter(|syscall| syscall.split(' ').take(2).eq([READ, "0x0"]))
-        .collect();
-    assert!(reading_stdin.is_empty(), "a thread blocks reading stdin: {reading_stdin:?}");
-    client.cancel().await.unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
-    assert!(status.success(), "{status}");
 }
