@@ -15,12 +15,15 @@ stays true across builds and dependency updates; at each link the names are matc
 symbols of this build: the program is linked once to read its symbol table, then again with
 the order. Other links (build scripts) pass through unchanged. The real linker is `cc`, or
 TOOLBELT_REAL_LINKER; lld is used (Rust's own `rust-lld`) when the link does not already.
-Regenerate the list with `npm/collect-link-order.py` when the check below says it is stale.
+Regenerate the list with `npm/collect-link-order.py` when the check below says it is stale;
+with TOOLBELT_KEEP_SYMBOLS=PATH the first link's output (the same program, its symbols kept) is
+copied to PATH, which is what that script needs, without a second, unstripped build.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,14 +93,16 @@ def main(argv: list[str]) -> int:
         first[first.index("-o") + 1] = probe
         if subprocess.call([real, *first, *lld]) != 0:
             return fail("the first link (to read the symbols) failed: see the linker's output above")
+        if keep := os.environ.get("TOOLBELT_KEEP_SYMBOLS"):
+            shutil.copy2(probe, keep)
         found = symbols(probe)
         ordered = [symbol for name in names for symbol in found.get(name, [])]
         matched = sum(1 for name in names if name in found)
         if names and matched < MIN_FOUND * len(names):
             return fail(
                 f"only {matched} of the {len(names)} functions in `{ORDER}` are in this build: the list is "
-                "stale. Regenerate it: build `dist` with CARGO_PROFILE_DIST_STRIP=false and run "
-                "`python3 npm/collect-link-order.py BINARY` (see its header)"
+                "stale. Regenerate it: link again with TOOLBELT_KEEP_SYMBOLS=PATH set and run "
+                "`python3 npm/collect-link-order.py PATH` (see its header)"
             )
         order_file = Path(scratch) / "order.txt"
         order_file.write_text("\n".join(ordered) + "\n", encoding="utf-8")
