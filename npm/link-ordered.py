@@ -4,7 +4,8 @@
 The server touches about 1 MB of its 16 MB of code to start and answer `tools/list`, but that
 code is spread over the whole text segment, and the kernel maps every page in a 64 KB window
 around each page fault: the idle server kept 7-8 MiB of code resident. Linked with the
-functions of `link-order.txt` first (lld's `--symbol-ordering-file`), it keeps about 1 MiB.
+functions of `link-order.txt` first (lld's `--symbol-ordering-file`), it keeps 3-3.5 MiB
+(the static build, `tests/interop/idle_rss.py`).
 
 Use it as the linker of a target (`npm/pack.sh` and `.ci/run` do, for the packaged Linux builds):
 
