@@ -25,7 +25,7 @@ use crate::config::Config;
 use crate::config::http::HttpConfig;
 
 /// The static (musl) build allocates with mimalloc: musl's allocator maps and unmaps each
-/// large buffer, which made paging a big file 4x slower than with glibc's (Cargo.toml).
+/// large buffer, and served 1.2-1.45x slower (Cargo.toml, docs/PERFORMANCE.md).
 #[cfg(target_env = "musl")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
