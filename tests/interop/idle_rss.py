@@ -68,6 +68,12 @@ def one_start(binary: str, workspace: str) -> tuple[int, int]:
 
 
 def main(binary: str, max_mib: float) -> int:
+    # The server runs in its workspace: a path relative to here must not be read from there.
+    found = Path(binary).resolve()
+    if not found.is_file():
+        print(f"idle_rss: no binary at `{binary}`: build it first (see .ci/run)", file=sys.stderr)
+        return 2
+    binary = str(found)
     with tempfile.TemporaryDirectory(prefix="toolbelt-idle-") as workspace:
         starts = [one_start(binary, workspace) for _ in range(5)]
     total = statistics.median(kib for kib, _ in starts) / 1024
