@@ -41,6 +41,7 @@ def resident(pid: int, binary: str) -> tuple[int, int]:
 
 
 def one_start(binary: str, workspace: str) -> tuple[int, int]:
+    """One start of `binary` (an absolute path: it runs in `workspace`): resident and code KiB."""
     server = subprocess.Popen(
         [binary, "serve", "--root", workspace],
         stdin=subprocess.PIPE,
@@ -61,7 +62,7 @@ def one_start(binary: str, workspace: str) -> tuple[int, int]:
             if method == "initialize":
                 server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         time.sleep(0.5)
-        return resident(server.pid, str(Path(binary).resolve()))
+        return resident(server.pid, binary)
     finally:
         server.stdin.close()
         server.wait(timeout=10)

@@ -134,8 +134,8 @@ fn dirs_of(dir: &std::path::Path, pid: u32) -> usize {
 /// Replacing a 200,000-line file with a dissimilar one costs the server under 4 s of CPU in
 /// a debug build (a full line diff of these files takes minutes; 2.2 s was seen under load),
 /// with a summary diff (counts, first and last changed regions), and the session's next write
-/// is not kept waiting behind it. CPU time,
-/// not the wall clock, is bounded: the suite's other tests share the machine's two cores.
+/// is not kept waiting behind it. CPU time, not the wall clock, is bounded: the suite's other
+/// tests share the machine's two cores.
 #[tokio::test]
 async fn a_huge_dissimilar_create_file_answers_promptly_with_a_summary() {
     let ws = Workspace::new();
