@@ -4,6 +4,7 @@
 //! `id` is the request's when readable, else `null`. (rmcp answers these over HTTP with `415`
 //! and a text body, and on stdio stays silent on parse errors: see docs/ARCHITECTURE.md.)
 
+use rmcp::model::{CallToolRequest, ClientJsonRpcMessage, JsonRpcMessage, JsonRpcRequest};
 use serde_json::{Value, json};
 
 /// JSON-RPC 2.0's code for invalid JSON.
@@ -33,7 +34,7 @@ impl Rejection {
 }
 
 /// The message in `bytes` if rmcp can take it; else why not.
-pub fn screen(bytes: &[u8]) -> Result<rmcp::model::ClientJsonRpcMessage, Rejection> {
+pub fn screen(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let value: Value = serde_json::from_slice(bytes).map_err(|err| Rejection {
         id: Value::Null,
@@ -72,7 +73,26 @@ pub fn screen(bytes: &[u8]) -> Result<rmcp::model::ClientJsonRpcMessage, Rejecti
     if object.get("method").is_some_and(|method| !method.is_string()) {
         return Err(invalid(echo, owes_reply, "`method` must be a string"));
     }
+    if is_request && let Some(call) = as_tool_call(object, &value) {
+        return Ok(call);
+    }
     serde_json::from_value(value).map_err(|err| invalid(echo, owes_reply, &format!("not an MCP message ({err})")))
+}
+
+/// A `tools/call` request (nearly every message of a session), read as one directly: rmcp's
+/// `ClientRequest` is an untagged enum that tries thirteen other request types first and
+/// writes an error for each (a quarter of a small call's work). `None` for anything else, and
+/// for a call this cannot read, which the general path then reads or refuses as before.
+fn as_tool_call(object: &serde_json::Map<String, Value>, value: &Value) -> Option<ClientJsonRpcMessage> {
+    use serde::Deserialize;
+    if object.get("method").and_then(Value::as_str) != Some("tools/call")
+        || object.contains_key("result")
+        || object.contains_key("error")
+    {
+        return None;
+    }
+    let call = JsonRpcRequest::<CallToolRequest>::deserialize(value).ok()?;
+    Some(JsonRpcMessage::Request(JsonRpcRequest { jsonrpc: call.jsonrpc, id: call.id, request: call.request.into() }))
 }
 
 #[cfg(test)]
@@ -81,6 +101,40 @@ mod tests {
 
     fn refused(text: &str) -> Rejection {
         screen(text.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn a_tool_call_read_directly_is_what_the_general_path_reads() {
+        let calls = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"file_operations"}}"#,
+            r#"{"method":"tools/call","params":{"name":"t","arguments":{"operation":"read_file","path":"a","n":[1,2.5,null]}},"jsonrpc":"2.0","id":"x-1"}"#,
+            r#"{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":"p","io.x/y":{"z":1}},"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","task":{"ttl":1000},"extra":true},"stray":1}"#,
+            r#"{"jsonrpc":"2.0","id":3.0,"method":"tools/call","params":{"name":"t"}}"#,
+        ];
+        for text in calls {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let general: Result<ClientJsonRpcMessage, _> = serde_json::from_value(value.clone());
+            let direct = as_tool_call(value.as_object().unwrap(), &value);
+            assert!(direct.is_some(), "{text}");
+            assert_eq!(
+                serde_json::to_value(direct.unwrap()).unwrap(),
+                serde_json::to_value(general.unwrap()).unwrap(),
+                "{text}"
+            );
+        }
+        // What it cannot read goes the general way, with the general path's answer.
+        for text in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t"},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert!(as_tool_call(value.as_object().unwrap(), &value).is_none(), "{text}");
+        }
+        assert!(
+            screen(br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t"},"result":{}}"#).is_err()
+        );
     }
 
     #[test]
