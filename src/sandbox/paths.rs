@@ -80,6 +80,9 @@ impl Roots {
     /// How to show an absolute path found inside the roots: relative to the first root when
     /// inside it (`.` for the root itself), else absolute.
     pub fn show(&self, path: &Path) -> String {
+        if let Some(shown) = show_plain(path, self.first()) {
+            return shown;
+        }
         match path.strip_prefix(self.first()) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
             Ok(rel) => rel.to_string_lossy().into_owned(),
@@ -100,6 +103,22 @@ impl Roots {
             first_root: self.first().display().to_string(),
         }
     }
+}
+
+/// [`Roots::show`] for the paths walks make (the root, a `/`, then plain names), by comparing
+/// bytes: `None` for anything else, which the component-wise comparison then handles (a listing
+/// shows every entry through here, and `strip_prefix` parses both paths each time).
+fn show_plain(path: &Path, root: &Path) -> Option<String> {
+    if !cfg!(unix) {
+        return None;
+    }
+    let (path, root) = (path.as_os_str().as_encoded_bytes(), root.as_os_str().as_encoded_bytes());
+    let rest = path.strip_prefix(root)?;
+    let rest = if root.ends_with(b"/") { rest } else { rest.strip_prefix(b"/")? };
+    if rest.is_empty() || rest.split(|&byte| byte == b'/').any(|name| name.is_empty() || name == b".") {
+        return None;
+    }
+    Some(String::from_utf8_lossy(rest).into_owned())
 }
 
 /// Whether `path` is `root` or lies beneath it, by whole components (Windows: ignoring case).
@@ -190,6 +209,36 @@ mod tests {
         std::os::unix::fs::symlink(root.join("sub/file.txt"), root.join("inside")).unwrap();
         std::os::unix::fs::symlink(base.join("root-evil"), root.join("sub/dirlink")).unwrap();
         (tmp, Roots::new(vec![root.clone()]), root)
+    }
+
+    #[test]
+    fn showing_by_bytes_agrees_with_comparing_components() {
+        let slow = |path: &str, root: &str| match Path::new(path).strip_prefix(root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => path.to_string(),
+        };
+        let cases = [
+            ("/w/a.txt", "/w"),
+            ("/w/src/lib.rs", "/w"),
+            ("/w", "/w"),
+            ("/w/", "/w"),
+            ("/wx/a", "/w"),
+            ("/w//a", "/w"),
+            ("/w/./a", "/w"),
+            ("/w/a/.", "/w"),
+            ("/w/a/../b", "/w"),
+            ("/w/..", "/w"),
+            ("/a/b", "/"),
+            ("/", "/"),
+            ("/other/w/a", "/w"),
+            ("/w/sp ace/ü.txt", "/w"),
+        ];
+        for (path, root) in cases {
+            let roots = Roots::new(vec![PathBuf::from(root)]);
+            assert_eq!(roots.show(Path::new(path)), slow(path, root), "`{path}` under `{root}`");
+        }
+        assert_eq!(show_plain(Path::new("/w/a/b"), Path::new("/w")).as_deref(), Some("a/b"), "the fast path is taken");
     }
 
     #[test]

@@ -112,6 +112,23 @@ impl Lines {
     }
 }
 
+/// Appends `number` in decimal: `write!`'s result, without the formatting machinery (rows of
+/// listings and numbered lines are written by the thousand).
+pub fn push_decimal(out: &mut String, number: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = number;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&digit| char::from(digit)));
+}
+
 /// Lines as text, each ending with a newline.
 pub fn join_lines(lines: &[String]) -> String {
     let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
@@ -221,15 +238,34 @@ impl<O: Serialize> Reply<O> {
     }
 }
 
-/// Serialized size of a JSON value (what a host that shows `structuredContent` gets).
+/// Serialized size of a JSON value (what a host that shows `structuredContent` gets), counted
+/// as it is written rather than kept (grep and list_dir ask it of every row).
 pub fn json_size(value: &impl Serialize) -> usize {
-    serde_json::to_vec(value).map_or(usize::MAX, |s| s.len())
+    let mut count = ByteCount(0);
+    serde_json::to_writer(&mut count, value).map_or(usize::MAX, |()| count.0)
+}
+
+/// A writer that only counts what it is given.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Keeps the structured view within `budget` (its serialized size): when over, the largest
 /// top-level array loses elements from its end, an array of lines saying so in its last line.
 /// A safety net: operations fill their payload within the budget already.
 fn fit_structured(structured: &mut Map<String, Value>, budget: usize) -> bool {
+    if object_size_at_most(structured) <= budget {
+        return false;
+    }
     let size = json_size(structured);
     if size <= budget {
         return false;
@@ -262,6 +298,25 @@ fn fit_structured(structured: &mut Map<String, Value>, budget: usize) -> bool {
         structured.insert("note".into(), Value::from("the result did not fit the output budget; narrow the request"));
     }
     true
+}
+
+/// An upper bound of [`json_size`] that reads no string's bytes: each string as if every byte
+/// took a six-byte `\u00XX` escape. Most results are far within the budget, and this tells so
+/// without writing them out.
+fn size_at_most(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        // An f64 written out (`-2.2250738585072014e-308`) is at most 24 bytes.
+        Value::Number(_) => 24,
+        Value::String(text) => 2 + 6 * text.len(),
+        Value::Array(items) => 2 + items.iter().map(|item| size_at_most(item) + 1).sum::<usize>(),
+        Value::Object(fields) => object_size_at_most(fields),
+    }
+}
+
+/// [`size_at_most`] of an object.
+fn object_size_at_most(fields: &Map<String, Value>) -> usize {
+    2 + fields.iter().map(|(key, value)| 2 + 6 * key.len() + 1 + size_at_most(value) + 1).sum::<usize>()
 }
 
 /// Removes `null` fields from every object inside `value` (rows, items), as from the top.
@@ -312,6 +367,37 @@ mod tests {
     struct Data {
         count: u32,
         absent: Option<u32>,
+    }
+
+    #[test]
+    fn push_decimal_writes_what_display_writes() {
+        for number in [0, 7, 10, 99, 100, 65_536, 12_345_678_901, u64::MAX] {
+            let mut out = String::from("n=");
+            push_decimal(&mut out, number);
+            assert_eq!(out, format!("n={number}"));
+        }
+    }
+
+    #[test]
+    fn the_size_bound_is_never_below_the_size() {
+        let values = [
+            serde_json::json!({}),
+            serde_json::json!({"a": null, "b": true, "c": [], "d": {}}),
+            serde_json::json!({"n": [0, -1, 1.5, -2.2250738585072014e-308, u64::MAX, i64::MIN]}),
+            serde_json::json!({"\u{1}\"\\": "\u{0}\u{1f}\"\\\n", "é": ["€", "𝄞", ""]}),
+            serde_json::json!({"rows": [{"path": "a/b", "size": 51}, {"path": "c", "children": 1}]}),
+        ];
+        for value in values {
+            let Value::Object(fields) = &value else { unreachable!() };
+            assert!(object_size_at_most(fields) >= json_size(&value), "{value}");
+        }
+    }
+
+    #[test]
+    fn json_size_is_the_serialized_length() {
+        let value = serde_json::json!({"path": "a \"b\"\\\n\u{1}é", "rows": [1, 2.5, null, true], "empty": {}});
+        assert_eq!(json_size(&value), serde_json::to_vec(&value).unwrap().len());
+        assert_eq!(json_size(&Data { count: 7, absent: None }), r#"{"count":7,"absent":null}"#.len());
     }
 
     #[test]

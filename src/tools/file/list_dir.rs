@@ -13,7 +13,7 @@ use crate::sandbox::handle::DirHandle;
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::human_size;
-use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, json_size};
+use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, json_size, push_decimal};
 
 const DEFAULT_LIMIT: usize = 1000;
 const MAX_DEPTH: usize = 10;
@@ -113,6 +113,9 @@ struct Walked {
     found: Vec<Found>,
     /// Entries each directory holds, down to one level below `depth`.
     children: HashMap<PathBuf, u64>,
+    /// The directory whose entries are being counted, and how many so far: a walk in tree
+    /// order meets a directory's entries together, so each run is added to `children` once.
+    counting: Option<(PathBuf, u64)>,
     total: u64,
     unreadable: u64,
 }
@@ -127,7 +130,7 @@ impl Walked {
             return;
         }
         if let Some(parent) = item.path().parent() {
-            *self.children.entry(parent.to_path_buf()).or_default() += 1;
+            self.count_child_of(parent);
         }
         if item.depth() > self.depth {
             return;
@@ -137,6 +140,26 @@ impl Walked {
             let entry = self.describe(item);
             self.found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry });
         }
+    }
+
+    /// Counts one more entry in `parent`.
+    fn count_child_of(&mut self, parent: &Path) {
+        match &mut self.counting {
+            Some((dir, count)) if dir.as_path() == parent => *count += 1,
+            counting => {
+                if let Some((dir, count)) = counting.replace((parent.to_path_buf(), 1)) {
+                    *self.children.entry(dir).or_default() += count;
+                }
+            }
+        }
+    }
+
+    /// Entries each directory holds, the run being counted included.
+    fn into_children(mut self) -> HashMap<PathBuf, u64> {
+        if let Some((dir, count)) = self.counting.take() {
+            *self.children.entry(dir).or_default() += count;
+        }
+        self.children
     }
 
     /// The handle of the directory `path` is in (`None` if it cannot be opened beneath the root).
@@ -199,11 +222,13 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
         limit,
         found: Vec::new(),
         children: HashMap::new(),
+        counting: None,
         total: 0,
         unreadable: 0,
     };
-    let Walked { found, children, total, unreadable, .. } =
-        walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit).await?;
+    let mut walked = walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit).await?;
+    let (found, total, unreadable) = (std::mem::take(&mut walked.found), walked.total, walked.unreadable);
+    let children = walked.into_children();
     let mut text = format!(
         "`{}`: {total} entries{}\n",
         dir.shown(),
@@ -236,21 +261,40 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
     Ok(Reply::new(text, data).cut(note))
 }
 
+/// The entry's line of the text view: indented by depth, its name, and what it is. Built with
+/// pushes rather than `format!` (a listing writes one per entry).
 fn render(item: &Found) -> String {
-    let indent = "  ".repeat(item.depth - 1);
-    let name = Path::new(&item.entry.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let e = &item.entry;
+    let name = Path::new(&e.path).file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let mut line = String::with_capacity(2 * item.depth + name.len() + 24);
+    for _ in 1..item.depth {
+        line.push_str("  ");
+    }
+    line.push_str(&name);
     match e.kind.as_str() {
-        "dir" => format!("{indent}{name}/ ({} entries)", e.children.unwrap_or(0)),
-        "file" => format!("{indent}{name} ({})", human_size(e.size.unwrap_or(0))),
+        "dir" => {
+            line.push_str("/ (");
+            push_decimal(&mut line, e.children.unwrap_or(0));
+            line.push_str(" entries)");
+        }
+        "file" => {
+            line.push_str(" (");
+            line.push_str(&human_size(e.size.unwrap_or(0)));
+            line.push(')');
+        }
         "symlink" => {
             let leads = match e.leads.as_deref() {
                 Some("inside") => "symlink inside the roots",
                 Some("outside") => "symlink leading outside the roots: unusable",
                 _ => "broken symlink",
             };
-            format!("{indent}{name} -> {} ({leads})", e.target.as_deref().unwrap_or("?"))
+            line.push_str(" -> ");
+            line.push_str(e.target.as_deref().unwrap_or("?"));
+            line.push_str(" (");
+            line.push_str(leads);
+            line.push(')');
         }
-        _ => format!("{indent}{name} (special file)"),
+        _ => line.push_str(" (special file)"),
     }
+    line
 }

@@ -54,14 +54,23 @@ pub fn human_size(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        let mut size = String::with_capacity(22);
+        crate::tools::push_decimal(&mut size, bytes);
+        size.push_str(" B");
+        size
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn human_size_picks_units() {
+        assert_eq!(super::human_size(0), "0 B");
         assert_eq!(super::human_size(12), "12 B");
+        assert_eq!(super::human_size(1023), "1023 B");
         assert_eq!(super::human_size(1536), "1.5 KiB");
         assert_eq!(super::human_size(5 * 1024 * 1024), "5.0 MiB");
     }

@@ -7,7 +7,7 @@ use std::io::BufRead;
 
 use sha2::{Digest, Sha256};
 
-use crate::tools::{Lines, RESERVE};
+use crate::tools::{Lines, RESERVE, push_decimal};
 
 /// Characters of one line shown before it is cut.
 pub const MAX_LINE_CHARS: usize = 2000;
@@ -163,20 +163,41 @@ fn render_line(number: u64, body: &[u8], full_len: usize, out: &mut Scan) -> Str
             String::from_utf8_lossy(body)
         }
     };
-    let mut chars = text.char_indices();
-    match chars.nth(MAX_LINE_CHARS) {
+    // A line of at most MAX_LINE_CHARS bytes has at most as many characters: most lines are
+    // shown whole without counting them (this runs for every line a page shows).
+    let cut = if text.len() <= MAX_LINE_CHARS { None } else { text.char_indices().nth(MAX_LINE_CHARS) };
+    match cut {
         Some((cut_at, _)) => {
             out.long_lines += 1;
             let omitted = full_len.saturating_sub(cut_at);
             format!("{number}\t{}… [line cut: {omitted} more bytes]", &text[..cut_at])
         }
-        None => format!("{number}\t{text}"),
+        None => numbered(number, &text),
     }
+}
+
+/// `number`, a tab, then `text`: what `format!("{number}\t{text}")` gives, without the
+/// formatting machinery (a page of short lines spent more there than in reading the file).
+fn numbered(number: u64, text: &str) -> String {
+    let mut line = String::with_capacity(21 + text.len());
+    push_decimal(&mut line, number);
+    line.push('\t');
+    line.push_str(text);
+    line
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbered_lines_read_as_formatted() {
+        for number in [0, 1, 9, 10, 99, 100, 12_345, u64::MAX] {
+            for text in ["", "plain", "tab\tand é"] {
+                assert_eq!(numbered(number, text), format!("{number}\t{text}"));
+            }
+        }
+    }
 
     fn scan_str(text: &str, offset: u64, limit: u64, budget: usize) -> Scan {
         scan(text.as_bytes(), &Window { offset, limit, budget }, Pass::Full, &|| false).unwrap().unwrap()
