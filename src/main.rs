@@ -24,12 +24,6 @@ use crate::cli::{Cli, Command, CommonArgs};
 use crate::config::Config;
 use crate::config::http::HttpConfig;
 
-/// The static (musl) build allocates with mimalloc: musl's allocator maps and unmaps each
-/// large buffer, and served 1.2-1.45x slower (Cargo.toml, docs/PERFORMANCE.md).
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // A sandboxed command's helper (which forks the init of its namespaces) and the doctor's
     // probe: still single-threaded here.
