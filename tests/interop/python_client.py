@@ -471,7 +471,12 @@ async def check_http(binary: str, root: Path, errlog) -> None:
 async def run(binary: str, root: Path, errlog) -> None:
     # A private state dir: the database of todos and memories is made there.
     env = dict(os.environ, XDG_STATE_HOME=str(root.parent / "state"))
-    params = StdioServerParameters(command=binary, args=["serve", "--root", str(root)], env=env)
+    # Commands run under a 1 GiB address-space limit, as a user may set: a binary whose
+    # allocator reserves that much up front (mimalloc did, in the musl build) could start none.
+    config = root.parent / "limits.toml"
+    config.write_text("max_memory_bytes = 1073741824\n")
+    args = ["serve", "--root", str(root), "--config", str(config)]
+    params = StdioServerParameters(command=binary, args=args, env=env)
     updates: list[str] = []
 
     async def on_message(message: Any) -> None:
