@@ -206,7 +206,8 @@ async fn a_cancelled_grep_stops_within_100_ms() {
     let busy_from = cpu_time(pid);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let busy = cpu_time(pid) - busy_from;
-    assert!(busy >= Duration::from_millis(50), "the grep was not running: {busy:?} of CPU in 100 ms");
+    // Idle, the server uses next to none; on a busy machine the grep gets less than a core.
+    assert!(busy >= Duration::from_millis(20), "the grep was not running: {busy:?} of CPU in 100 ms");
     handle.cancel(Some("test".into())).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let idle_from = cpu_time(pid);
