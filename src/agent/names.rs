@@ -59,7 +59,7 @@ fn hashed(name: &str, server: &str, tool: &str, salt: u32) -> String {
         hasher.update(salt.to_le_bytes());
     }
     let digest = hasher.finalize();
-    let hex: String = digest.iter().take(HASH_DIGITS / 2).map(|b| format!("{b:02x}")).collect();
+    let hex = hex::encode(&digest[..HASH_DIGITS / 2]);
     // `name` is ASCII (sanitised), so any byte index is a character boundary.
     let keep = name.len().min(MAX_LEN - HASH_DIGITS - 1);
     format!("{}_{hex}", &name[..keep])

@@ -210,7 +210,7 @@ fn generated_token(file: &Path) -> Result<Token, ConfigError> {
     }
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|err| ConfigError::Http(format!("cannot make a random token: {err}")))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = hex::encode(bytes);
     let dir = file.parent().unwrap_or(file);
     match fs::write_new_private(dir, file, format!("{token}\n").as_bytes()) {
         Ok(()) => Ok(Token(token)),

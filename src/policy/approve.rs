@@ -24,7 +24,7 @@ impl Question {
     pub fn fingerprint(&self) -> String {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(self.message().as_bytes());
-        digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+        hex::encode(&digest[..12])
     }
 
     /// The message shown to the user.

@@ -176,8 +176,8 @@ impl Target {
         }
         Err(ToolError::StaleHash {
             path: self.shown.clone(),
-            expected: hex(read),
-            actual: now.map_or_else(|| "a different file".to_string(), |now| hex(&now)),
+            expected: hex::encode(read),
+            actual: now.map_or_else(|| "a different file".to_string(), hex::encode),
         })
     }
 
@@ -356,10 +356,6 @@ fn read_from_start(file: &std::fs::File, limit: u64) -> io::Result<Vec<u8>> {
 fn sha256(bytes: &[u8]) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).into()
-}
-
-fn hex(hash: &[u8; 32]) -> String {
-    hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `.name.<pid>.<n>.toolbelt-tmp`, short enough for any file system.

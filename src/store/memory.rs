@@ -114,7 +114,7 @@ pub fn tags(given: &[String]) -> Result<Vec<String>, StoreError> {
 }
 
 pub(super) fn hash(content: &str) -> String {
-    Sha256::digest(content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(content.as_bytes()))
 }
 
 pub(super) fn tags_json(tags: &[String]) -> String {

@@ -88,7 +88,7 @@ impl Text {
 /// sha256 of bytes, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// Fails if the caller's `expected_hash` is not the file's current sha256.
@@ -313,6 +313,7 @@ mod tests {
     #[test]
     fn expected_hash_accepts_prefix_and_case() {
         let hash = sha256_hex(b"x");
+        assert_eq!(hash, "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881", "lowercase hex");
         check_expected(Some(&format!("sha256:{}", hash.to_uppercase())), b"x", "f").unwrap();
         let err = check_expected(Some("abc"), b"x", "f").unwrap_err().to_string();
         assert!(err.contains(&format!("now {hash}")), "{err}");

@@ -159,7 +159,7 @@ fn read(
         }
         let mut bytes = head;
         handle.read_to_end(&mut bytes).map_err(io_err)?;
-        let sha256 = hex(&Sha256::digest(&bytes));
+        let sha256 = hex::encode(Sha256::digest(&bytes));
         let text = format!("[image `{shown}`: {}, {}; sha256 {sha256}]", kind.mime_type(), human_size(size));
         let data = Output {
             path: shown,
@@ -282,8 +282,4 @@ fn render(shown: String, size: u64, window: &Window, scan: Scan) -> Reply<Output
     };
     let note = if scan.stopped_for_budget { more } else { None };
     Reply { truncated, ..Reply::new(text, data) }.cut(note)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
