@@ -407,15 +407,31 @@ async function coldStart(servers, o) {
 // ---------------------------------------------------------------------------------------------
 // Section (b): warm per-call latency through the SDK (and raw, same server command, own process).
 
-async function timeLoop(warmup, calls, one) {
-  for (let i = 0; i < warmup; i++) await one();
-  const v = new Array(calls);
-  for (let i = 0; i < calls; i++) {
-    const t = performance.now();
-    await one();
-    v[i] = performance.now() - t;
+/** Rounds the warm calls are split into, the servers taking turns (see `interleaved`). */
+const WARM_ROUNDS = 10;
+
+/**
+ * Times `calls` calls of each of `ones` (one function per server), after `warmup` untimed calls
+ * each. The timed calls run in rounds, the servers taking turns, the first of each round moving
+ * on by one: on a shared machine whose speed drifts, every server is measured across the same
+ * minutes, which a whole run of one server then the other is not. Returns one `stats` per server.
+ */
+async function interleaved(warmup, calls, ones) {
+  for (const one of ones) for (let i = 0; i < warmup; i++) await one();
+  const samples = ones.map(() => []);
+  const rounds = Math.min(WARM_ROUNDS, calls);
+  for (let round = 0; round < rounds; round++) {
+    const inRound = Math.floor(calls / rounds) + (round < calls % rounds ? 1 : 0);
+    for (let turn = 0; turn < ones.length; turn++) {
+      const k = (round + turn) % ones.length;
+      for (let i = 0; i < inRound; i++) {
+        const t = performance.now();
+        await ones[k]();
+        samples[k].push(performance.now() - t);
+      }
+    }
   }
-  return stats(v);
+  return samples.map(stats);
 }
 
 /** Per-call client-side cost of one result, measured offline: JSON.parse, the SDK's zod parse and the AJV output validation. */
@@ -435,39 +451,45 @@ function clientCost(client, name, result, line) {
   };
 }
 
-async function warm(s, ws, o) {
-  const c = await sdkConnect(s.argv);
-  const list = await c.client.listTools();
-  const names = list.tools.map((t) => t.name);
-  s.kind = detectKind(s.kind, names);
-  const req = requests(s.kind, names, ws);
-  const out = {};
-  for (const [key, params] of [['read_file', req.read], ['list_dir', req.list]]) {
-    c.meter.on = true;
-    const first = await c.client.callTool(params);
-    checkSmall(key, first);
-    const respBytes = c.meter.last;
-    c.meter.on = false;
-    const sdk = await timeLoop(o.warmup, o.calls, () => c.client.callTool(params));
-    out[key] = {
-      params,
-      response_bytes: respBytes,
-      structured_content: first.structuredContent !== undefined,
-      sdk,
-      sdk_client_cost: clientCost(c.client, params.name, first, JSON.stringify({ jsonrpc: '2.0', id: 1, result: first })),
-    };
+/** The warm section for every server at once: connected together, timed in turns. */
+async function warm(servers, ws, o) {
+  const conns = [];
+  for (const s of servers) {
+    const c = await sdkConnect(s.argv);
+    const list = await c.client.listTools();
+    const names = list.tools.map((t) => t.name);
+    s.kind = detectKind(s.kind, names);
+    conns.push({ c, argv: s.argv, req: requests(s.kind, names, ws), out: {} });
   }
-  await sdkClose(c);
-  if (o.raw) {
-    const rp = new RawPeer(s.argv);
-    await rp.handshake();
-    for (const key of ['read_file', 'list_dir']) {
-      const params = key === 'read_file' ? req.read : req.list;
-      out[key].raw_jsonrpc = await timeLoop(o.warmup, o.calls, () => rp.tool(params));
+  const paramsOf = (conn, key) => (key === 'read_file' ? conn.req.read : conn.req.list);
+  for (const key of ['read_file', 'list_dir']) {
+    for (const conn of conns) {
+      const params = paramsOf(conn, key);
+      conn.c.meter.on = true;
+      const first = await conn.c.client.callTool(params);
+      checkSmall(key, first);
+      conn.c.meter.on = false;
+      conn.out[key] = {
+        params,
+        response_bytes: conn.c.meter.last,
+        structured_content: first.structuredContent !== undefined,
+        sdk_client_cost: clientCost(conn.c.client, params.name, first, JSON.stringify({ jsonrpc: '2.0', id: 1, result: first })),
+      };
     }
-    await rp.close();
+    const sdk = await interleaved(o.warmup, o.calls, conns.map((conn) => () => conn.c.client.callTool(paramsOf(conn, key))));
+    conns.forEach((conn, i) => (conn.out[key].sdk = sdk[i]));
   }
-  return out;
+  for (const conn of conns) await sdkClose(conn.c);
+  if (o.raw) {
+    const peers = conns.map((conn) => new RawPeer(conn.argv));
+    for (const rp of peers) await rp.handshake();
+    for (const key of ['read_file', 'list_dir']) {
+      const raw = await interleaved(o.warmup, o.calls, peers.map((rp, i) => () => rp.tool(paramsOf(conns[i], key))));
+      conns.forEach((conn, i) => (conn.out[key].raw_jsonrpc = raw[i]));
+    }
+    for (const rp of peers) await rp.close();
+  }
+  return conns.map((conn) => conn.out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -718,10 +740,9 @@ async function main() {
   }
   if (run('warm')) {
     res.sections.push('warm');
-    for (const [i, s] of servers.entries()) {
-      log(`warm calls: ${s.name}…`);
-      res.servers[i].warm = await warm(s, ws, o);
-    }
+    log(`warm calls: ${servers.map((s) => s.name).join(', ')}, in turns…`);
+    const all = await warm(servers, ws, o);
+    all.forEach((out, i) => (res.servers[i].warm = out));
   }
   if (run('big')) {
     res.sections.push('big');
