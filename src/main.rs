@@ -24,6 +24,12 @@ use crate::cli::{Cli, Command, CommonArgs};
 use crate::config::Config;
 use crate::config::http::HttpConfig;
 
+/// glibc Linux builds allocate with mimalloc (Cargo.toml); the sandbox helper, this binary
+/// too, starts with a small arena reserve ([`sandbox::backend::HELPER_ENV`]).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // A sandboxed command's helper (which forks the init of its namespaces) and the doctor's
     // probe: still single-threaded here.

@@ -52,9 +52,10 @@ pub fn report(config: &Config) -> String {
 fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
     // (a binary under `/tmp` is behind the command's private `/tmp`).
-    let (program, args) = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &[PROBE_SUBCOMMAND.into()], cwd);
-    let out = std::process::Command::new(program)
-        .args(args)
+    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &[PROBE_SUBCOMMAND.into()], cwd, &[]);
+    let out = std::process::Command::new(wrapped.program)
+        .args(wrapped.args)
+        .envs(wrapped.env)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .output()

@@ -65,6 +65,10 @@ pub struct Contract {
     pub parent: u32,
     /// The command's working directory.
     pub cwd: PathBuf,
+    /// Variables the server put in the helper's environment for the helper alone
+    /// (`backend::HELPER_ENV`): removed before the command starts.
+    #[serde(default)]
+    pub helper_env: Vec<String>,
 }
 
 /// The system temp dirs a command gets its own of, with the name of its stand-in under the

@@ -66,6 +66,17 @@ pub enum SandboxError {
     },
 }
 
+/// A command line wrapped for the sandbox ([`Confinement::wrap`]).
+#[derive(Debug)]
+pub struct Wrapped {
+    /// What to spawn.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables to add to the command's environment for the helper alone.
+    pub env: Vec<(OsString, OsString)>,
+}
+
 impl Confinement {
     /// The confinement for `plan`, or `None` in `full-access` mode (no sandbox). Creates the
     /// session's temp dirs, and the missing protected git directories (see `guard`).
@@ -102,14 +113,25 @@ impl Confinement {
             limits: plan.limits,
             parent: std::process::id(),
             cwd: PathBuf::from("/"),
+            helper_env: Vec::new(),
         };
         Ok(Some(Self { contract, guard }))
     }
 
-    /// The program and arguments that run `program args…` in `cwd` under this confinement.
-    pub fn wrap(&self, program: &OsStr, args: &[OsString], cwd: &Path) -> (PathBuf, Vec<OsString>) {
-        let contract = Contract { cwd: cwd.to_path_buf(), ..self.contract.clone() };
-        backend::wrap(&contract, program, args)
+    /// What runs `program args…` in `cwd` under this confinement, `env` being the command's
+    /// environment: the program and arguments to spawn, and the variables to add to `env`
+    /// for the helper alone (those of [`backend::HELPER_ENV`] the command does not set itself;
+    /// init removes them again).
+    pub fn wrap(&self, program: &OsStr, args: &[OsString], cwd: &Path, env: &[(OsString, OsString)]) -> Wrapped {
+        let added: Vec<(OsString, OsString)> = backend::HELPER_ENV
+            .iter()
+            .filter(|(name, _)| !env.iter().any(|(set, _)| set == name))
+            .map(|(name, value)| (OsString::from(name), OsString::from(value)))
+            .collect();
+        let helper_env = added.iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+        let contract = Contract { cwd: cwd.to_path_buf(), helper_env, ..self.contract.clone() };
+        let (program, args) = backend::wrap(&contract, program, args);
+        Wrapped { program, args, env: added }
     }
 
     /// The contract (for `doctor`).
@@ -180,12 +202,23 @@ mod tests {
             assert!(c.contract.binds.contains(&bind), "{bind:?}");
         }
         assert_eq!(c.contract.binds.last(), Some(&Bind::ReadOnly(state)), "own files after the repositories");
-        let (program, argv) = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root);
+        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, &[]);
+        let (program, argv) = (wrapped.program, wrapped.args);
         assert_eq!(program, PathBuf::from("/proc/self/exe"));
         assert_eq!(argv[0], crate::sandbox::contract::HELPER_SUBCOMMAND);
         let sent: Contract = serde_json::from_str(argv[1].to_str().unwrap()).unwrap();
         assert_eq!((sent.cwd, sent.network, sent.parent), (root.clone(), Network::Deny, std::process::id()));
         assert_eq!(argv[2..], ["--", "bash", "-c", "echo x"]);
+        // The helper's own variables are added, named for init to remove, unless the command
+        // sets them itself.
+        let added: Vec<String> = backend::HELPER_ENV.iter().map(|(name, _)| name.to_string()).collect();
+        assert_eq!(sent.helper_env, added);
+        assert_eq!(wrapped.env.len(), added.len());
+        let own: Vec<(OsString, OsString)> =
+            backend::HELPER_ENV.iter().map(|(name, _)| (OsString::from(name), OsString::from("64MiB"))).collect();
+        let wrapped = c.wrap(OsStr::new("bash"), &[], &root, &own);
+        let sent: Contract = serde_json::from_str(wrapped.args[1].to_str().unwrap()).unwrap();
+        assert!(wrapped.env.is_empty() && sent.helper_env.is_empty(), "{wrapped:?}");
         plan.mode = SandboxMode::ReadOnly;
         let c = Confinement::plan(&plan).unwrap().unwrap();
         assert!(c.contract.writable.is_empty(), "read-only: only the temp dirs");

@@ -104,9 +104,12 @@ impl Status {
 impl Launch {
     /// The command line as spawned: wrapped in `__sandbox-exec` when confined.
     fn command(&self) -> tokio::process::Command {
-        let (program, args) = match &self.confinement {
-            Some(confinement) => confinement.wrap(&self.program, &self.args, &self.cwd),
-            None => (PathBuf::from(&self.program), self.args.clone()),
+        let (program, args, helper_env) = match &self.confinement {
+            Some(confinement) => {
+                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env);
+                (wrapped.program, wrapped.args, wrapped.env)
+            }
+            None => (PathBuf::from(&self.program), self.args.clone(), Vec::new()),
         };
         let mut command = tokio::process::Command::new(program);
         // `cmd /s /c "LINE"` runs LINE exactly as typed (it strips the outer quotes).
@@ -119,7 +122,7 @@ impl Launch {
         }
         #[cfg(unix)]
         command.args(&args);
-        command.current_dir(&self.cwd).env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
+        command.current_dir(&self.cwd).env_clear().envs(self.env.iter().chain(&helper_env).map(|(k, v)| (k, v)));
         command.kill_on_drop(false);
         command
     }

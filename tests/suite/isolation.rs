@@ -258,6 +258,17 @@ async fn limits_stop_memory_and_file_bombs() {
     }
     let normal = client.run("echo fine").await;
     assert!(!normal.is_error, "{}", normal.text);
+    // What the helper's allocator was given for itself does not reach the command; what the
+    // call sets does.
+    let own = client.run("echo \"${MIMALLOC_ARENA_RESERVE-unset}\"").await;
+    assert_eq!(own.joined("stdout"), "unset\n", "{}", own.text);
+    let set = client
+        .term(
+            "run_command",
+            json!({"command": "echo \"$MIMALLOC_ARENA_RESERVE\"", "env": ["MIMALLOC_ARENA_RESERVE=64MiB"]}),
+        )
+        .await;
+    assert_eq!(set.joined("stdout"), "64MiB\n", "{}", set.text);
     client.close().await;
 }
 

@@ -35,7 +35,12 @@ pub fn run(plan: &InitArgs, program: OsString, rest: Vec<OsString>, mut report: 
     // mask. Anything that arrives in between is found by the loop's first reap.
     let forwarded = helper::forwarded();
     let _ = forwarded.thread_unblock();
-    let child = std::process::Command::new(&program).args(rest).current_dir(&plan.cwd).spawn();
+    let mut command = std::process::Command::new(&program);
+    command.args(rest).current_dir(&plan.cwd);
+    for name in &plan.helper_env {
+        command.env_remove(name);
+    }
+    let child = command.spawn();
     let _ = forwarded.thread_block();
     let child = match child {
         Ok(child) => child,
