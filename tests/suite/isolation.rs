@@ -269,6 +269,13 @@ async fn limits_stop_memory_and_file_bombs() {
         )
         .await;
     assert_eq!(set.joined("stdout"), "64MiB\n", "{}", set.text);
+    // The other road to a command: a PTY session's shell.
+    let pty = client.term("start_session", json!({})).await;
+    let id = pty.structured["session_id"].as_str().unwrap().to_string();
+    let input = "echo mark-${MIMALLOC_ARENA_RESERVE-unset}";
+    let typed = client.term("send_input", json!({"session_id": id, "input": input, "wait_ms": 500})).await;
+    let output = typed.joined("output");
+    assert!(output.contains("mark-unset") && !output.contains("mark-8"), "{output}");
     client.close().await;
 }
 
