@@ -41,8 +41,18 @@ pub fn is_file(path: &Path) -> bool {
 /// rule made from the path holds on to.
 #[cfg(target_os = "linux")]
 pub fn inode(path: &Path) -> Option<(u64, u64)> {
-    let version = crate::sandbox::handle::Version::of(&std::fs::metadata(path).ok()?);
-    Some((version.dev, version.ino))
+    version(path).map(|version| (version.dev, version.ino))
+}
+
+/// The version (identity and times) of what is at `path`, following symlinks, if anything.
+pub fn version(path: &Path) -> Option<crate::sandbox::handle::Version> {
+    std::fs::metadata(path).ok().map(|meta| crate::sandbox::handle::Version::of(&meta))
+}
+
+/// The version of what is at `path` itself (a symlink is not followed), if anything: a dangling
+/// symlink has one.
+pub fn version_here(path: &Path) -> Option<crate::sandbox::handle::Version> {
+    std::fs::symlink_metadata(path).ok().map(|meta| crate::sandbox::handle::Version::of(&meta))
 }
 
 /// Whether `path` exists (following symlinks).

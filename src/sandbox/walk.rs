@@ -8,6 +8,8 @@ use ignore::WalkBuilder;
 use crate::error::ToolError;
 use crate::sandbox::{Resolved, fs};
 
+mod above;
+mod excludes;
 #[cfg(target_os = "linux")]
 mod worker;
 
@@ -43,27 +45,21 @@ pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
         .hidden(!options.include_hidden)
         .ignore(respect)
         .git_ignore(respect)
-        .git_global(respect)
+        // The global excludes are added below, found without re-reading git's config files.
+        .git_global(false)
         .git_exclude(respect)
         .parents(respect)
         .require_git(false)
         .follow_links(false)
         .max_depth(options.max_depth)
         .filter_entry(|entry| entry.file_name() != ".git");
+    // What `git_global` does (the same matcher: `ignore` roots both at the current directory,
+    // and with `require_git(false)` both apply everywhere, after every other ignore file).
+    if respect && let Some(global) = excludes::path().filter(|file| fs::is_file(file)) {
+        // An unreadable or malformed file is skipped, as `git_global` skips it.
+        let _ = builder.add_ignore(global);
+    }
     builder
-}
-
-/// The ignore files a walk reads above its root (`parents`): the kernel lets a confined walk
-/// read these and nothing else outside the root.
-const PARENT_IGNORE_FILES: [&str; 4] = [".gitignore", ".ignore", ".git", ".git/info/exclude"];
-
-/// The ignore files above `root` that exist: what a confined walk may read besides the root.
-fn ignore_files_above(root: &std::path::Path) -> Vec<PathBuf> {
-    root.ancestors()
-        .skip(1)
-        .flat_map(|dir| PARENT_IGNORE_FILES.iter().map(move |name| dir.join(name)))
-        .filter(|file| fs::is_file(file))
-        .collect()
 }
 
 /// Runs `work` on a thread of its own whose reads, and those of every thread it starts (the
@@ -75,7 +71,7 @@ fn ignore_files_above(root: &std::path::Path) -> Vec<PathBuf> {
 /// [`confined_kept`] for work that owns what it uses.
 pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> Result<T, ToolError> {
     let root = walked.root();
-    let above = ignore_files_above(root);
+    let above = above::ignore_files(root);
     #[cfg(target_os = "linux")]
     {
         let outcome = std::thread::scope(|scope| {
@@ -109,7 +105,7 @@ async fn confined_kept<T: Send + 'static>(
     #[cfg(target_os = "linux")]
     if crate::sandbox::backend::confines_walks() {
         let root = walked.root();
-        let above = ignore_files_above(root);
+        let above = above::ignore_files(root);
         let inodes = std::iter::once(root).chain(above.iter().map(PathBuf::as_path)).map(fs::inode).collect();
         let confinement = worker::Confinement { root: root.to_path_buf(), above, inodes };
         return worker::run(confinement, work)

@@ -82,3 +82,48 @@ async fn symlink_cycles_do_not_loop() {
     assert!(!names.iter().any(|n| n.starts_with("src/loop/")), "the cycle was followed: {names:?}");
     client.close().await;
 }
+
+/// The global git excludes (`core.excludesFile`) are honoured, and a change to git's config is
+/// seen by the next walk, even one that keeps the file's size and modification time: the
+/// server keeps the lookup between walks only while the config files are as they were.
+#[tokio::test]
+async fn the_global_excludes_follow_a_change_of_git_config() {
+    use std::time::{Duration, SystemTime};
+    let ws = Workspace::new();
+    let git = ws.config_home.join("gitx");
+    std::fs::create_dir_all(&git).unwrap();
+    std::fs::write(git.join("ex-one"), "*.first\n").unwrap();
+    std::fs::write(git.join("ex-two"), "*.second\n").unwrap();
+    std::fs::write(ws.root.join("a.first"), "1").unwrap();
+    std::fs::write(ws.root.join("b.second"), "2").unwrap();
+    let config = git.join("config");
+    let name = |excludes: &str| format!("[core]\n\texcludesFile = {}\n", git.join(excludes).display());
+    // Settled a minute ago, so the server keeps what it found.
+    let old = SystemTime::now() - Duration::from_secs(60);
+    let write = |text: String| {
+        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&config).unwrap();
+        std::io::Write::write_all(&mut &file, text.as_bytes()).unwrap();
+        file.set_modified(old).unwrap();
+    };
+    write(name("ex-one"));
+    let config_env = config.display().to_string();
+    let client = Client::start_with_env(&ws, &[], &[("GIT_CONFIG_GLOBAL", &config_env)]).await;
+    let listed = |reply: &Value| {
+        paths(reply).into_iter().filter(|p| p.starts_with("a.") || p.starts_with("b.")).collect::<Vec<_>>()
+    };
+    for _ in 0..2 {
+        let reply = client.ok(op("list_dir", json!({}))).await;
+        assert_eq!(listed(&reply.structured), ["b.second"], "ex-one applies, looked up or kept");
+    }
+    // The same size and modification time, another excludes file: only the change time differs.
+    write(name("ex-two"));
+    let reply = client.ok(op("list_dir", json!({}))).await;
+    assert_eq!(listed(&reply.structured), ["a.first"], "the change was missed");
+    let found = client.ok(op("file_search", json!({"pattern": "*.first"}))).await;
+    assert!(found.text.contains("a.first"), "{}", found.text);
+    // Gone: no global excludes.
+    std::fs::remove_file(&config).unwrap();
+    let reply = client.ok(op("list_dir", json!({}))).await;
+    assert_eq!(listed(&reply.structured), ["a.first", "b.second"]);
+    client.close().await;
+}

@@ -35,10 +35,8 @@ impl Identity {
 
     /// Whether its last change (content or inode) was at least [`SETTLED`] before `pass`.
     fn settled_before(&self, pass: SystemTime) -> bool {
-        let Ok(since_epoch) = pass.duration_since(SystemTime::UNIX_EPOCH) else { return false };
-        let limit = since_epoch.saturating_sub(SETTLED);
-        let at = |(secs, nanos): (i64, i64)| Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
-        at(self.mtime) < limit && at(self.ctime) < limit
+        let Self { dev, ino, size, mtime, ctime } = *self;
+        crate::sandbox::handle::Version { dev, ino, size, mtime, ctime }.settled_before(pass, SETTLED)
     }
 }
 
