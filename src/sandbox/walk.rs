@@ -1,8 +1,6 @@
 //! Directory walking for list, glob and grep: the `ignore` walker configured once, so every
 //! operation skips the same things and never follows a symlink out of a root.
 
-use std::path::PathBuf;
-
 use ignore::WalkBuilder;
 
 use crate::error::ToolError;
@@ -106,7 +104,8 @@ async fn confined_kept<T: Send + 'static>(
     if crate::sandbox::backend::confines_walks() {
         let root = walked.root();
         let above = above::ignore_files(root);
-        let inodes = std::iter::once(root).chain(above.iter().map(PathBuf::as_path)).map(fs::inode).collect();
+        let inodes =
+            std::iter::once(root).chain(above.iter().map(std::path::PathBuf::as_path)).map(fs::inode).collect();
         let confinement = worker::Confinement { root: root.to_path_buf(), above, inodes };
         return worker::run(confinement, work)
             .await
