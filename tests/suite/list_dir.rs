@@ -98,7 +98,7 @@ async fn the_global_excludes_follow_a_change_of_git_config() {
     std::fs::write(ws.root.join("b.second"), "2").unwrap();
     let config = git.join("config");
     let name = |excludes: &str| format!("[core]\n\texcludesFile = {}\n", git.join(excludes).display());
-    // Settled a minute ago, so the server keeps what it found.
+    // Last modified a minute ago, so that the server keeps what it found.
     let old = SystemTime::now() - Duration::from_secs(60);
     let write = |text: String| {
         let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&config).unwrap();
@@ -106,6 +106,9 @@ async fn the_global_excludes_follow_a_change_of_git_config() {
         file.set_modified(old).unwrap();
     };
     write(name("ex-one"));
+    // Its change time cannot be set back: wait until it is settled too, so that the lookup is
+    // kept and the second listing below comes from what was kept.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     let config_env = config.display().to_string();
     let client = Client::start_with_env(&ws, &[], &[("GIT_CONFIG_GLOBAL", &config_env)]).await;
     let listed = |reply: &Value| {
