@@ -3,6 +3,8 @@
 //! capability `Dir` from cap-std on Windows). Writes, locks, undo trees and the beneath-the-root
 //! resolution all go through it.
 
+use std::time::{Duration, SystemTime};
+
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
@@ -111,15 +113,12 @@ impl Version {
             }
         }
     }
-}
 
-impl Version {
     /// Whether this version's last change (content or inode) was at least `margin` before
     /// `at`. A later change then gets a later timestamp, never one of the same clock tick
     /// ("racy" entries, as git calls them), so a cache keyed on this version cannot miss it.
-    pub fn settled_before(&self, at: std::time::SystemTime, margin: std::time::Duration) -> bool {
-        use std::time::Duration;
-        let Ok(since_epoch) = at.duration_since(std::time::SystemTime::UNIX_EPOCH) else { return false };
+    pub fn settled_before(&self, at: SystemTime, margin: Duration) -> bool {
+        let Ok(since_epoch) = at.duration_since(SystemTime::UNIX_EPOCH) else { return false };
         let limit = since_epoch.saturating_sub(margin);
         let time = |(secs, nanos): (i64, i64)| Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
         time(self.mtime) < limit && time(self.ctime) < limit

@@ -3,7 +3,7 @@
 //! every walk (13 system calls and about 16,000 instructions a `list_dir`).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::sandbox::fs;
@@ -15,6 +15,9 @@ const SETTLED: Duration = Duration::from_secs(2);
 /// A lookup: git's config files as they were (`None`: absent), and the file they named.
 type Lookup = (Vec<Option<Version>>, Option<PathBuf>);
 
+/// git's config files, from the environment the server started with (it never changes its own).
+static CONFIG_FILES: LazyLock<Vec<PathBuf>> = LazyLock::new(config_files);
+
 /// The last lookup kept.
 static KEPT: Mutex<Option<Lookup>> = Mutex::new(None);
 
@@ -22,7 +25,7 @@ static KEPT: Mutex<Option<Lookup>> = Mutex::new(None);
 /// not exist): looked up again only when one of git's config files is not as it was.
 pub fn path() -> Option<PathBuf> {
     let now = SystemTime::now();
-    let versions: Vec<Option<Version>> = config_files().iter().map(|file| fs::version(file)).collect();
+    let versions: Vec<Option<Version>> = CONFIG_FILES.iter().map(|file| fs::version(file)).collect();
     if let Some((seen, path)) = KEPT.lock().ok().as_deref().and_then(Option::as_ref)
         && *seen == versions
     {

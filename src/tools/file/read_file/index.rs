@@ -16,29 +16,9 @@ const ENTRIES: usize = 64;
 /// How long before a pass a file must have last changed for its summary to be kept.
 const SETTLED: Duration = Duration::from_secs(2);
 
-/// A file as it was when it was read: any change makes another identity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Identity {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Identity {
-    /// The identity of the file `meta` describes.
-    pub fn of(meta: &std::fs::Metadata) -> Self {
-        let version = crate::sandbox::handle::Version::of(meta);
-        Self { dev: version.dev, ino: version.ino, size: version.size, mtime: version.mtime, ctime: version.ctime }
-    }
-
-    /// Whether its last change (content or inode) was at least [`SETTLED`] before `pass`.
-    fn settled_before(&self, pass: SystemTime) -> bool {
-        let Self { dev, ino, size, mtime, ctime } = *self;
-        crate::sandbox::handle::Version { dev, ino, size, mtime, ctime }.settled_before(pass, SETTLED)
-    }
-}
+/// A file as it was when it was read (device, inode, size, mtime, ctime): any change makes
+/// another identity.
+pub use crate::sandbox::handle::Version as Identity;
 
 /// The whole-file facts of a full pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +113,7 @@ pub fn get(identity: &Identity) -> Option<Known> {
 /// Keeps `summary` of the file with `identity`, read by a pass that began at `pass`, unless the
 /// file changed too shortly before it.
 pub fn put(identity: Identity, summary: Summary, pass: SystemTime) {
-    if !identity.settled_before(pass) {
+    if !identity.settled_before(pass, SETTLED) {
         return;
     }
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
