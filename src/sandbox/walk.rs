@@ -9,6 +9,8 @@ use crate::sandbox::{Resolved, fs};
 mod above;
 mod excludes;
 #[cfg(target_os = "linux")]
+pub mod listing;
+#[cfg(target_os = "linux")]
 mod worker;
 
 /// What a walk includes.

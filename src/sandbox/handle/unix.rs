@@ -192,6 +192,30 @@ impl DirHandle {
         }
         Ok(names)
     }
+
+    /// The names in the directory with what each is, from the directory itself (`d_type`);
+    /// a name whose kind the filesystem does not record there is looked at (not followed).
+    #[cfg(target_os = "linux")]
+    pub fn typed_entries(&self) -> io::Result<Vec<(OsString, Kind)>> {
+        let mut found = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&self.0)? {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsString::from_vec(name.to_vec());
+            let kind = match entry.file_type() {
+                FileType::RegularFile => Kind::File,
+                FileType::Directory => Kind::Dir,
+                FileType::Symlink => Kind::Link,
+                FileType::Unknown => self.stat(&name)?.kind,
+                _ => Kind::Other,
+            };
+            found.push((name, kind));
+        }
+        Ok(found)
+    }
 }
 
 /// Opens `relative` beneath `dir` one plain name at a time, each with `O_NOFOLLOW`: what

@@ -2,6 +2,7 @@
 //! with where they lead, never followed.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
-use crate::sandbox::handle::DirHandle;
+use crate::sandbox::handle::{DirHandle, Kind};
 use crate::sandbox::walk::{self, WalkOptions};
 use crate::sandbox::{Resolved, Roots, fs};
 use crate::tools::file::human_size;
@@ -100,10 +101,11 @@ struct Found {
     entry: Entry,
 }
 
-/// What a walk gathers, on the confined walker thread.
+/// What a walk gathers (`ignore`'s on the confined walker thread).
 struct Walked {
-    /// The root held open, to describe entries beneath it.
-    held: crate::sandbox::beneath::Root,
+    /// The root held open, to describe entries beneath it (`ignore`'s walk: the listing walk
+    /// hands over the directory of each entry).
+    held: Option<crate::sandbox::beneath::Root>,
     /// The directory of the entries being described, opened beneath the root (a walk in tree
     /// order meets a directory's entries together).
     parent: Option<(PathBuf, DirHandle)>,
@@ -121,24 +123,51 @@ struct Walked {
 }
 
 impl Walked {
+    fn new(held: Option<crate::sandbox::beneath::Root>, roots: Arc<Roots>, depth: usize, limit: usize) -> Self {
+        let (found, children) = (Vec::new(), HashMap::new());
+        Self { held, parent: None, roots, depth, limit, found, children, counting: None, total: 0, unreadable: 0 }
+    }
+
+    /// An entry of `ignore`'s walk.
     fn visit(&mut self, item: Result<&ignore::DirEntry, &ignore::Error>) {
         let Ok(item) = item else {
             self.unreadable += 1;
             return;
         };
-        if item.depth() == 0 {
+        let kind = match item.file_type() {
+            Some(t) if t.is_dir() => Kind::Dir,
+            Some(t) if t.is_file() => Kind::File,
+            Some(t) if t.is_symlink() => Kind::Link,
+            _ => Kind::Other,
+        };
+        self.seen(item.path(), item.depth(), item.file_name(), kind, None);
+    }
+
+    /// An entry of the listing walk.
+    #[cfg(target_os = "linux")]
+    fn met(&mut self, met: Result<walk::listing::Met<'_>, ()>) {
+        match met {
+            Ok(met) => self.seen(met.path, met.depth, met.name, met.kind, Some(met.dir)),
+            Err(()) => self.unreadable += 1,
+        }
+    }
+
+    /// The entry at `path`, `depth` levels down, named `name` in its directory (`dir` when
+    /// open already).
+    fn seen(&mut self, path: &Path, depth: usize, name: &OsStr, kind: Kind, dir: Option<&DirHandle>) {
+        if depth == 0 {
             return;
         }
-        if let Some(parent) = item.path().parent() {
+        if let Some(parent) = path.parent() {
             self.count_child_of(parent);
         }
-        if item.depth() > self.depth {
+        if depth > self.depth {
             return;
         }
         self.total += 1;
         if self.found.len() < self.limit {
-            let entry = self.describe(item);
-            self.found.push(Found { path: item.path().to_path_buf(), depth: item.depth(), entry });
+            let entry = self.describe(path, name, kind, dir);
+            self.found.push(Found { path: path.to_path_buf(), depth, entry });
         }
     }
 
@@ -166,39 +195,51 @@ impl Walked {
     fn parent_of(&mut self, path: &Path) -> Option<&DirHandle> {
         let parent = path.parent()?;
         if self.parent.as_ref().is_none_or(|(open, _)| open != parent) {
-            self.parent = self.held.open_dir_at(parent).ok().map(|dir| (parent.to_path_buf(), dir));
+            let held = self.held.as_ref()?;
+            self.parent = held.open_dir_at(parent).ok().map(|dir| (parent.to_path_buf(), dir));
         }
         self.parent.as_ref().map(|(_, dir)| dir)
     }
 
-    fn describe(&mut self, item: &ignore::DirEntry) -> Entry {
-        let path = self.roots.show(item.path());
-        let name = item.file_name();
-        let mut entry = Entry { path, kind: "other".into(), size: None, children: None, target: None, leads: None };
-        match item.file_type() {
-            Some(t) if t.is_dir() => entry.kind = "dir".into(),
-            Some(t) if t.is_file() => {
+    fn describe(&mut self, path: &Path, name: &OsStr, kind: Kind, dir: Option<&DirHandle>) -> Entry {
+        let shown = self.roots.show(path);
+        let mut entry =
+            Entry { path: shown, kind: "other".into(), size: None, children: None, target: None, leads: None };
+        match kind {
+            Kind::Dir => entry.kind = "dir".into(),
+            Kind::File => {
                 entry.kind = "file".into();
-                entry.size = self.parent_of(item.path()).and_then(|dir| dir.stat(name).ok()).map(|stat| stat.len);
+                let stat = match dir {
+                    Some(dir) => dir.stat(name).ok(),
+                    None => self.parent_of(path).and_then(|dir| dir.stat(name).ok()),
+                };
+                entry.size = stat.map(|stat| stat.len);
             }
-            Some(t) if t.is_symlink() => {
+            Kind::Link => {
                 entry.kind = "symlink".into();
-                let target = self.parent_of(item.path()).and_then(|dir| dir.read_link(name).ok());
+                let target = match dir {
+                    Some(dir) => dir.read_link(name).ok(),
+                    None => self.parent_of(path).and_then(|dir| dir.read_link(name).ok()),
+                };
                 entry.target = target.map(|t| t.to_string_lossy().into_owned());
-                let leads = match fs::canonicalize(item.path()) {
+                let leads = match fs::canonicalize(path) {
                     Ok(real) if self.roots.contains(&real) => "inside",
                     Ok(_) => "outside",
                     Err(_) => "broken",
                 };
                 entry.leads = Some(leads.into());
             }
-            _ => {}
+            Kind::Other => {}
         }
         entry
     }
 }
 
-/// Lists on the async thread that took the call, but for the walk itself (on a walker thread).
+/// Entries a listing walks on the async thread that took the call before it leaves the walk
+/// to `ignore`'s walker on a confined thread: a small directory and its subdirectories.
+#[cfg(target_os = "linux")]
+const QUICK: usize = 256;
+
 async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
     let budget = context.budget;
     ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
@@ -210,23 +251,27 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1));
-    let mut builder = walk::builder(dir, options);
-    builder.sort_by_file_name(|a, b| a.cmp(b));
-
-    let cancel = context.signals.cancel.clone();
-    let walked = Walked {
-        held,
-        parent: None,
-        roots: context.roots.clone(),
-        depth,
-        limit,
-        found: Vec::new(),
-        children: HashMap::new(),
-        counting: None,
-        total: 0,
-        unreadable: 0,
+    let roots = context.roots.clone();
+    // A small listing walks from directory handles here; a larger or unusual one (see
+    // `walk::listing`) starts again with `ignore`'s walker.
+    #[cfg(target_os = "linux")]
+    let quick = {
+        let mut walked = Walked::new(None, roots.clone(), depth, limit);
+        let walk = walk::listing::walk(&held, dir, options, QUICK, &mut |met| walked.met(met));
+        walk.ok().map(|()| walked)
     };
-    let mut walked = walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit).await?;
+    #[cfg(not(target_os = "linux"))]
+    let quick: Option<Walked> = None;
+    let mut walked = match quick {
+        Some(walked) => walked,
+        None => {
+            let mut builder = walk::builder(dir, options);
+            builder.sort_by_file_name(|a, b| a.cmp(b));
+            let cancel = context.signals.cancel.clone();
+            let walked = Walked::new(Some(held), roots, depth, limit);
+            walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit).await?
+        }
+    };
     let (found, total, unreadable) = (std::mem::take(&mut walked.found), walked.total, walked.unreadable);
     let children = walked.into_children();
     let mut text = format!(

@@ -1,0 +1,218 @@
+//! The listing walk against `ignore`'s walker on generated trees, and what it declines.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::sandbox::Roots;
+
+/// What `ignore`'s walker, set up by [`super::super::builder`] and sorted as `list_dir` sorts
+/// it, keeps of `walked`.
+fn reference(walked: &Resolved, options: WalkOptions) -> Vec<(PathBuf, usize, Kind)> {
+    let mut builder = super::super::builder(walked, options);
+    builder.sort_by_file_name(|a, b| a.cmp(b));
+    let mut seen = Vec::new();
+    for entry in builder.build().flatten().filter(|entry| entry.depth() > 0) {
+        let kind = match entry.file_type() {
+            Some(t) if t.is_dir() => Kind::Dir,
+            Some(t) if t.is_file() => Kind::File,
+            Some(t) if t.is_symlink() => Kind::Link,
+            _ => Kind::Other,
+        };
+        seen.push((entry.path().to_path_buf(), entry.depth(), kind));
+    }
+    seen
+}
+
+/// Paths kept by a walk, for comparing two walkers in tests.
+fn listed(root: &Root, walked: &Resolved, options: WalkOptions) -> Result<Vec<(PathBuf, usize, Kind)>, Declined> {
+    let mut seen = Vec::new();
+    walk(root, walked, options, usize::MAX, &mut |met| {
+        if let Ok(met) = met {
+            seen.push((met.path.to_path_buf(), met.depth, met.kind));
+        }
+    })?;
+    Ok(seen)
+}
+
+fn resolved(root: &Path, input: &str) -> Resolved {
+    Roots::new(vec![root.to_path_buf()]).resolve(input).unwrap()
+}
+
+fn options(include_hidden: bool, respect_gitignore: bool, depth: usize) -> WalkOptions {
+    WalkOptions { include_hidden, respect_gitignore, max_depth: Some(depth) }
+}
+
+/// A temp root (canonical) and what is in it.
+fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        if path.to_string_lossy().ends_with('/') {
+            std::fs::create_dir_all(&path).unwrap();
+        } else {
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+    (tmp, root)
+}
+
+#[test]
+fn the_rules_of_every_kind_of_file_and_the_directories_above_the_walked_one_apply() {
+    let (_tmp, root) = tree(&[
+        (".gitignore", "*.log\n/top-only\n"),
+        (".ignore", "!keep.log\n"),
+        (".git/info/exclude", "excluded*\n"),
+        ("sub/.gitignore", "!again.log\nnested/\n"),
+        ("sub/a.log", ""),
+        ("sub/keep.log", ""),
+        ("sub/again.log", ""),
+        ("sub/excluded.txt", ""),
+        ("sub/top-only", ""),
+        ("sub/nested/inner.txt", ""),
+        ("sub/.hidden", ""),
+        ("sub/plain.txt", ""),
+    ]);
+    let walked = resolved(&root, "sub");
+    let held = Root::open(&root).unwrap();
+    let names = |seen: Vec<(PathBuf, usize, Kind)>| -> Vec<String> {
+        seen.iter().map(|(path, _, _)| path.strip_prefix(root.join("sub")).unwrap().display().to_string()).collect()
+    };
+    let listed = listed(&held, &walked, options(false, true, 2)).unwrap();
+    assert_eq!(names(listed.clone()), ["again.log", "keep.log", "plain.txt", "top-only"]);
+    assert_eq!(listed, reference(&walked, options(false, true, 2)));
+    let everything = listed_all(&held, &walked);
+    assert_eq!(everything.len(), 10, "{everything:?}");
+}
+
+#[test]
+fn deeper_rules_win_over_the_walked_directorys() {
+    let (_tmp, root) = tree(&[
+        (".gitignore", "*.log\n"),
+        (".ignore", "b/\n"),
+        ("a/.gitignore", "!keep.log\n"),
+        ("a/.ignore", "!b/\n"),
+        ("a/keep.log", ""),
+        ("a/other.log", ""),
+        ("a/b/", ""),
+        ("b/", ""),
+    ]);
+    let walked = resolved(&root, "");
+    let held = Root::open(&root).unwrap();
+    let listed = listed(&held, &walked, options(false, true, 3)).unwrap();
+    let names: Vec<_> =
+        listed.iter().map(|(path, _, _)| path.strip_prefix(&root).unwrap().display().to_string()).collect();
+    assert_eq!(names, ["a", "a/b", "a/keep.log"]);
+    assert_eq!(listed, reference(&walked, options(false, true, 3)));
+}
+
+fn listed_all(held: &Root, walked: &Resolved) -> Vec<(PathBuf, usize, Kind)> {
+    listed(held, walked, options(true, false, 3)).unwrap()
+}
+
+#[test]
+fn what_only_ignores_walker_does_is_declined() {
+    let (_tmp, root) = tree(&[("a/.git", "gitdir: ../elsewhere\n"), ("b/real", "x\n"), ("c/file", "")]);
+    std::os::unix::fs::symlink("real", root.join("b/.gitignore")).unwrap();
+    let held = Root::open(&root).unwrap();
+    let declined = |input: &str, respect: bool, budget: usize| {
+        walk(&held, &resolved(&root, input), options(false, respect, 2), budget, &mut |_| {}).err()
+    };
+    assert_eq!(declined("a", true, 100), Some(Declined::Unusual("a `.git` that is not a directory")));
+    assert_eq!(declined("b", true, 100), Some(Declined::Unusual("a symlinked ignore file")));
+    // Without ignore files honoured, neither matters.
+    assert_eq!(declined("a", false, 100), None);
+    assert_eq!(declined("b", false, 100), None);
+    // The root's own entries, then one more than the budget.
+    assert_eq!(declined("", false, 3), Some(Declined::Larger));
+    assert_eq!(declined("c", false, 1), None);
+}
+
+/// A name in a generated tree: few, so that rules at different levels meet the same names.
+fn name() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["a", "b", "x.log", "keep.log", ".env", "y.txt"])
+}
+
+/// A line of a generated ignore file.
+fn pattern() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "*.log",
+        "!keep.log",
+        "!*.log",
+        "a",
+        "!a",
+        "b/",
+        "!b/",
+        "y.txt",
+        "!y.txt",
+        ".env",
+        "!.env",
+        "/x.log",
+        "**/b",
+        "a/**",
+        "!/a",
+        "#x.log",
+        "",
+        "\u{feff}*.txt",
+        "[xy].*",
+        "a/*.log",
+        "!b/keep.log",
+    ])
+}
+
+/// A generated tree: paths of files (a trailing `/`: a directory), and ignore files with
+/// their lines.
+fn layout() -> impl Strategy<Value = (Vec<String>, Vec<(String, Vec<&'static str>)>)> {
+    let path = prop::collection::vec(name(), 1..4).prop_map(|names| names.join("/"));
+    let files = prop::collection::vec((path, any::<bool>()), 1..24)
+        .prop_map(|paths| paths.into_iter().map(|(p, dir)| if dir { format!("{p}/") } else { p }).collect());
+    let dir = prop::sample::select(vec!["", "a/", "b/", "a/b/", "b/a/"]);
+    let file = prop::sample::select(vec![".gitignore", ".ignore", ".git/info/exclude"]);
+    let ignore = (dir, file).prop_map(|(dir, file)| format!("{dir}{file}"));
+    let ignores = prop::collection::vec((ignore, prop::collection::vec(pattern(), 0..5)), 0..6);
+    (files, ignores)
+}
+
+proptest! {
+    /// On any tree, with any options, the listing walk keeps what `ignore`'s walker keeps, in
+    /// the same order.
+    #[test]
+    fn fuzz_listing_walks_keep_what_ignores_walker_keeps(
+        (files, ignores) in layout(),
+        hidden in any::<bool>(),
+        respect in any::<bool>(),
+        depth in 1usize..4,
+        from in prop::sample::select(vec!["", "a", "b", "a/b"]),
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        for path in &files {
+            let full = root.join(path.trim_end_matches('/'));
+            // A name used as both a file and a directory: the first one made stays.
+            if std::fs::create_dir_all(full.parent().unwrap()).is_err() || full.exists() {
+                continue;
+            }
+            if path.ends_with('/') { std::fs::create_dir(&full).unwrap() } else { std::fs::write(&full, "").unwrap() }
+        }
+        for (path, lines) in &ignores {
+            let full = root.join(path);
+            if std::fs::create_dir_all(full.parent().unwrap()).is_ok() && !full.is_dir() {
+                std::fs::write(&full, lines.join("\n")).unwrap();
+            }
+        }
+        if root.join("a").is_dir() && !root.join("a/link").exists() {
+            std::os::unix::fs::symlink("../b", root.join("a/link")).unwrap();
+        }
+        // Walked from the root when the subdirectory was not made.
+        let from = if root.join(from).is_dir() { from } else { "" };
+        let walked = resolved(&root, from);
+        let options = options(hidden, respect, depth);
+        let held = Root::open(&root).unwrap();
+        let listed = listed(&held, &walked, options);
+        prop_assert_eq!(listed, Ok(reference(&walked, options)), "files {:?}, ignores {:?}", files, ignores);
+    }
+}
