@@ -5,8 +5,8 @@
 //! not the tree is a repository). `ignore`'s walker probes four names in every directory and
 //! every directory above the walked one on each walk; this reads which ignore files a
 //! directory holds from its entries. Anything it does not do the way `ignore` does is declined
-//! (ignore files above the root, a `.git` file, an ignore file that is a symlink, more entries
-//! than the budget), and the caller walks with `ignore` instead.
+//! (a `.git` file, an ignore file that is a symlink, more entries than the budget), and the
+//! caller walks with `ignore` instead.
 
 use std::ffi::OsStr;
 use std::io::BufRead;
@@ -59,7 +59,7 @@ struct Walk<'v> {
     max_depth: usize,
     /// The rules of the walked directory and of each directory below it being walked.
     chain: Vec<Rules>,
-    /// The rules of the directories above the walked one, up to the root, nearest first.
+    /// The rules of the directories above the walked one, up to `/`, nearest first.
     outer: Vec<Rules>,
     /// The global excludes (`core.excludesFile`), rooted where `ignore` roots them.
     global: Option<Gitignore>,
@@ -80,14 +80,8 @@ pub fn walk(
     budget: usize,
     visit: &mut dyn FnMut(Result<Met<'_>, ()>),
 ) -> Result<(), Declined> {
-    let (outer, global) = if options.respect_gitignore {
-        if !above::ignore_files(walked.root()).is_empty() {
-            return Err(Declined::Unusual("ignore files above the root"));
-        }
-        (outer_rules(root, walked)?, global_rules())
-    } else {
-        (Vec::new(), None)
-    };
+    let (outer, global) =
+        if options.respect_gitignore { (outer_rules(root, walked)?, global_rules()) } else { (Vec::new(), None) };
     let top = root.open_dir_at(walked.real()).map_err(|_| Declined::Unusual("the directory cannot be opened"))?;
     let max_depth = options.max_depth.unwrap_or(1);
     let mut walk = Walk { options, max_depth, chain: Vec::new(), outer, global, left: budget, visit };
@@ -171,7 +165,7 @@ impl Walk<'_> {
     }
 }
 
-/// The rules of the directories from the walked one's parent up to the root, nearest first.
+/// The rules of the directories from the walked one's parent up to `/`, nearest first.
 fn outer_rules(root: &Root, walked: &Resolved) -> Result<Vec<Rules>, Declined> {
     let mut outer = Vec::new();
     for dir in walked.real().ancestors().skip(1).take_while(|dir| dir.starts_with(walked.root())) {
@@ -180,7 +174,27 @@ fn outer_rules(root: &Root, walked: &Resolved) -> Result<Vec<Rules>, Declined> {
         let kinds = [ignore?, git?, dot_git?];
         outer.push(rules_of(&handle, dir, kinds)?);
     }
+    // Above the root: the ignore files there that exist (following symlinks, as `ignore` reads
+    // them, and as the confined walker thread may read them), read by path as `ignore` does.
+    let above = above::ignore_files(walked.root());
+    if !above.is_empty() {
+        for dir in walked.root().ancestors().skip(1) {
+            let rules = [".ignore", ".gitignore", ".git/info/exclude"].map(|name| {
+                let file = dir.join(name);
+                above.contains(&file).then(|| rules_at(dir, &file)).flatten()
+            });
+            outer.push(Rules(rules));
+        }
+    }
     Ok(outer)
+}
+
+/// The rules of the ignore file `file` above the root, relative to `dir`, as `ignore` builds
+/// them (an unreadable file or line is skipped).
+fn rules_at(dir: &Path, file: &Path) -> Option<Gitignore> {
+    let mut builder = GitignoreBuilder::new(dir);
+    let _ = builder.add(file);
+    builder.build().ok()
 }
 
 /// What is at `name` in `dir`, if anything; declined when that cannot be told.

@@ -110,6 +110,32 @@ fn deeper_rules_win_over_the_walked_directorys() {
     assert_eq!(listed, reference(&walked, options(false, true, 3)));
 }
 
+#[test]
+fn the_ignore_files_above_the_root_apply_as_ignores_walker_reads_them() {
+    let (_tmp, outer) = tree(&[
+        (".gitignore", "*.log\n!keep.log\n"),
+        (".git/info/exclude", "excluded*\n"),
+        ("ws/.ignore", "!again.log\n"),
+        ("ws/a.log", ""),
+        ("ws/keep.log", ""),
+        ("ws/again.log", ""),
+        ("ws/excluded.txt", ""),
+        ("ws/sub/b.log", ""),
+        ("ws/sub/plain.txt", ""),
+    ]);
+    let root = outer.join("ws");
+    let held = Root::open(&root).unwrap();
+    for from in ["", "sub"] {
+        let walked = resolved(&root, from);
+        let listed = listed(&held, &walked, options(false, true, 2)).unwrap();
+        assert_eq!(listed, reference(&walked, options(false, true, 2)), "from `{from}`");
+        let names: Vec<_> = listed.iter().map(|(path, _, _)| path.strip_prefix(&root).unwrap()).collect();
+        let expected: &[&str] =
+            if from.is_empty() { &["again.log", "keep.log", "sub", "sub/plain.txt"] } else { &["sub/plain.txt"] };
+        assert_eq!(names, expected.iter().map(Path::new).collect::<Vec<_>>(), "from `{from}`");
+    }
+}
+
 fn listed_all(held: &Root, walked: &Resolved) -> Vec<(PathBuf, usize, Kind)> {
     listed(held, walked, options(true, false, 3)).unwrap()
 }
