@@ -5,8 +5,8 @@
 //! not the tree is a repository). `ignore`'s walker probes four names in every directory and
 //! every directory above the walked one on each walk; this reads which ignore files a
 //! directory holds from its entries. Anything it does not do the way `ignore` does is declined
-//! (a `.git` file, an ignore file that is a symlink, more entries than the budget), and the
-//! caller walks with `ignore` instead.
+//! (a `.git` file, an ignore file that is a symlink), and the caller walks with `ignore`
+//! instead; a walk can also be given a budget of entries, to be run again elsewhere past it.
 
 use std::ffi::OsStr;
 use std::io::BufRead;
@@ -35,13 +35,15 @@ pub struct Met<'a> {
     pub name: &'a OsStr,
 }
 
-/// Why a listing was left to `ignore`'s walker.
+/// Why a listing walk did not finish.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Declined {
-    /// It met more entries than its budget.
+    /// It read more entries than its budget.
     Larger,
     /// It met something only `ignore`'s walker handles (what, in words).
     Unusual(&'static str),
+    /// `stop` said so (the call was cancelled).
+    Stopped,
 }
 
 /// The names of ignore files a directory may hold, in the order [`Rules`] keeps them.
@@ -63,38 +65,45 @@ struct Walk<'v> {
     outer: Vec<Rules>,
     /// The global excludes (`core.excludesFile`), rooted where `ignore` roots them.
     global: Option<Gitignore>,
-    /// Entries left before the walk is declined as [`Declined::Larger`].
+    /// Entries left to read before the walk is declined as [`Declined::Larger`].
     left: usize,
+    stop: &'v dyn Fn() -> bool,
     visit: &'v mut dyn FnMut(Result<Met<'_>, ()>),
 }
 
 /// Walks `walked` (a directory beneath `root`'s path) down to `options.max_depth` levels
 /// (default 1), in the order of `ignore`'s walker sorted by file name, passing each entry it
-/// keeps to `visit`, and `Err(())` for each directory that could not be read. Declined, after
-/// having visited some entries perhaps, when the walk needs `ignore`'s walker: the caller then
-/// starts again with it.
+/// keeps to `visit`, and `Err(())` for each directory that could not be read. A directory's
+/// entries count against `budget` as it is read; `stop` is asked before each directory. A
+/// walk that does not finish may have visited some entries: the caller starts again.
 pub fn walk(
     root: &Root,
     walked: &Resolved,
     options: WalkOptions,
-    budget: usize,
+    budget: Option<usize>,
+    stop: &dyn Fn() -> bool,
     visit: &mut dyn FnMut(Result<Met<'_>, ()>),
 ) -> Result<(), Declined> {
     let (outer, global) =
         if options.respect_gitignore { (outer_rules(root, walked)?, global_rules()) } else { (Vec::new(), None) };
     let top = root.open_dir_at(walked.real()).map_err(|_| Declined::Unusual("the directory cannot be opened"))?;
     let max_depth = options.max_depth.unwrap_or(1);
-    let mut walk = Walk { options, max_depth, chain: Vec::new(), outer, global, left: budget, visit };
+    let left = budget.unwrap_or(usize::MAX);
+    let mut walk = Walk { options, max_depth, chain: Vec::new(), outer, global, left, stop, visit };
     walk.directory(&top, walked.real(), 1)
 }
 
 impl Walk<'_> {
     /// Visits the entries of the directory `handle` at `path`, at level `depth`, and below.
     fn directory(&mut self, handle: &DirHandle, path: &Path, depth: usize) -> Result<(), Declined> {
+        if (self.stop)() {
+            return Err(Declined::Stopped);
+        }
         let Ok(mut entries) = handle.typed_entries() else {
             (self.visit)(Err(()));
             return Ok(());
         };
+        self.left = self.left.checked_sub(entries.len()).ok_or(Declined::Larger)?;
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let rules = if self.options.respect_gitignore {
             let kinds = NAMES.map(|name| entries.iter().find(|(n, _)| n.as_bytes() == name).map(|(_, kind)| *kind));
@@ -108,6 +117,8 @@ impl Walk<'_> {
         outcome
     }
 
+    /// Visits `entries` (sorted) of the directory `handle` at `path`, at level `depth`, and
+    /// what is below those that are directories.
     fn entries(
         &mut self,
         handle: &DirHandle,
@@ -116,7 +127,6 @@ impl Walk<'_> {
         entries: &[(std::ffi::OsString, Kind)],
     ) -> Result<(), Declined> {
         for (name, kind) in entries {
-            self.left = self.left.checked_sub(1).ok_or(Declined::Larger)?;
             let entry = path.join(name);
             if !self.keeps(name, &entry, *kind) {
                 continue;

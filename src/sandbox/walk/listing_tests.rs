@@ -29,7 +29,7 @@ fn reference(walked: &Resolved, options: WalkOptions) -> Vec<(PathBuf, usize, Ki
 /// Paths kept by a walk, for comparing two walkers in tests.
 fn listed(root: &Root, walked: &Resolved, options: WalkOptions) -> Result<Vec<(PathBuf, usize, Kind)>, Declined> {
     let mut seen = Vec::new();
-    walk(root, walked, options, usize::MAX, &mut |met| {
+    walk(root, walked, options, None, &|| false, &mut |met| {
         if let Ok(met) = met {
             seen.push((met.path.to_path_buf(), met.depth, met.kind));
         }
@@ -130,16 +130,32 @@ fn what_only_ignores_walker_does_is_declined() {
     std::os::unix::fs::symlink("real", root.join("b/.gitignore")).unwrap();
     let held = Root::open(&root).unwrap();
     let declined = |input: &str, respect: bool, budget: usize| {
-        walk(&held, &resolved(&root, input), options(false, respect, 2), budget, &mut |_| {}).err()
+        walk(&held, &resolved(&root, input), options(false, respect, 2), Some(budget), &|| false, &mut |_| {}).err()
     };
     assert_eq!(declined("a", true, 100), Some(Declined::Unusual("a `.git` that is not a directory")));
     assert_eq!(declined("b", true, 100), Some(Declined::Unusual("a symlinked ignore file")));
     // Without ignore files honoured, neither matters.
     assert_eq!(declined("a", false, 100), None);
     assert_eq!(declined("b", false, 100), None);
-    // The root's own entries, then one more than the budget.
+    // Seven entries in all (`a`, `b`, `c` and the four in them), each directory's counted as
+    // it is read.
+    assert_eq!(declined("", false, 7), None);
+    assert_eq!(declined("", false, 6), Some(Declined::Larger));
     assert_eq!(declined("", false, 3), Some(Declined::Larger));
     assert_eq!(declined("c", false, 1), None);
+    let stopped = walk(&held, &resolved(&root, ""), options(false, false, 2), None, &|| true, &mut |_| {});
+    assert_eq!(stopped, Err(Declined::Stopped));
+    // Asked before each directory is read: the third time, `b` was met but is not read.
+    let (asked, mut seen) = (std::cell::Cell::new(0), Vec::new());
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 2
+    };
+    let stopped = walk(&held, &resolved(&root, ""), options(true, false, 2), None, &stop, &mut |met| {
+        seen.push(met.map(|met| met.name.to_owned()).ok());
+    });
+    assert_eq!(stopped, Err(Declined::Stopped));
+    assert_eq!(seen, [Some("a".into()), Some("b".into())]);
 }
 
 /// A name in a generated tree: few, so that rules at different levels meet the same names.

@@ -235,10 +235,43 @@ impl Walked {
     }
 }
 
-/// Entries a listing walks on the async thread that took the call before it leaves the walk
-/// to `ignore`'s walker on a confined thread: a small directory and its subdirectories.
+/// Entries a listing reads on the async thread that took the call (a small directory and its
+/// subdirectories) before it walks again on a blocking thread.
 #[cfg(target_os = "linux")]
 const QUICK: usize = 256;
+
+/// The listing walk into `fresh`: on this thread up to [`QUICK`] entries read, past that again
+/// on a blocking thread. The root back when the walk declined (`ignore`'s walker is needed).
+#[cfg(target_os = "linux")]
+async fn quick(
+    held: crate::sandbox::beneath::Root,
+    dir: &Resolved,
+    options: WalkOptions,
+    fresh: Walked,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Result<Walked, crate::sandbox::beneath::Root>, ToolError> {
+    use walk::listing::Declined;
+    let (roots, depth, limit) = (fresh.roots.clone(), fresh.depth, fresh.limit);
+    let mut walked = fresh;
+    let stop = || cancel.is_cancelled();
+    match walk::listing::walk(&held, dir, options, Some(QUICK), &stop, &mut |met| walked.met(met)) {
+        Ok(()) => return Ok(Ok(walked)),
+        Err(Declined::Stopped) => return Err(ToolError::Cancelled),
+        Err(Declined::Unusual(_)) => return Ok(Err(held)),
+        Err(Declined::Larger) => {}
+    }
+    let (dir, cancel) = (dir.clone(), cancel.clone());
+    crate::tools::blocking(move || {
+        let mut walked = Walked::new(None, roots, depth, limit);
+        let stop = || cancel.is_cancelled();
+        match walk::listing::walk(&held, &dir, options, None, &stop, &mut |met| walked.met(met)) {
+            Ok(()) => Ok(Ok(walked)),
+            Err(Declined::Stopped) => Err(ToolError::Cancelled),
+            Err(Declined::Unusual(_) | Declined::Larger) => Ok(Err(held)),
+        }
+    })
+    .await
+}
 
 async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
     let budget = context.budget;
@@ -252,23 +285,23 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1));
     let roots = context.roots.clone();
-    // A small listing walks from directory handles here; a larger or unusual one (see
-    // `walk::listing`) starts again with `ignore`'s walker.
+    let cancel = context.signals.cancel.clone();
+    // Walked from directory handles (see `walk::listing`); with `ignore`'s walker when that
+    // declines, or off Linux.
     #[cfg(target_os = "linux")]
-    let quick = {
-        let mut walked = Walked::new(None, roots.clone(), depth, limit);
-        let walk = walk::listing::walk(&held, dir, options, QUICK, &mut |met| walked.met(met));
-        walk.ok().map(|()| walked)
+    let (quick, held) = match quick(held, dir, options, Walked::new(None, roots.clone(), depth, limit), &cancel).await?
+    {
+        Ok(walked) => (Some(walked), None),
+        Err(held) => (None, Some(held)),
     };
     #[cfg(not(target_os = "linux"))]
-    let quick: Option<Walked> = None;
+    let (quick, held) = (None, Some(held));
     let mut walked = match quick {
         Some(walked) => walked,
         None => {
             let mut builder = walk::builder(dir, options);
             builder.sort_by_file_name(|a, b| a.cmp(b));
-            let cancel = context.signals.cancel.clone();
-            let walked = Walked::new(Some(held), roots, depth, limit);
+            let walked = Walked::new(held, roots, depth, limit);
             walk::visit_in_order(dir, &builder, move || cancel.is_cancelled(), walked, Walked::visit).await?
         }
     };
