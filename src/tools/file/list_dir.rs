@@ -275,6 +275,8 @@ async fn quick(
     .await
 }
 
+/// Lists `dir` on the async thread that took the call, but for a walk of more than `QUICK`
+/// entries (Linux) or with `ignore`'s walker (on a walker thread).
 async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output>, ToolError> {
     let budget = context.budget;
     ToolError::check_range("depth", args.depth, 1, MAX_DEPTH, "from 1 (the directory's own entries) to 10")?;
