@@ -100,12 +100,7 @@ impl DirHandle {
     /// What is at `name` (not following a symlink).
     pub fn stat(&self, name: &OsStr) -> io::Result<Stat> {
         let stat = rustix::fs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        let kind = match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => Kind::File,
-            FileType::Directory => Kind::Dir,
-            FileType::Symlink => Kind::Link,
-            _ => Kind::Other,
-        };
+        let kind = kind(FileType::from_raw_mode(stat.st_mode));
         Ok(Stat { kind, len: stat.st_size as u64, mode: mode_bits(stat.st_mode) })
     }
 
@@ -206,15 +201,22 @@ impl DirHandle {
             }
             let name = OsString::from_vec(name.to_vec());
             let kind = match entry.file_type() {
-                FileType::RegularFile => Kind::File,
-                FileType::Directory => Kind::Dir,
-                FileType::Symlink => Kind::Link,
                 FileType::Unknown => self.stat(&name)?.kind,
-                _ => Kind::Other,
+                known => kind(known),
             };
             found.push((name, kind));
         }
         Ok(found)
+    }
+}
+
+/// What a file type is, as [`Kind`] says it.
+fn kind(file_type: FileType) -> Kind {
+    match file_type {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Link,
+        _ => Kind::Other,
     }
 }
 

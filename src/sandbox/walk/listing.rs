@@ -106,7 +106,10 @@ impl Walk<'_> {
         self.left = self.left.checked_sub(entries.len()).ok_or(Declined::Larger)?;
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let rules = if self.options.respect_gitignore {
-            let kinds = NAMES.map(|name| entries.iter().find(|(n, _)| n.as_bytes() == name).map(|(_, kind)| *kind));
+            let kinds = NAMES.map(|name| {
+                let found = entries.binary_search_by(|(n, _)| n.as_bytes().cmp(name));
+                found.ok().map(|at| entries[at].1)
+            });
             rules_of(handle, path, kinds)?
         } else {
             Rules::default()

@@ -128,6 +128,12 @@ impl Walked {
         Self { held, parent: None, roots, depth, limit, found, children, counting: None, total: 0, unreadable: 0 }
     }
 
+    /// A walk not started yet, gathering as this one does.
+    #[cfg(target_os = "linux")]
+    fn emptied(&self) -> Self {
+        Self::new(None, self.roots.clone(), self.depth, self.limit)
+    }
+
     /// An entry of `ignore`'s walk.
     fn visit(&mut self, item: Result<&ignore::DirEntry, &ignore::Error>) {
         let Ok(item) = item else {
@@ -253,7 +259,7 @@ async fn quick(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Result<Walked, crate::sandbox::beneath::Root>, ToolError> {
     use walk::listing::Declined;
-    let (roots, depth, limit) = (fresh.roots.clone(), fresh.depth, fresh.limit);
+    let again = fresh.emptied();
     let mut walked = fresh;
     let stop = || cancel.is_cancelled();
     match walk::listing::walk(&held, dir, options, Some(QUICK), &stop, &mut |met| walked.met(met)) {
@@ -264,7 +270,7 @@ async fn quick(
     }
     let (dir, cancel) = (dir.clone(), cancel.clone());
     crate::tools::blocking(move || {
-        let mut walked = Walked::new(None, roots, depth, limit);
+        let mut walked = again;
         let stop = || cancel.is_cancelled();
         match walk::listing::walk(&held, &dir, options, None, &stop, &mut |met| walked.met(met)) {
             Ok(()) => Ok(Ok(walked)),
