@@ -125,6 +125,28 @@ fn the_ignore_files_above_the_root_apply_as_ignores_walker_reads_them() {
 }
 
 #[test]
+fn a_symlink_on_any_road_to_an_ignore_file_is_declined() {
+    let (_tmp, root) = tree(&[
+        ("d/.git/info/real", "x\n"),
+        ("e/.git/elsewhere/exclude", "x\n"),
+        ("f/sub/file", ""),
+        ("real", "file\n"),
+    ]);
+    std::os::unix::fs::symlink("real", root.join("d/.git/info/exclude")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", root.join("e/.git/info")).unwrap();
+    // In a directory above the walked one (inside the root).
+    std::os::unix::fs::symlink("../real", root.join("f/.gitignore")).unwrap();
+    let held = Root::open(&root).unwrap();
+    let declined =
+        |input: &str| walk(&held, &resolved(&root, input), options(false, true, 2), None, &|| false, &mut |_| {}).err();
+    assert_eq!(declined("d"), Some(Declined::Unusual("a symlinked ignore file")));
+    assert_eq!(declined("e"), Some(Declined::Unusual("a symlinked `.git/info`")));
+    assert_eq!(declined("f/sub"), Some(Declined::Unusual("a symlinked ignore file")));
+    // Each is read by `ignore`'s walker instead, which follows them.
+    assert_eq!(reference(&resolved(&root, "f/sub"), options(false, true, 2)), []);
+}
+
+#[test]
 fn what_only_ignores_walker_does_is_declined() {
     let (_tmp, root) = tree(&[("a/.git", "gitdir: ../elsewhere\n"), ("b/real", "x\n"), ("c/file", "")]);
     std::os::unix::fs::symlink("real", root.join("b/.gitignore")).unwrap();
