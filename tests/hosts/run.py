@@ -227,6 +227,13 @@ STEPS = [
         contains("pub const ANSWER: u32 = 41;"),
         contains("Hello, {name}!"),
     ]),
+    TaskStep("list_dir", "file_operations", {"operation": "list_dir", "path": "src"}, [
+        contains("main.rs"),
+        # lib.rs with its size (text `lib.rs (N B)`, or the JSON entry)
+        matches(rf"lib\.rs \({len(LIB_RS.encode())} B\)"
+                rf"|\"src/lib\.rs\"[^{{}}]{{0,60}}\"size\"\s*:\s*{len(LIB_RS.encode())}\b",
+                "lib.rs with its size"),
+    ]),
     TaskStep("grep_search", "file_operations", {"operation": "grep_search", "pattern": "ANSWER"}, [
         contains("src/lib.rs"),
         contains("pub const ANSWER: u32 = 41"),
@@ -285,7 +292,7 @@ STEPS = [
 # `ask_user` with a host that answers questions (`answers_questions`): the write is done.
 ASK_ANSWERED = [contains(".git/hooks/pre-commit"), matches(r"\bcreated\b", "says the file was created")]
 
-PROMPT = (f"{MARKER}: with the {SERVER} MCP tools, read src/lib.rs, grep for ANSWER, bump ANSWER to 42, "
+PROMPT = (f"{MARKER}: with the {SERVER} MCP tools, read src/lib.rs, list src, grep for ANSWER, bump ANSWER to 42, "
           "show `git diff`, write the plan as todos, remember and recall where the deploy script is, "
           "try missing.txt, read big.txt, and add a pre-commit hook.")
 
