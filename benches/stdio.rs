@@ -260,8 +260,14 @@ struct Server {
     argv: Vec<String>,
 }
 
-/// Temp workspace with a 1 KB file and a small directory; removed on drop.
+/// Temp workspace with a 1 KB file, a small directory and a small project with a `.gitignore`;
+/// removed on drop.
 struct Workspace(PathBuf);
+
+/// A project's `.gitignore` as they usually are: Rust, Node and Python leftovers, editors, logs.
+const GITIGNORE: &str = "/target/\n**/*.rs.bk\nnode_modules/\nnpm-debug.log*\nyarn-error.log*\ndist/\n\
+build/\ncoverage/\n*.tsbuildinfo\n.eslintcache\n__pycache__/\n*.py[cod]\n.venv/\n*.egg-info/\n\
+.pytest_cache/\n.idea/\n.vscode/\n*.swp\n*~\n.DS_Store\nThumbs.db\n.env\n.env.local\n*.log\n";
 
 impl Workspace {
     fn create() -> Workspace {
@@ -273,6 +279,16 @@ impl Workspace {
             std::fs::write(root.join(format!("smalldir/file{i}.txt")), line).expect("write smalldir");
         }
         std::fs::write(root.join("smalldir/sub/nested.txt"), line).expect("write nested");
+        for dir in ["project/src", "project/target/debug", "project/node_modules/x"] {
+            std::fs::create_dir_all(root.join(dir)).expect("create project");
+        }
+        std::fs::write(root.join("project/.gitignore"), GITIGNORE).expect("write .gitignore");
+        for name in ["file0.txt", "README.md", "Cargo.toml", "build.log", "src/main.rs"] {
+            std::fs::write(root.join("project").join(name), line).expect("write project");
+        }
+        // A project's ignore files were written long before it is listed (toolbelt-mcp keeps
+        // the rules of those that have not changed for 2 s).
+        std::thread::sleep(std::time::Duration::from_millis(2100));
         Workspace(root.canonicalize().expect("canonical workspace"))
     }
 }
@@ -312,15 +328,17 @@ fn cold_start(servers: &[Server], runs: usize) {
 }
 
 /// Request params for the warm read and list calls, chosen by the tools the server lists.
-fn warm_requests(tools: &[String], ws: &Path) -> [(&'static str, Value); 2] {
+fn warm_requests(tools: &[String], ws: &Path) -> [(&'static str, Value); 3] {
     let abs = |p: &str| ws.join(p).display().to_string();
     let has = |n: &str| tools.iter().any(|t| t == n);
     if has("file_operations") {
         let read = json!({"operation": "read_file", "path": "small.txt"});
         let list = json!({"operation": "list_dir", "path": "smalldir"});
+        let project = json!({"operation": "list_dir", "path": "project"});
         return [
             ("read_file 1 KB", json!({"name": "file_operations", "arguments": read})),
             ("list_dir small dir", json!({"name": "file_operations", "arguments": list})),
+            ("list_dir project with .gitignore", json!({"name": "file_operations", "arguments": project})),
         ];
     }
     let read = if has("read_text_file") { "read_text_file" } else { "read_file" };
@@ -328,6 +346,7 @@ fn warm_requests(tools: &[String], ws: &Path) -> [(&'static str, Value); 2] {
     [
         ("read_file 1 KB", json!({"name": read, "arguments": {"path": abs("small.txt")}})),
         ("list_dir small dir", json!({"name": "list_directory", "arguments": {"path": abs("smalldir")}})),
+        ("list_dir project with .gitignore", json!({"name": "list_directory", "arguments": {"path": abs("project")}})),
     ]
 }
 

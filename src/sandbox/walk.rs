@@ -11,6 +11,8 @@ mod excludes;
 #[cfg(target_os = "linux")]
 pub mod listing;
 #[cfg(target_os = "linux")]
+mod parsed;
+#[cfg(target_os = "linux")]
 mod worker;
 
 /// What a walk includes.

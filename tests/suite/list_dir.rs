@@ -83,6 +83,41 @@ async fn symlink_cycles_do_not_loop() {
     client.close().await;
 }
 
+/// The server keeps a project's ignore files parsed while they are as they were; one changed
+/// later is read again, even when it keeps its size and modification time (its change time
+/// moves): `.gitignore` in the listed directory and `.git/info/exclude` above it.
+#[tokio::test]
+async fn an_ignore_file_changed_after_it_was_kept_is_read_again() {
+    use std::time::Duration;
+    let ws = Workspace::new();
+    let gitignore = ws.root.join("kept/.gitignore");
+    let exclude = ws.root.join(".git/info/exclude");
+    std::fs::create_dir_all(ws.root.join("kept")).unwrap();
+    std::fs::create_dir_all(ws.root.join(".git/info")).unwrap();
+    for name in ["a.g1", "a.g2", "b.x1", "b.x2"] {
+        std::fs::write(ws.root.join("kept").join(name), name).unwrap();
+    }
+    std::fs::write(&gitignore, "*.g1\n").unwrap();
+    std::fs::write(&exclude, "*.x1\n").unwrap();
+    // Settled (unchanged for 2 s), so that the server keeps their rules.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let client = Client::start(&ws, &[]).await;
+    for _ in 0..2 {
+        let reply = client.ok(op("list_dir", json!({"path": "kept"}))).await;
+        assert_eq!(paths(&reply.structured), ["kept/a.g2", "kept/b.x2"], "read, then kept");
+    }
+    let rewrite = |file: &std::path::Path, text: &str| {
+        let modified = std::fs::metadata(file).unwrap().modified().unwrap();
+        std::fs::write(file, text).unwrap();
+        std::fs::File::options().write(true).open(file).unwrap().set_modified(modified).unwrap();
+    };
+    rewrite(&gitignore, "*.g2\n");
+    rewrite(&exclude, "*.x2\n");
+    let reply = client.ok(op("list_dir", json!({"path": "kept"}))).await;
+    assert_eq!(paths(&reply.structured), ["kept/a.g1", "kept/b.x1"], "a kept rule outlived its file");
+    client.close().await;
+}
+
 /// The global git excludes (`core.excludesFile`) are honoured, and a change to git's config is
 /// seen by the next walk, even one that keeps the file's size and modification time: the
 /// server keeps the lookup between walks only while the config files are as they were.

@@ -12,13 +12,14 @@ use std::ffi::OsStr;
 use std::io::BufRead;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::{WalkOptions, above, excludes};
+use super::{WalkOptions, above, excludes, parsed};
 use crate::sandbox::beneath::Root;
-use crate::sandbox::handle::{DirHandle, Kind};
+use crate::sandbox::handle::{DirHandle, Kind, Version};
 use crate::sandbox::{Resolved, fs};
 
 /// An entry met by [`walk`].
@@ -52,7 +53,7 @@ const NAMES: [&[u8]; 3] = [b".ignore", b".gitignore", b".git"];
 /// The rules one directory adds: its `.ignore`, its `.gitignore` and, when it holds a `.git`
 /// directory, `.git/info/exclude`. `None` where there is no such file.
 #[derive(Default)]
-struct Rules([Option<Gitignore>; 3]);
+struct Rules([Option<Arc<Gitignore>>; 3]);
 
 /// A walk in progress.
 struct Walk<'v> {
@@ -64,7 +65,7 @@ struct Walk<'v> {
     /// The rules of the directories above the walked one, up to `/`, nearest first.
     outer: Vec<Rules>,
     /// The global excludes (`core.excludesFile`), rooted where `ignore` roots them.
-    global: Option<Gitignore>,
+    global: Option<Arc<Gitignore>>,
     /// Entries left to read before the walk is declined as [`Declined::Larger`].
     left: usize,
     stop: &'v dyn Fn() -> bool,
@@ -204,10 +205,12 @@ fn outer_rules(root: &Root, walked: &Resolved) -> Result<Vec<Rules>, Declined> {
 
 /// The rules of the ignore file `file` above the root, relative to `dir`, as `ignore` builds
 /// them (an unreadable file or line is skipped).
-fn rules_at(dir: &Path, file: &Path) -> Option<Gitignore> {
-    let mut builder = GitignoreBuilder::new(dir);
-    let _ = builder.add(file);
-    builder.build().ok()
+fn rules_at(dir: &Path, file: &Path) -> Option<Arc<Gitignore>> {
+    parsed::rules(file, dir, fs::version(file)?, || {
+        let mut builder = GitignoreBuilder::new(dir);
+        let _ = builder.add(file);
+        builder.build().ok()
+    })
 }
 
 /// What is at `name` in `dir`, if anything; declined when that cannot be told.
@@ -234,7 +237,7 @@ fn rules_of(dir: &DirHandle, path: &Path, kinds: [Option<Kind>; 3]) -> Result<Ru
 
 /// The rules of `.git/info/exclude` in the directory `dir` at `path`, which holds a `.git`
 /// directory: relative to `path`, as `ignore` reads them.
-fn exclude_rules(dir: &DirHandle, path: &Path) -> Result<Option<Gitignore>, Declined> {
+fn exclude_rules(dir: &DirHandle, path: &Path) -> Result<Option<Arc<Gitignore>>, Declined> {
     let Ok(git) = dir.open_dir(OsStr::new(".git")) else { return Ok(None) };
     let info = match kind_of(&git, OsStr::new("info"))? {
         Some(Kind::Dir) => git.open_dir(OsStr::new("info")).ok(),
@@ -254,24 +257,29 @@ fn file_rules(
     kind: Option<Kind>,
     rooted: &Path,
     file: &Path,
-) -> Result<Option<Gitignore>, Declined> {
+) -> Result<Option<Arc<Gitignore>>, Declined> {
     match kind {
         None => Ok(None),
         // `ignore` reads a directory of that name as a file that fails: no rules.
         Some(Kind::Dir) => Ok(None),
-        Some(Kind::File) => Ok(read_rules(dir, name).map(|text| parse(rooted, file, &text))),
+        Some(Kind::File) => Ok(read_rules(dir, name, rooted, file)),
         Some(Kind::Link) => Err(Declined::Unusual("a symlinked ignore file")),
         Some(Kind::Other) => Err(Declined::Unusual("an ignore file that is not a file")),
     }
 }
 
-/// The bytes of the file `name` in `dir`; `None` when it cannot be read (`ignore` then has no
-/// rules from it either).
-fn read_rules(dir: &DirHandle, name: &OsStr) -> Option<Vec<u8>> {
+/// The rules of the file `name` in `dir`, whose path is `file`, rooted at `rooted`: parsed
+/// again only when the file changed since they were kept. `None` when it cannot be read
+/// (`ignore` then has no rules from it either).
+fn read_rules(dir: &DirHandle, name: &OsStr, rooted: &Path, file: &Path) -> Option<Arc<Gitignore>> {
     use std::io::Read;
-    let mut text = Vec::new();
-    dir.open_read(name).ok()?.read_to_end(&mut text).ok()?;
-    Some(text)
+    let mut opened = dir.open_read(name).ok()?;
+    let version = Version::of(&opened.metadata().ok()?);
+    parsed::rules(file, rooted, version, || {
+        let mut text = Vec::new();
+        opened.read_to_end(&mut text).ok()?;
+        Some(parse(rooted, file, &text))
+    })
 }
 
 /// A gitignore file's rules, rooted at `dir`, read line by line as `GitignoreBuilder::add`
@@ -289,11 +297,9 @@ fn parse(dir: &Path, file: &Path, text: &[u8]) -> Gitignore {
 
 /// The global excludes file's rules, built as `WalkBuilder::add_ignore` builds them (rooted at
 /// the current directory); none when there is no such file.
-fn global_rules() -> Option<Gitignore> {
+fn global_rules() -> Option<Arc<Gitignore>> {
     let file = excludes::path().filter(|file| fs::is_file(file))?;
-    let mut builder = GitignoreBuilder::new(std::env::current_dir().ok()?);
-    let _ = builder.add(&file);
-    builder.build().ok()
+    rules_at(&std::env::current_dir().ok()?, &file)
 }
 
 #[cfg(test)]
