@@ -1,6 +1,8 @@
 //! Directory walking for list, glob and grep: the `ignore` walker configured once, so every
 //! operation skips the same things and never follows a symlink out of a root.
 
+use std::path::Path;
+
 use ignore::WalkBuilder;
 
 use crate::error::ToolError;
@@ -169,18 +171,60 @@ pub async fn visit_in_order<S: Send + 'static>(
     if stopped { Err(ToolError::Cancelled) } else { Ok(state) }
 }
 
+/// An entry a walk found, as the visitors of [`visit_parallel`] see it.
+pub struct Found<'a> {
+    /// The walked path joined with the names down to it.
+    pub path: &'a Path,
+    /// 0 for the walked path itself, 1 for a directory's own entries.
+    pub depth: usize,
+    /// Whether it is a regular file (a symlink is not followed).
+    pub is_file: bool,
+}
+
+/// What a walk of a few entries found on the calling thread: each entry's path, depth and
+/// whether it is a file, and how many directories could not be read; `None` when it has more
+/// than `budget` entries, or something only `ignore`'s walker handles (see [`listing`]).
+#[cfg(target_os = "linux")]
+type Few = Option<(Vec<(std::path::PathBuf, usize, bool)>, u64)>;
+
+/// The entries of `walked` (a directory or a file) when they are few: walked from directory
+/// handles on this thread, as `ignore`'s walker would keep them.
+#[cfg(target_os = "linux")]
+fn few(walked: &Resolved, options: WalkOptions, budget: usize, stop: &dyn Fn() -> bool) -> Result<Few, ToolError> {
+    let root = fs::walk_root(walked).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
+    let meta = root.symlink_metadata(walked.real()).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
+    if !meta.is_dir() {
+        // `ignore`'s walker yields a file it is given, whatever the ignore files say.
+        return Ok(Some((vec![(walked.real().to_path_buf(), 0, meta.is_file())], 0)));
+    }
+    let (mut found, mut errors) = (Vec::new(), 0);
+    let outcome = listing::walk(&root, walked, options, Some(budget), stop, &mut |met| match met {
+        Ok(met) => found.push((met.path.to_path_buf(), met.depth, met.kind == crate::sandbox::handle::Kind::File)),
+        Err(()) => errors += 1,
+    });
+    match outcome {
+        Ok(()) => Ok(Some((found, errors))),
+        Err(listing::Declined::Stopped) => Err(ToolError::Cancelled),
+        Err(listing::Declined::Larger | listing::Declined::Unusual(_)) => Ok(None),
+    }
+}
+
 /// Threads for parallel walks: one per core, like ripgrep, capped at 12.
 pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
 }
 
-/// Visits every entry of a walk of `walked` on several threads, confined to its root, until
-/// `stop` says so (the call was cancelled: then `Cancelled`). Each thread gets its own state from
-/// `make` (a buffer, a searcher), passed to `visit` for each entry; the states are returned
-/// when the walk ends. Walk errors (unreadable directories) are counted, not fatal.
+/// Visits every entry of a walk of `walked` with `options`, until `stop` says so (the call was
+/// cancelled: then `Cancelled`). A walk of at most `few` entries (Linux) runs on this thread
+/// from directory handles: `ignore`'s parallel walker costs a millisecond more (its threads, the
+/// confinement, and a 1 ms sleep of an idle thread before the walk can end). A larger one runs
+/// on several threads, confined to the root. Each thread gets its own state from `make` (a
+/// buffer, a searcher), passed to `visit` for each entry; the states are returned when the walk
+/// ends. Walk errors (unreadable directories) are counted, not fatal.
 pub fn visit_parallel<S, M, F>(
     walked: &Resolved,
-    builder: &WalkBuilder,
+    options: WalkOptions,
+    few: usize,
     stop: &(dyn Fn() -> bool + Sync),
     make: M,
     visit: F,
@@ -188,7 +232,7 @@ pub fn visit_parallel<S, M, F>(
 where
     S: Send,
     M: Fn() -> S + Sync,
-    F: Fn(&ignore::DirEntry, &mut S) + Sync,
+    F: Fn(&Found<'_>, &mut S) + Sync,
 {
     use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
     use std::sync::Mutex;
@@ -206,13 +250,16 @@ where
         shared: &'s Shared<'a, S, M, F>,
         state: Option<S>,
     }
-    impl<S: Send, M: Sync, F: Fn(&ignore::DirEntry, &mut S) + Sync> ParallelVisitor for Visitor<'_, '_, S, M, F> {
+    impl<S: Send, M: Sync, F: Fn(&Found<'_>, &mut S) + Sync> ParallelVisitor for Visitor<'_, '_, S, M, F> {
         fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
             if (self.shared.stop)() {
                 return WalkState::Quit;
             }
             match (entry, self.state.as_mut()) {
-                (Ok(entry), Some(state)) if self.shared.recheck.keeps(&entry) => (self.shared.visit)(&entry, state),
+                (Ok(entry), Some(state)) if self.shared.recheck.keeps(&entry) => {
+                    let is_file = entry.file_type().is_some_and(|t| t.is_file());
+                    (self.shared.visit)(&Found { path: entry.path(), depth: entry.depth(), is_file }, state)
+                }
                 (Ok(_), Some(_)) => {}
                 _ => {
                     self.shared.errors.fetch_add(1, Ordering::Relaxed);
@@ -228,7 +275,7 @@ where
             }
         }
     }
-    impl<'s, S: Send, M: Fn() -> S + Sync, F: Fn(&ignore::DirEntry, &mut S) + Sync> ParallelVisitorBuilder<'s>
+    impl<'s, S: Send, M: Fn() -> S + Sync, F: Fn(&Found<'_>, &mut S) + Sync> ParallelVisitorBuilder<'s>
         for &'s Shared<'_, S, M, F>
     {
         fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
@@ -236,11 +283,24 @@ where
         }
     }
 
+    #[cfg(target_os = "linux")]
+    if let Some((found, errors)) = self::few(walked, options, few, stop)? {
+        let mut state = make();
+        for (path, depth, is_file) in &found {
+            if stop() {
+                return Err(ToolError::Cancelled);
+            }
+            visit(&Found { path, depth: *depth, is_file: *is_file }, &mut state);
+        }
+        return Ok((vec![state], errors));
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = few;
     let recheck = Recheck::new(walked)?;
     let shared =
         Shared { make: &make, visit: &visit, stop, recheck, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };
     // Built here, unconfined: building reads the global git excludes (`core.excludesFile`).
-    let walk = builder.clone().threads(threads()).build_parallel();
+    let walk = builder(walked, options).threads(threads()).build_parallel();
     confined(walked, || walk.visit(&mut &shared))?;
     if stop() {
         return Err(ToolError::Cancelled);

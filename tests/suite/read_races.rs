@@ -17,9 +17,19 @@ fn race_time() -> Duration {
     Duration::from_secs(secs)
 }
 
+/// Files in `ws/ignored/bulk` (git-ignored): enough that a search of the whole root that
+/// does not honour ignore files walks with `ignore`'s parallel walker; the others walk from
+/// directory handles on their own thread.
+const BULK: usize = 1100;
+
 /// Lays out `ws/race/inner.txt` (inside) and an outside twin holding names and bytes that
-/// must never come back, plus `ws/race_link`, the symlink the swapper exchanges with `race`.
+/// must never come back, plus `ws/race_link`, the symlink the swapper exchanges with `race`,
+/// and `ws/ignored/bulk`, files no search matches.
 fn lay_out(ws: &Workspace) {
+    std::fs::create_dir_all(ws.root.join("ignored/bulk")).unwrap();
+    for n in 0..BULK {
+        std::fs::write(ws.root.join(format!("ignored/bulk/{n}.dat")), "").unwrap();
+    }
     let inside = ws.root.join("race");
     std::fs::create_dir_all(inside.join("deeper")).unwrap();
     std::fs::write(inside.join("inner.txt"), "MARK_IN inside bytes\n").unwrap();
@@ -63,8 +73,10 @@ async fn reads_and_walks_never_follow_a_directory_swapped_for_a_symlink() {
         op("list_dir", json!({"path": ".", "depth": 3})),
         op("file_search", json!({"pattern": "**/*.txt"})),
         op("file_search", json!({"pattern": "**/*.txt", "path": "race"})),
+        op("file_search", json!({"pattern": "**/*.txt", "respect_gitignore": false})),
         op("grep_search", json!({"pattern": "MARK_", "include_hidden": true})),
         op("grep_search", json!({"pattern": "MARK_", "path": "race"})),
+        op("grep_search", json!({"pattern": "MARK_", "include_hidden": true, "respect_gitignore": false})),
     ];
     let (stop, swaps) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
     let swapper = {

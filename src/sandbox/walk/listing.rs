@@ -39,13 +39,17 @@ pub struct Met<'a> {
 /// Why a listing walk did not finish.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Declined {
-    /// It read more entries than its budget.
+    /// It read more entries than its budget, or went more than [`DEEPEST`] levels down.
     Larger,
     /// It met something only `ignore`'s walker handles (what, in words).
     Unusual(&'static str),
     /// `stop` said so (the call was cancelled).
     Stopped,
 }
+
+/// Levels a walk goes down before it is declined as [`Declined::Larger`]: each level keeps its
+/// directory open, and `ignore`'s walker keeps none.
+const DEEPEST: usize = 64;
 
 /// The names of ignore files a directory may hold, in the order [`Rules`] keeps them.
 const NAMES: [&[u8]; 3] = [b".ignore", b".gitignore", b".git"];
@@ -73,7 +77,7 @@ struct Walk<'v> {
 }
 
 /// Walks `walked` (a directory beneath `root`'s path) down to `options.max_depth` levels
-/// (default 1), in the order of `ignore`'s walker sorted by file name, passing each entry it
+/// (all when `None`), in the order of `ignore`'s walker sorted by file name, passing each entry it
 /// keeps to `visit`, and `Err(())` for each directory that could not be read. A directory's
 /// entries count against `budget` as it is read; `stop` is asked before each directory. A
 /// walk that does not finish may have visited some entries: the caller starts again.
@@ -88,7 +92,7 @@ pub fn walk(
     let (outer, global) =
         if options.respect_gitignore { (outer_rules(root, walked)?, global_rules()) } else { (Vec::new(), None) };
     let top = root.open_dir_at(walked.real()).map_err(|_| Declined::Unusual("the directory cannot be opened"))?;
-    let max_depth = options.max_depth.unwrap_or(1);
+    let max_depth = options.max_depth.unwrap_or(usize::MAX);
     let left = budget.unwrap_or(usize::MAX);
     let mut walk = Walk { options, max_depth, chain: Vec::new(), outer, global, left, stop, visit };
     walk.directory(&top, walked.real(), 1)
@@ -99,6 +103,9 @@ impl Walk<'_> {
     fn directory(&mut self, handle: &DirHandle, path: &Path, depth: usize) -> Result<(), Declined> {
         if (self.stop)() {
             return Err(Declined::Stopped);
+        }
+        if depth > DEEPEST {
+            return Err(Declined::Larger);
         }
         let Ok(mut entries) = handle.typed_entries() else {
             (self.visit)(Err(()));

@@ -180,6 +180,24 @@ fn what_only_ignores_walker_does_is_declined() {
     assert_eq!(seen, [Some("a".into()), Some("b".into())]);
 }
 
+#[test]
+fn a_walk_deeper_than_it_keeps_directories_open_is_declined() {
+    let (_tmp, root) = tree(&[]);
+    let deep = root.join(["d"; DEEPEST + 1].join("/"));
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("bottom.txt"), "").unwrap();
+    let held = Root::open(&root).unwrap();
+    let walked = resolved(&root, "");
+    let walk_to = |max_depth: Option<usize>| {
+        let options = WalkOptions { max_depth, ..options(false, true, 1) };
+        let mut met = 0;
+        walk(&held, &walked, options, None, &|| false, &mut |_| met += 1).map(|()| met)
+    };
+    assert_eq!(walk_to(Some(DEEPEST)), Ok(DEEPEST));
+    assert_eq!(walk_to(None), Err(Declined::Larger), "`ignore`'s walker takes the rest");
+    assert_eq!(reference(&walked, WalkOptions { max_depth: None, ..options(false, true, 1) }).len(), DEEPEST + 2);
+}
+
 /// A name in a generated tree: few, so that rules at different levels meet the same names.
 fn name() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec!["a", "b", "x.log", "keep.log", ".env", "y.txt"])
@@ -235,6 +253,7 @@ proptest! {
         respect in any::<bool>(),
         depth in 1usize..4,
         from in prop::sample::select(vec!["", "a", "b", "a/b"]),
+        unbounded in any::<bool>(),
     ) {
         let tmp = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(tmp.path()).unwrap();
@@ -258,7 +277,7 @@ proptest! {
         // Walked from the root when the subdirectory was not made.
         let from = if root.join(from).is_dir() { from } else { "" };
         let walked = resolved(&root, from);
-        let options = options(hidden, respect, depth);
+        let options = WalkOptions { max_depth: (!unbounded).then_some(depth), ..options(hidden, respect, depth) };
         let held = Root::open(&root).unwrap();
         let listed = listed(&held, &walked, options);
         prop_assert_eq!(listed, Ok(reference(&walked, options)), "files {:?}, ignores {:?}", files, ignores);

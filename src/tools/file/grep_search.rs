@@ -1,5 +1,6 @@
 //! `grep_search`: ripgrep's engine (grep-searcher + grep-regex) over the parallel `ignore`
-//! walker, with deterministic, budgeted output and true totals.
+//! walker (a few files: the listing walk, on one thread), with deterministic, budgeted output
+//! and true totals.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -17,6 +18,12 @@ use crate::tools::file::glob::PathGlob;
 use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
 
 const DEFAULT_LIMIT: usize = 200;
+
+/// Entries a search walks on its own thread before it searches with `ignore`'s parallel
+/// walker instead (see [`walk::visit_parallel`]). In the `dist` build, 64 files of 2 KB took
+/// 0.9 ms on one thread and 3.4 ms in parallel, 256 files 2.7 and 4.5 ms, 1,024 files 8.8 and
+/// 8.4 ms; a larger walk reads up to this many entries twice.
+const FEW: usize = 512;
 /// Characters of a matching line shown before it is cut (minified files).
 const MAX_LINE_CHARS: usize = 500;
 
@@ -267,25 +274,25 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
     } else {
         target.real().parent().map(|p| p.to_path_buf()).unwrap_or_default()
     };
-    let builder = walk::builder(target, options);
     let kept = Mutex::new(Kept { files: BTreeMap::new(), rows: 0 });
     let (total_matches, total_files, searched) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let (_, _errors) = walk::visit_parallel(
         target,
-        &builder,
+        options,
+        FEW,
         &stop,
         || searcher(args),
         |entry, searcher: &mut Searcher| {
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            if !entry.is_file {
                 return;
             }
-            if let (Some(glob), Ok(relative)) = (&glob, entry.path().strip_prefix(&base))
-                && entry.depth() > 0
+            if let (Some(glob), Ok(relative)) = (&glob, entry.path.strip_prefix(&base))
+                && entry.depth > 0
                 && !glob.is_match(relative)
             {
                 return;
             }
-            let Ok(file) = held.open_file(entry.path()) else {
+            let Ok(file) = held.open_file(entry.path) else {
                 return;
             };
             searched.fetch_add(1, Ordering::Relaxed);
@@ -298,7 +305,7 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
             total_matches.fetch_add(hits.count, Ordering::Relaxed);
             total_files.fetch_add(1, Ordering::Relaxed);
             if let Ok(mut kept) = kept.lock() {
-                keep(&mut kept, roots.show(entry.path()), hits, limit);
+                keep(&mut kept, roots.show(entry.path), hits, limit);
             }
         },
     )?;
