@@ -260,7 +260,8 @@ struct Server {
     argv: Vec<String>,
 }
 
-/// Temp workspace with a 1 KB file, a small directory and a small project with a `.gitignore`;
+/// Temp workspace with a 1 KB file, a small directory and a small project with a `.gitignore`
+/// (64 source files of 2 KB, two holding `NEEDLE`, and ignored `target/` and `node_modules/`);
 /// removed on drop.
 struct Workspace(PathBuf);
 
@@ -285,6 +286,17 @@ impl Workspace {
         std::fs::write(root.join("project/.gitignore"), GITIGNORE).expect("write .gitignore");
         for name in ["file0.txt", "README.md", "Cargo.toml", "build.log", "src/main.rs"] {
             std::fs::write(root.join("project").join(name), line).expect("write project");
+        }
+        for n in 0..64 {
+            let dir = root.join(format!("project/src/m{}", n / 16));
+            std::fs::create_dir_all(&dir).expect("create project/src");
+            let needle = if n % 32 == 0 { "NEEDLE here\n" } else { "" };
+            std::fs::write(dir.join(format!("f{n}.rs")), line.repeat(40) + needle).expect("write project/src");
+        }
+        for n in 0..16 {
+            for dir in ["project/target/debug", "project/node_modules/x"] {
+                std::fs::write(root.join(dir).join(format!("f{n}.rs")), line.repeat(40)).expect("write ignored");
+            }
         }
         // A project's ignore files were written long before it is listed (toolbelt-mcp keeps
         // the rules of those that have not changed for 2 s).
@@ -327,27 +339,44 @@ fn cold_start(servers: &[Server], runs: usize) {
     }
 }
 
-/// Request params for the warm read and list calls, chosen by the tools the server lists.
-fn warm_requests(tools: &[String], ws: &Path) -> [(&'static str, Value); 3] {
+/// Request params for the warm calls, chosen by the tools the server lists (a peer without a
+/// search tool is not asked the last ones).
+fn warm_requests(tools: &[String], ws: &Path) -> Vec<(&'static str, Value)> {
     let abs = |p: &str| ws.join(p).display().to_string();
     let has = |n: &str| tools.iter().any(|t| t == n);
     if has("file_operations") {
         let read = json!({"operation": "read_file", "path": "small.txt"});
         let list = json!({"operation": "list_dir", "path": "smalldir"});
         let project = json!({"operation": "list_dir", "path": "project"});
-        return [
+        let glob = json!({"operation": "file_search", "pattern": "**/*.rs", "path": "project"});
+        let grep = json!({"operation": "grep_search", "pattern": "NEEDLE", "path": "project"});
+        return vec![
             ("read_file 1 KB", json!({"name": "file_operations", "arguments": read})),
             ("list_dir small dir", json!({"name": "file_operations", "arguments": list})),
             ("list_dir project with .gitignore", json!({"name": "file_operations", "arguments": project})),
+            ("file_search `**/*.rs` in the project", json!({"name": "file_operations", "arguments": glob})),
+            ("grep_search `NEEDLE` in the project", json!({"name": "file_operations", "arguments": grep})),
         ];
     }
     let read = if has("read_text_file") { "read_text_file" } else { "read_file" };
     assert!(has(read) && has("list_directory"), "unknown server: tools {tools:?}");
-    [
+    let mut requests = vec![
         ("read_file 1 KB", json!({"name": read, "arguments": {"path": abs("small.txt")}})),
         ("list_dir small dir", json!({"name": "list_directory", "arguments": {"path": abs("smalldir")}})),
         ("list_dir project with .gitignore", json!({"name": "list_directory", "arguments": {"path": abs("project")}})),
-    ]
+    ];
+    // rust-mcp-filesystem's searches (the official server's `search_files` matches otherwise).
+    if has("search_files_content") {
+        let (glob, grep) = (json!({"pattern": "**/*.rs"}), json!({"pattern": "**/*.rs", "query": "NEEDLE"}));
+        for (label, name, mut arguments) in [
+            ("file_search `**/*.rs` in the project", "search_files", glob),
+            ("grep_search `NEEDLE` in the project", "search_files_content", grep),
+        ] {
+            arguments["path"] = json!(abs("project"));
+            requests.push((label, json!({"name": name, "arguments": arguments})));
+        }
+    }
+    requests
 }
 
 /// Times `calls` round trips of one pre-serialized line (after `WARMUP` untimed ones).
@@ -376,7 +405,8 @@ fn warm_calls(servers: &[Server], ws: &Path, calls: usize) {
         for (ci, (label, params)) in warm_requests(&tools, ws).into_iter().enumerate() {
             let r = p.tool(params["name"].as_str().expect("name"), &params["arguments"]);
             let text = r["content"][0]["text"].as_str().unwrap_or("");
-            assert!(text.contains("0123456789") || text.contains("file0"), "{label}: unexpected {r}");
+            let expected = ["0123456789", "file0", "f0.rs", "NEEDLE"];
+            assert!(expected.iter().any(|word| text.contains(word)), "{label}: unexpected {r}");
             if si == 0 {
                 let (_, line) = p.request_line("tools/call", params.clone());
                 let mut cat = Peer::spawn(&["cat".to_string()]);
