@@ -184,19 +184,32 @@ fn owned_by_me(meta: &Metadata) -> bool {
 }
 
 /// Whether process `pid` is still running. Unix: a null signal (`EPERM` means it runs as
-/// someone else). Windows cannot ask without more code than a sweep is worth: every process
-/// counts as running, so nothing is swept there.
+/// someone else); on Linux a zombie (dead, its parent has not yet collected its exit status)
+/// is not running, though it answers the signal. Windows cannot ask without more code than a
+/// sweep is worth: every process counts as running, so nothing is swept there.
 pub fn process_alive(pid: u32) -> bool {
     #[cfg(unix)]
     {
-        let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
-        !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+        let Some(raw) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
+        let answers = !matches!(rustix::process::test_kill_process(raw), Err(rustix::io::Errno::SRCH));
+        #[cfg(target_os = "linux")]
+        if answers && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| is_zombie(&stat)) {
+            return false;
+        }
+        answers
     }
     #[cfg(windows)]
     {
         let _ = pid;
         true
     }
+}
+
+/// Whether a `/proc/PID/stat` line is a zombie's: its state, after the command name in
+/// parentheses (which may hold spaces and parentheses itself), is `Z`.
+#[cfg(target_os = "linux")]
+fn is_zombie(stat: &str) -> bool {
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 /// Private directories: mode 0700 on Unix (Windows: the user profile's own ACLs apply).
@@ -318,4 +331,27 @@ pub fn rotate_log(path: &Path, keep: u32) -> io::Result<()> {
         let _ = std::fs::rename(numbered(n), numbered(n + 1));
     }
     std::fs::rename(path, numbered(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_dead_process_not_yet_collected_is_not_running() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Dead but not collected (no `wait` yet): a zombie, which answers a null signal.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| is_zombie(&stat)) {
+            assert!(std::time::Instant::now() < deadline, "`true` did not end");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!process_alive(pid), "a zombie counted as running: its leftovers would be kept");
+        child.wait().unwrap();
+        assert!(process_alive(std::process::id()));
+        // The state follows the last `)`: a command name may hold both.
+        assert!(is_zombie("42 (a) Z) Z 1 2") && !is_zombie("42 (Z) S 1 2"));
+    }
 }
