@@ -333,11 +333,10 @@ pub fn rotate_log(path: &Path, keep: u32) -> io::Result<()> {
     std::fs::rename(path, numbered(1))
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
-    #[cfg(target_os = "linux")]
     #[test]
     fn a_dead_process_not_yet_collected_is_not_running() {
         let mut child = std::process::Command::new("true").spawn().unwrap();
