@@ -187,18 +187,23 @@ pub struct Found<'a> {
 #[cfg(target_os = "linux")]
 type Few = Option<(Vec<(std::path::PathBuf, usize, bool)>, u64)>;
 
-/// The entries of `walked` (a directory or a file) when they are few: walked from directory
-/// handles on this thread, as `ignore`'s walker would keep them.
+/// The entries of `walked` (a directory or a file beneath `root`) when they are few: walked
+/// from directory handles on this thread, as `ignore`'s walker would keep them.
 #[cfg(target_os = "linux")]
-fn few(walked: &Resolved, options: WalkOptions, budget: usize, stop: &dyn Fn() -> bool) -> Result<Few, ToolError> {
-    let root = fs::walk_root(walked).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
+fn few(
+    walked: &Resolved,
+    root: &crate::sandbox::beneath::Root,
+    options: WalkOptions,
+    budget: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Few, ToolError> {
     let meta = root.symlink_metadata(walked.real()).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
     if !meta.is_dir() {
         // `ignore`'s walker yields a file it is given, whatever the ignore files say.
         return Ok(Some((vec![(walked.real().to_path_buf(), 0, meta.is_file())], 0)));
     }
     let (mut found, mut errors) = (Vec::new(), 0);
-    let outcome = listing::walk(&root, walked, options, Some(budget), stop, &mut |met| match met {
+    let outcome = listing::walk(root, walked, options, Some(budget), stop, &mut |met| match met {
         Ok(met) => found.push((met.path.to_path_buf(), met.depth, met.kind == crate::sandbox::handle::Kind::File)),
         Err(()) => errors += 1,
     });
@@ -214,7 +219,7 @@ pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().min(12))
 }
 
-/// Visits every entry of a walk of `walked` with `options`, until `stop` says so (the call was
+/// Visits every entry of a walk of `walked` (held open as `root`) with `options`, until `stop` says so (the call was
 /// cancelled: then `Cancelled`). A walk of at most `few` entries (Linux) runs on this thread
 /// from directory handles: `ignore`'s parallel walker costs a millisecond more (its threads, the
 /// confinement, and a 1 ms sleep of an idle thread before the walk can end). A larger one runs
@@ -223,6 +228,7 @@ pub fn threads() -> usize {
 /// ends. Walk errors (unreadable directories) are counted, not fatal.
 pub fn visit_parallel<S, M, F>(
     walked: &Resolved,
+    root: &crate::sandbox::beneath::Root,
     options: WalkOptions,
     few: usize,
     stop: &(dyn Fn() -> bool + Sync),
@@ -284,7 +290,7 @@ where
     }
 
     #[cfg(target_os = "linux")]
-    if let Some((found, errors)) = self::few(walked, options, few, stop)? {
+    if let Some((found, errors)) = self::few(walked, root, options, few, stop)? {
         let mut state = make();
         for (path, depth, is_file) in &found {
             if stop() {
@@ -295,7 +301,7 @@ where
         return Ok((vec![state], errors));
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = few;
+    let _ = (root, few);
     let recheck = Recheck::new(walked)?;
     let shared =
         Shared { make: &make, visit: &visit, stop, recheck, states: Mutex::new(Vec::new()), errors: AtomicU64::new(0) };

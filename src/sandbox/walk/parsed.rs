@@ -22,16 +22,19 @@ const KEPT: usize = 64;
 
 /// What one ignore file is kept as: its patterns compiled, rooted where they were.
 struct Entry {
+    /// The directory its patterns are rooted at.
+    rooted: PathBuf,
     version: Version,
     rules: Arc<Gitignore>,
     /// When it was last used, on [`Kept::clock`].
     used: u64,
 }
 
-/// Kept rules, by the ignore file's path and the directory its patterns are rooted at.
+/// Kept rules, by the ignore file's path (one rooting each: a file read rooted elsewhere
+/// replaces it).
 #[derive(Default)]
 struct Kept {
-    entries: HashMap<(PathBuf, PathBuf), Entry>,
+    entries: HashMap<PathBuf, Entry>,
     clock: u64,
 }
 
@@ -65,30 +68,30 @@ impl Cache {
         settled: Duration,
         parse: impl FnOnce() -> Option<Gitignore>,
     ) -> Option<Arc<Gitignore>> {
-        let now = SystemTime::now();
-        let key = (file.to_path_buf(), rooted.to_path_buf());
         if let Ok(mut kept) = self.0.lock() {
             kept.clock += 1;
             let clock = kept.clock;
-            if let Some(entry) = kept.entries.get_mut(&key)
+            if let Some(entry) = kept.entries.get_mut(file)
                 && entry.version == version
+                && entry.rooted == rooted
             {
                 entry.used = clock;
                 return Some(Arc::clone(&entry.rules));
             }
         }
+        let now = SystemTime::now();
         let rules = Arc::new(parse()?);
         if version.settled_before(now, settled)
             && let Ok(mut kept) = self.0.lock()
         {
-            if kept.entries.len() >= KEPT && !kept.entries.contains_key(&key) {
-                let oldest = kept.entries.iter().min_by_key(|(_, entry)| entry.used).map(|(key, _)| key.clone());
+            if kept.entries.len() >= KEPT && !kept.entries.contains_key(file) {
+                let oldest = kept.entries.iter().min_by_key(|(_, entry)| entry.used).map(|(path, _)| path.clone());
                 if let Some(oldest) = oldest {
                     kept.entries.remove(&oldest);
                 }
             }
-            let used = kept.clock;
-            kept.entries.insert(key, Entry { version, rules: Arc::clone(&rules), used });
+            let entry = Entry { rooted: rooted.to_path_buf(), version, rules: Arc::clone(&rules), used: kept.clock };
+            kept.entries.insert(file.to_path_buf(), entry);
         }
         Some(rules)
     }
@@ -155,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn the_same_file_rooted_elsewhere_is_kept_apart() {
+    fn the_same_file_rooted_elsewhere_gets_rules_rooted_there() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = Cache::default();
         let file = tmp.path().join("exclude");
@@ -166,10 +169,10 @@ mod tests {
             builder.build().ok()
         };
         let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
-        let first = cache.rules(&file, &one, version(&file), Duration::ZERO, || parse(&one)).unwrap();
-        let second = cache.rules(&file, &two, version(&file), Duration::ZERO, || parse(&two)).unwrap();
-        assert!(first.matched(one.join("top"), false).is_ignore());
-        assert!(second.matched(two.join("top"), false).is_ignore(), "rooted at `two`, not `one`");
+        for root in [&one, &two, &one] {
+            let rules = cache.rules(&file, root, version(&file), Duration::ZERO, || parse(root)).unwrap();
+            assert!(rules.matched(root.join("top"), false).is_ignore(), "rooted at `{}`", root.display());
+        }
     }
 
     #[test]

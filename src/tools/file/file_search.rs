@@ -103,6 +103,7 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
                  b: &(std::cmp::Reverse<Option<SystemTime>>, String)| { a.cmp(b) };
     let (states, _errors) = walk::visit_parallel(
         dir,
+        &held,
         options,
         FEW,
         &stop,

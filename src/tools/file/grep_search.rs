@@ -24,6 +24,7 @@ const DEFAULT_LIMIT: usize = 200;
 /// 0.9 ms on one thread and 3.4 ms in parallel, 256 files 2.7 and 4.5 ms, 1,024 files 8.8 and
 /// 8.4 ms; a larger walk reads up to this many entries twice.
 const FEW: usize = 512;
+
 /// Characters of a matching line shown before it is cut (minified files).
 const MAX_LINE_CHARS: usize = 500;
 
@@ -278,6 +279,7 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
     let (total_matches, total_files, searched) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let (_, _errors) = walk::visit_parallel(
         target,
+        &held,
         options,
         FEW,
         &stop,
