@@ -339,3 +339,13 @@ pub async fn wait_gone(pid: u32, secs: u64) -> bool {
     }
     gone(pid)
 }
+
+/// An HTTP client for the plain-HTTP loopback servers the tests start. It trusts no
+/// certificate, so building it does not load and decode the system's root store, which the
+/// default client does each time (a debug build spent seconds of CPU on it in one test of
+/// 200 sessions).
+pub fn loopback_http() -> reqwest::Client {
+    // reqwest is built without a default TLS provider (the agent installs ring's).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().tls_certs_only([]).build().unwrap()
+}

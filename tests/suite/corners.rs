@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{BIN, Workspace, gone, wait_gone};
+use super::common::{BIN, Workspace, gone, loopback_http, wait_gone};
 use super::http::HttpServer;
 
 /// A server on stdio driven line by line.
@@ -150,7 +150,7 @@ fn stdio_answers_every_corner_as_json_rpc_says() {
 
 /// A raw JSON POST: the status and the body.
 async fn post_raw(url: &str, body: &str, session: Option<&str>) -> (u16, String) {
-    let mut request = reqwest::Client::new()
+    let mut request = loopback_http()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")

@@ -15,7 +15,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::common::{BIN, Client};
+use super::common::{BIN, Client, loopback_http};
 
 const TOKEN: &str = "deploy-test-token-0123456789abcdef";
 /// The PATH container runtimes give a process whose image sets none.
@@ -107,11 +107,9 @@ fn workspace(path: &Path, uid: u32, gid: u32) {
 
 /// Waits until `GET /health` answers (or the process died).
 pub(super) async fn healthy(deployed: &mut Deployed) {
-    // reqwest is built without a default TLS provider (the agent installs ring's).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let health = reqwest::get(format!("http://127.0.0.1:{}/health", deployed.port)).await;
+        let health = loopback_http().get(format!("http://127.0.0.1:{}/health", deployed.port)).send().await;
         if health.is_ok_and(|r| r.status().is_success()) {
             return;
         }
@@ -129,7 +127,10 @@ pub(super) async fn healthy(deployed: &mut Deployed) {
 pub(super) async fn connect(port: u16, token: &str) -> Client {
     let config =
         StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{port}/mcp")).auth_header(token);
-    Client { service: ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap(), pid: None }
+    Client {
+        service: ().serve(StreamableHttpClientTransport::with_client(loopback_http(), config)).await.unwrap(),
+        pid: None,
+    }
 }
 
 /// A task end to end through the server at `port`: a file, a sandboxed command, a todo and a

@@ -17,7 +17,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::common::{BIN, Client, Workspace, gone, op, unpack, wait_gone};
+use super::common::{BIN, Client, Workspace, gone, loopback_http, op, unpack, wait_gone};
 use super::policy::Asker;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -50,8 +50,6 @@ impl HttpServer {
     }
 
     async fn start_at(ws: &Workspace, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        // reqwest is built without a default TLS provider (the agent installs ring's).
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut command = tokio::process::Command::new(BIN);
         command
             .args(["serve", "--http", addr, "--root", ws.root.to_str().unwrap()])
@@ -114,7 +112,7 @@ impl HttpServer {
         if let Some(token) = token {
             config = config.auth_header(token);
         }
-        StreamableHttpClientTransport::from_config(config)
+        StreamableHttpClientTransport::with_client(loopback_http(), config)
     }
 
     /// A transport with the server's own token.
@@ -167,7 +165,7 @@ fn initialize_body() -> Value {
 }
 
 async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String, reqwest::header::HeaderMap) {
-    let mut request = reqwest::Client::new()
+    let mut request = loopback_http()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -214,7 +212,7 @@ fn raw_pid(answer: &str) -> u32 {
 async fn both_protocol_eras_list_and_call_and_health_answers() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws, &[], &[]).await;
-    let health = reqwest::get(format!("{}/health", server.base)).await.unwrap();
+    let health = loopback_http().get(format!("{}/health", server.base)).send().await.unwrap();
     assert_eq!((health.status().as_u16(), health.text().await.unwrap()), (200, "ok\n".to_string()));
 
     let legacy = server.client().await;
@@ -327,7 +325,7 @@ async fn a_token_is_required_on_every_request_but_health() {
     let wrong = format!("Bearer {TOKEN}x");
     assert_eq!(post(&url, &initialize_body(), &[("authorization", &wrong)]).await.0, 401);
     assert_eq!(post(&url, &initialize_body(), &[("authorization", "Bearer ")]).await.0, 401);
-    let health = reqwest::get(format!("{}/health", server.base)).await.unwrap();
+    let health = loopback_http().get(format!("{}/health", server.base)).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200, "health needs no token");
 
     let refused = ().serve(server.transport(None)).await;
@@ -630,7 +628,7 @@ async fn a_connection_dropped_mid_call_cancels_the_call() {
     let (pid_file, command) = sleep_writing_pid(&ws, "dropped");
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "terminal_operations", "arguments": {"operation": "run_command", "command": command}}});
-    let mut request = reqwest::Client::new()
+    let mut request = loopback_http()
         .post(server.url())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -644,7 +642,7 @@ async fn a_connection_dropped_mid_call_cancels_the_call() {
     let pid = read_pid(&pid_file).await;
     drop(response);
     assert!(wait_gone(pid, 10).await, "the call of a dropped connection kept running ({pid})");
-    let deleted = reqwest::Client::new()
+    let deleted = loopback_http()
         .delete(server.url())
         .header("mcp-session-id", &session)
         .header("authorization", bearer_for(&server.url()).unwrap())

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Workspace, wait_gone};
+use super::common::{Workspace, loopback_http, wait_gone};
 use super::http::{HttpServer, background_sleep, pid_of};
 
 /// A name no label may ever hold: it is only ever a path and an argument of the calls below.
 const SECRET: &str = "do-not-label-me-7f3a";
 
 async fn scrape(server: &HttpServer, token: Option<&str>) -> (u16, String, String) {
-    let mut request = reqwest::Client::new().get(format!("{}/metrics", server.base));
+    let mut request = loopback_http().get(format!("{}/metrics", server.base));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }

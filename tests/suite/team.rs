@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
 
-use super::common::{BIN, Workspace};
+use super::common::{BIN, Workspace, loopback_http};
 use super::deploy::{Deployed, connect, free_port, healthy};
 
 const TOKEN: &str = "team-test-token-0123456789abcdef";
@@ -170,7 +170,7 @@ async fn two_replicas_behind_the_readmes_nginx_share_a_plan_and_keep_each_client
     }
 
     // Metrics are per process: each replica serves them, the proxy does not.
-    let http = reqwest::Client::new();
+    let http = loopback_http();
     let through = http.get(format!("http://127.0.0.1:{proxy_port}/metrics")).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(through.status(), 404);
     let mut calls = 0.0;
