@@ -52,7 +52,7 @@ pub fn report(config: &Config) -> String {
 fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
     // (a binary under `/tmp` is behind the command's private `/tmp`).
-    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &[PROBE_SUBCOMMAND.into()], cwd, &[]);
+    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &[PROBE_SUBCOMMAND.into()], cwd, &[], &[]);
     let out = std::process::Command::new(wrapped.program)
         .args(wrapped.args)
         .envs(wrapped.env)

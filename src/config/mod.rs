@@ -90,6 +90,9 @@ pub struct Config {
     pub forbidden_commands: Vec<Vec<String>>,
     /// Whether the catastrophic defaults (`rm -r /`, `mkfs`, fork bombs, …) are forbidden too.
     pub forbid_catastrophic: bool,
+    /// Whether sandboxed commands' writes beneath the roots are staged, judged and recorded
+    /// before they reach the real tree (Linux; `false`: commands write the roots directly).
+    pub stage_writes: bool,
     /// The audit log (off when its path is `None`).
     pub audit: AuditLog,
     /// The PostgreSQL database todo lists and memories are kept in (else SQLite in the state dir).
@@ -123,6 +126,7 @@ struct FileConfig {
     approval_timeout_s: Option<u64>,
     forbidden_commands: Option<Vec<Vec<String>>>,
     forbid_catastrophic: Option<bool>,
+    stage_writes: Option<bool>,
     deny_read: Option<Vec<PathBuf>>,
     deny_read_defaults: Option<bool>,
     max_processes: Option<u64>,
@@ -364,6 +368,7 @@ impl Config {
             approval_timeout: std::time::Duration::from_secs(approval_timeout_s),
             forbidden_commands,
             forbid_catastrophic: file.forbid_catastrophic.unwrap_or(true),
+            stage_writes: file.stage_writes.unwrap_or(true),
             audit,
             workspace,
             store,

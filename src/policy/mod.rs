@@ -374,19 +374,15 @@ fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)
     if config.audit.is_log_file(path) {
         return Some((Location::Own, "it is the server's audit log"));
     }
-    if let Some(protection) = protected::classify(path) {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if let Some(protection) = protected::in_dot_git(path) {
         return Some((Location::Protected, protection.why()));
     }
-    let hooks = context
-        .roots
-        .list()
-        .iter()
-        .filter(|root| path.starts_with(root))
-        .filter_map(|root| protected::hooks_path(root));
-    for hooks in hooks.collect::<Vec<_>>() {
-        if path.starts_with(&hooks) {
-            return Some((Location::Protected, "it lies in the repository's hooks directory (`core.hooksPath`)"));
-        }
+    if let Some((protection, _)) = protected::classify_rule(path, home.as_deref()) {
+        return Some((Location::Protected, protection.why()));
+    }
+    if let Some(why) = protected::judge_write(context.roots.list(), path, home.as_deref()) {
+        return Some((Location::Protected, why));
     }
     None
 }

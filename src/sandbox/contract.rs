@@ -27,6 +27,18 @@ pub enum Bind {
     Pinned(PathBuf),
 }
 
+/// One staged root: the real directory, and the command's upper and work directories (the
+/// overlay the helper mounts over the root, `stage/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageLayer {
+    /// The root (canonical): the overlay's lower layer, and where it is mounted.
+    pub root: PathBuf,
+    /// Where the command's writes land.
+    pub upper: PathBuf,
+    /// Overlayfs's own work directory (same file system as `upper`).
+    pub work: PathBuf,
+}
+
 /// Resource limits of every process of a command (`None`: no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Limits {
@@ -65,6 +77,10 @@ pub struct Contract {
     pub parent: u32,
     /// The command's working directory.
     pub cwd: PathBuf,
+    /// The roots whose writes are staged (an overlay each, mounted first); empty when the
+    /// command writes the roots directly.
+    #[serde(default)]
+    pub stage: Vec<StageLayer>,
     /// Variables the server put in the helper's environment for the helper alone
     /// (`backend::HELPER_ENV`): removed before the command starts.
     #[serde(default)]

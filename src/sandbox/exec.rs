@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Network, SandboxMode};
 use crate::sandbox::backend;
-use crate::sandbox::contract::{Bind, Contract, Limits, TEMP_DIRS};
+use crate::sandbox::contract::{Bind, Contract, Limits, StageLayer, TEMP_DIRS};
 use crate::sandbox::fs;
 use crate::sandbox::guard::{Finding, Guard};
 
@@ -36,14 +36,22 @@ pub struct Plan<'a> {
     pub network: Network,
     /// Resource limits.
     pub limits: Limits,
+    /// Where commands' writes beneath the roots are staged (`stage/`), or `None`: commands
+    /// write the roots directly, and the protected paths are bound and checked (`guard.rs`).
+    pub stage_base: Option<&'a Path>,
 }
 
-/// The confinement of one command: its contract, and the protected paths to check after it.
+/// The confinement of one command: its contract, and how what it writes is judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confinement {
     contract: Contract,
-    /// The protected paths of the writable roots (its binds are in the contract).
-    guard: Guard,
+    /// Where each command's stage is made (Linux, `workspace-write`).
+    stage_base: Option<PathBuf>,
+    /// The roots a stage covers (canonical, none inside another).
+    staged: Vec<PathBuf>,
+    /// Without a stage: the protected paths of the writable roots (its binds are in the
+    /// contract).
+    guard: Option<Guard>,
 }
 
 /// Why a command cannot be sandboxed (it is then not run).
@@ -96,8 +104,13 @@ impl Confinement {
         }
         writable.sort();
         writable.dedup();
-        let guard = Guard::prepare(&writable);
-        let mut binds = guard.binds().to_vec();
+        let stage_base = plan.stage_base.filter(|_| STAGES && plan.mode == SandboxMode::WorkspaceWrite);
+        let staged: Vec<PathBuf> = match stage_base {
+            Some(_) => outermost(plan.roots),
+            None => Vec::new(),
+        };
+        let guard = stage_base.is_none().then(|| Guard::prepare(&writable));
+        let mut binds = guard.as_ref().map_or_else(Vec::new, |g| g.binds().to_vec());
         binds.extend(own_binds(plan.own_files, &writable));
         let mut visible: Vec<PathBuf> = plan.roots.to_vec();
         visible.extend(plan.visible.iter().cloned());
@@ -113,23 +126,46 @@ impl Confinement {
             limits: plan.limits,
             parent: std::process::id(),
             cwd: PathBuf::from("/"),
+            stage: Vec::new(),
             helper_env: Vec::new(),
         };
-        Ok(Some(Self { contract, guard }))
+        Ok(Some(Self { contract, stage_base: stage_base.map(Path::to_path_buf), staged, guard }))
+    }
+
+    /// A new stage for one command (its upper layers, empty), when writes are staged.
+    #[cfg(target_os = "linux")]
+    pub fn stage(&self) -> Result<Option<crate::sandbox::stage::Stage>, SandboxError> {
+        let Some(base) = &self.stage_base else { return Ok(None) };
+        crate::sandbox::stage::Stage::create(base, &self.staged)
+            .map(Some)
+            .map_err(|source| SandboxError::Temp { path: base.clone(), source })
+    }
+
+    /// Whether what commands write is staged (and judged when folded) rather than checked by
+    /// the guard.
+    pub fn stages(&self) -> bool {
+        self.stage_base.is_some()
     }
 
     /// What runs `program args…` in `cwd` under this confinement, `env` being the command's
     /// environment: the program and arguments to spawn, and the variables to add to `env`
     /// for the helper alone (those of [`backend::HELPER_ENV`] the command does not set itself;
     /// init removes them again).
-    pub fn wrap(&self, program: &OsStr, args: &[OsString], cwd: &Path, env: &[(OsString, OsString)]) -> Wrapped {
+    pub fn wrap(
+        &self,
+        program: &OsStr,
+        args: &[OsString],
+        cwd: &Path,
+        env: &[(OsString, OsString)],
+        stage: &[StageLayer],
+    ) -> Wrapped {
         let added: Vec<(OsString, OsString)> = backend::HELPER_ENV
             .iter()
             .filter(|(name, _)| !env.iter().any(|(set, _)| set == name))
             .map(|(name, value)| (OsString::from(name), OsString::from(value)))
             .collect();
         let helper_env = added.iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
-        let contract = Contract { cwd: cwd.to_path_buf(), helper_env, ..self.contract.clone() };
+        let contract = Contract { cwd: cwd.to_path_buf(), helper_env, stage: stage.to_vec(), ..self.contract.clone() };
         let (program, args) = backend::wrap(&contract, program, args);
         Wrapped { program, args, env: added }
     }
@@ -139,15 +175,34 @@ impl Confinement {
         &self.contract
     }
 
-    /// Protected paths the command created or replaced so far (renamed aside).
+    /// Without a stage: protected paths the command created or replaced so far (renamed
+    /// aside).
     pub fn check(&self) -> Vec<Finding> {
-        self.guard.check()
+        self.guard.as_ref().map_or_else(Vec::new, Guard::check)
     }
 
     /// Takes `written`, which the server itself wrote, as it is now (see [`Guard::accept`]).
     pub fn accept(&mut self, written: &Path) {
-        self.guard.accept(written);
+        if let Some(guard) = &mut self.guard {
+            guard.accept(written);
+        }
     }
+}
+
+/// Whether this build stages commands' writes (overlayfs: Linux).
+const STAGES: bool = cfg!(target_os = "linux");
+
+/// The roots that no other root holds: staging one stages what lies beneath it.
+fn outermost(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut kept: Vec<PathBuf> = Vec::new();
+    let mut sorted = roots.to_vec();
+    sorted.sort();
+    for root in sorted {
+        if !kept.iter().any(|k| root.starts_with(k)) {
+            kept.push(root);
+        }
+    }
+    kept
 }
 
 /// The server's own files a command could otherwise write (state, config, audit log): bound
@@ -193,6 +248,7 @@ mod tests {
             visible: &[],
             network: Network::Deny,
             limits: Limits::default(),
+            stage_base: None,
         };
         let c = Confinement::plan(&plan).unwrap().unwrap();
         assert_eq!(c.contract.writable, roots);
@@ -202,7 +258,7 @@ mod tests {
             assert!(c.contract.binds.contains(&bind), "{bind:?}");
         }
         assert_eq!(c.contract.binds.last(), Some(&Bind::ReadOnly(state)), "own files after the repositories");
-        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, &[]);
+        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, &[], &[]);
         let (program, argv) = (wrapped.program, wrapped.args);
         assert_eq!(program, PathBuf::from("/proc/self/exe"));
         assert_eq!(argv[0], crate::sandbox::contract::HELPER_SUBCOMMAND);
@@ -216,7 +272,7 @@ mod tests {
         assert_eq!(wrapped.env.len(), added.len());
         let own: Vec<(OsString, OsString)> =
             backend::HELPER_ENV.iter().map(|(name, _)| (OsString::from(name), OsString::from("64MiB"))).collect();
-        let wrapped = c.wrap(OsStr::new("bash"), &[], &root, &own);
+        let wrapped = c.wrap(OsStr::new("bash"), &[], &root, &own, &[]);
         let sent: Contract = serde_json::from_str(wrapped.args[1].to_str().unwrap()).unwrap();
         assert!(wrapped.env.is_empty() && sent.helper_env.is_empty(), "{wrapped:?}");
         plan.mode = SandboxMode::ReadOnly;

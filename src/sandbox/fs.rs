@@ -94,6 +94,25 @@ pub fn read_small_text(path: &Path) -> io::Result<String> {
     Ok(text)
 }
 
+/// Reads a small config file of the user's own (`~/.gitconfig` and the like: a symlink is
+/// followed, as the program that reads it follows it) without blocking on a FIFO, and only a
+/// regular file of at most 1 MiB; `None` otherwise.
+pub fn read_trusted_config(path: &Path) -> Option<Vec<u8>> {
+    const CAP: u64 = 1 << 20;
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > CAP {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(CAP + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= CAP).then_some(bytes)
+}
+
 /// Writes a repository file for `toolbelt-mcp schemas` (not a tool operation: the CLI user
 /// chose the directory), creating its parent directory.
 pub fn write_repo_file(path: &Path, contents: &str) -> io::Result<()> {

@@ -7,6 +7,11 @@
 //! config) is checked when the command ends: each one created or replaced is renamed aside
 //! (`NAME.quarantined-…`, where nothing reads it) and reported.
 //!
+//! This is the protection of commands that write the roots directly: on macOS (Seatbelt has
+//! no staging layer; its profile also denies the code-bearing names at any depth), and on
+//! Linux with `stage_writes = false`. Where commands are staged (`stage/`, the Linux
+//! default), every write is judged when it is folded instead, and nothing here runs.
+//!
 //! Scope: the roots' repositories and those up to two directories below them; deeper nested
 //! repositories are protected from file operations only.
 #![allow(clippy::disallowed_methods)]
@@ -14,7 +19,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::sandbox::contract::Bind;
-use crate::sandbox::protected::{self, EDITOR_FILES, GIT_DIR_ENTRIES, GIT_USER_CONFIG, SHELL_CONFIG_DIRS, SHELL_FILES};
+use crate::sandbox::handle::{DirHandle, Kind, Replace};
+use crate::sandbox::protected::gitdir::CODE_ENTRIES as GIT_DIR_ENTRIES;
+use crate::sandbox::protected::{self, RULES};
 
 /// Directories below a root searched for repositories (the root itself is depth 0).
 const DEPTH: usize = 2;
@@ -35,14 +42,34 @@ struct Identity {
 }
 
 impl Identity {
-    fn of(path: &Path) -> Option<Self> {
-        std::fs::symlink_metadata(path).ok().map(|meta| Self::from_meta(&meta))
+    /// The identity of `path` itself, seen from its root without following a symlink.
+    fn of(roots: &[PathBuf], path: &Path) -> Option<Self> {
+        meta_beneath(roots, path).map(|meta| Self::from_meta(&meta))
     }
 
     fn from_meta(meta: &std::fs::Metadata) -> Self {
         let version = crate::sandbox::handle::Version::of(meta);
         Self { dev: version.dev, ino: version.ino, mtime: version.mtime, size: version.size }
     }
+}
+
+/// The root of `roots` that holds `path` (the deepest).
+fn root_of<'a>(roots: &'a [PathBuf], path: &Path) -> Option<&'a PathBuf> {
+    roots.iter().filter(|root| path.starts_with(root)).max_by_key(|root| root.as_os_str().len())
+}
+
+/// The metadata of `path` itself (absolute, beneath one of `roots`), opened from its root's
+/// handle with no symlink followed anywhere on the way: a planted symlink leads nowhere.
+fn meta_beneath(roots: &[PathBuf], path: &Path) -> Option<std::fs::Metadata> {
+    let root = root_of(roots, path)?;
+    crate::sandbox::beneath::Root::open(root).ok()?.symlink_metadata(path).ok()
+}
+
+/// The directory `path` (absolute, beneath one of `roots`) as a handle, opened without
+/// following a symlink.
+fn dir_beneath(roots: &[PathBuf], path: &Path) -> Option<DirHandle> {
+    let root = root_of(roots, path)?;
+    crate::sandbox::beneath::Root::open(root).ok()?.open_dir_at(path).ok()
 }
 
 /// A protected path a command created, replaced or changed.
@@ -109,14 +136,14 @@ impl Guard {
     pub fn check(&self) -> Vec<Finding> {
         let mut findings = Vec::new();
         for (path, before, why) in &self.watched {
-            let now = Identity::of(path);
+            let now = Identity::of(&self.roots, path);
             if now.is_some() && now != *before {
-                findings.push(quarantine(path, why));
+                findings.push(quarantine(&self.roots, path, why));
             }
         }
         for root in &self.roots {
             for dot_git in find_repos(root).into_iter().filter(|repo| !self.repos.contains(repo)) {
-                findings.extend(check_new_repo(&dot_git));
+                findings.extend(check_new_repo(&self.roots, &dot_git));
             }
         }
         findings
@@ -125,9 +152,10 @@ impl Guard {
     /// Takes `written` (a path the server itself wrote, approved) as it is now: it is not a
     /// command's doing.
     pub fn accept(&mut self, written: &Path) {
+        let roots = self.roots.clone();
         for (path, identity, _) in &mut self.watched {
             if path.starts_with(written) || written.starts_with(&*path) {
-                *identity = Identity::of(path);
+                *identity = Identity::of(&roots, path);
             }
         }
         if written.components().any(|c| c.as_os_str() == ".git") {
@@ -139,28 +167,31 @@ impl Guard {
     }
 
     fn bind_or_watch(&mut self, path: PathBuf, why: &'static str) {
-        match std::fs::symlink_metadata(&path) {
+        match meta_beneath(&self.roots, &path) {
+            // Bound, and watched too: a parent renamed away (the bind goes with it) and made
+            // again holds a new file at the path.
+            Some(meta) if !meta.file_type().is_symlink() => {
+                self.binds.push(Bind::ReadOnly(path.clone()));
+                self.watched.push((path, Some(Identity::from_meta(&meta)), why));
+            }
             // A symlink cannot be bound (the bind would land on its target): watched instead.
-            Ok(meta) if !meta.file_type().is_symlink() => self.binds.push(Bind::ReadOnly(path)),
-            Ok(meta) => self.watched.push((path, Some(Identity::from_meta(&meta)), why)),
-            Err(_) => self.watched.push((path, None, why)),
+            Some(meta) => self.watched.push((path, Some(Identity::from_meta(&meta)), why)),
+            None => self.watched.push((path, None, why)),
         }
     }
 
     fn protect_repo(&mut self, dot_git: &Path) {
         let why = protected::Protection::Git.why();
-        if !dot_git.is_dir() {
+        let Some(dir) = dir_beneath(&self.roots, dot_git) else {
             // A `.git` file pointing at a git dir elsewhere (worktree, submodule).
             self.bind_or_watch(dot_git.to_path_buf(), why);
             return;
-        }
+        };
         self.binds.push(Bind::Pinned(dot_git.to_path_buf()));
         for entry in GIT_DIR_ENTRIES {
             let path = dot_git.join(entry);
-            if std::fs::symlink_metadata(&path).is_err()
-                && CREATABLE.contains(entry)
-                && std::fs::create_dir(&path).is_err()
-            {
+            let name = std::ffi::OsStr::new(entry);
+            if dir.stat(name).is_err() && CREATABLE.contains(entry) && dir.create_dir(name).is_err() {
                 self.watched.push((path, None, why));
                 continue;
             }
@@ -169,48 +200,42 @@ impl Guard {
     }
 
     fn protect_root_files(&mut self, root: &Path) {
-        let tables = [
-            (GIT_USER_CONFIG, protected::Protection::Git),
-            (EDITOR_FILES, protected::Protection::Editor),
-            (SHELL_FILES, protected::Protection::Shell),
-            (SHELL_CONFIG_DIRS, protected::Protection::Shell),
-        ];
-        for (table, protection) in tables {
-            for entry in table {
-                self.bind_or_watch(root.join(entry), protection.why());
-            }
+        for rule in RULES {
+            self.bind_or_watch(root.join(rule.path), rule.protection.why());
         }
     }
 }
 
-/// The `.git` entries of `root` and of directories up to `DEPTH` below it.
+/// The `.git` entries of `root` and of directories up to `DEPTH` below it, found through
+/// directory handles (a symlinked directory is never entered).
 fn find_repos(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let mut level = vec![root.to_path_buf()];
+    let Ok(top) = DirHandle::open(root).and_then(|r| r.open_beneath(Path::new(""))) else { return found };
+    let mut level = vec![(top, root.to_path_buf())];
     let mut read = 0;
     for depth in 0..=DEPTH {
         let mut next = Vec::new();
-        for dir in level {
+        for (dir, path) in level {
             let listing = if depth < DEPTH && read < MAX_DIRS {
                 read += 1;
-                std::fs::read_dir(&dir).ok()
+                dir.entries().ok()
             } else {
                 None
             };
             // A directory read shows its `.git` among its entries; the others are asked.
-            let Some(entries) = listing else {
-                let dot_git = dir.join(".git");
-                if std::fs::symlink_metadata(&dot_git).is_ok() {
-                    found.push(dot_git);
+            let Some(names) = listing else {
+                if dir.stat(std::ffi::OsStr::new(".git")).is_ok() {
+                    found.push(path.join(".git"));
                 }
                 continue;
             };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
+            for name in names {
                 if name == ".git" {
-                    found.push(entry.path());
-                } else if entry.file_type().is_ok_and(|t| t.is_dir()) && !SKIPPED.iter().any(|skip| name == *skip) {
-                    next.push(entry.path());
+                    found.push(path.join(&name));
+                } else if !SKIPPED.iter().any(|skip| name == *skip)
+                    && let Ok(sub) = dir.open_dir(&name)
+                {
+                    next.push((sub, path.join(&name)));
                 }
             }
         }
@@ -220,85 +245,46 @@ fn find_repos(root: &Path) -> Vec<PathBuf> {
 }
 
 /// A repository that appeared during the command: its entries that make git run something
-/// (a `commondir`, hooks that are not samples, config keys naming commands) renamed aside.
-fn check_new_repo(dot_git: &Path) -> Vec<Finding> {
+/// (a `commondir`, hooks that are not samples, config keys not on the allow-list) renamed
+/// aside. Read through handles: nothing followed, nothing blocking, at most 1 MiB.
+fn check_new_repo(roots: &[PathBuf], dot_git: &Path) -> Vec<Finding> {
     let why = protected::Protection::Git.why();
-    if !dot_git.is_dir() {
-        return Vec::new();
-    }
+    let Some(dir) = dir_beneath(roots, dot_git) else { return Vec::new() };
     let mut findings = Vec::new();
     for name in ["commondir", "config.worktree"] {
-        if std::fs::symlink_metadata(dot_git.join(name)).is_ok() {
-            findings.push(quarantine(&dot_git.join(name), why));
+        if dir.stat(std::ffi::OsStr::new(name)).is_ok() {
+            findings.push(quarantine(roots, &dot_git.join(name), why));
         }
     }
-    let config = dot_git.join("config");
-    if std::fs::read_to_string(&config).is_ok_and(|text| runs_commands(&text).is_some())
-        || std::fs::symlink_metadata(&config).is_ok_and(|m| m.file_type().is_symlink())
-    {
-        findings.push(quarantine(&config, why));
+    if let Ok(stat) = dir.stat(std::ffi::OsStr::new("config")) {
+        let text = protected::view::read_at(&dir, Path::new("config"), protected::gitdir::READ_CAP);
+        let offends = text.is_none_or(|text| protected::gitconfig::judge_change(None, &text).is_some());
+        if offends || stat.kind != Kind::File {
+            findings.push(quarantine(roots, &dot_git.join("config"), why));
+        }
     }
-    let hooks = dot_git.join("hooks");
-    let live_hook = std::fs::read_dir(&hooks)
-        .map(|entries| entries.flatten().any(|e| !e.file_name().to_string_lossy().ends_with(".sample")))
+    let hooks = std::ffi::OsStr::new("hooks");
+    let live_hook = dir
+        .open_dir(hooks)
+        .and_then(|h| h.entries())
+        .map(|names| names.iter().any(|n| !n.to_string_lossy().ends_with(".sample")))
         .unwrap_or(false);
-    if live_hook || std::fs::symlink_metadata(&hooks).is_ok_and(|m| m.file_type().is_symlink()) {
-        findings.push(quarantine(&hooks, why));
+    if live_hook || dir.stat(hooks).is_ok_and(|s| s.kind == Kind::Link) {
+        findings.push(quarantine(roots, &dot_git.join("hooks"), why));
     }
     findings
 }
 
-/// The first key of a git config text that makes git run a command or read config or hooks
-/// from elsewhere, as `section.key`.
-pub fn runs_commands(config: &str) -> Option<String> {
-    const CORE: &[&str] = &[
-        "fsmonitor",
-        "hookspath",
-        "sshcommand",
-        "pager",
-        "editor",
-        "askpass",
-        "gitproxy",
-        "alternaterefscommand",
-        "worktree",
-    ];
-    const SECTIONS: &[&str] = &["alias", "filter", "include", "includeif", "pager", "credential", "gpg"];
-    const LAST_KEYS: &[&str] =
-        &["textconv", "command", "cmd", "driver", "program", "helper", "uploadpack", "receivepack", "packobjectshook"];
-    let mut section = String::new();
-    for line in config.lines() {
-        let line = line.trim();
-        if let Some(header) = line.strip_prefix('[') {
-            let header = header.split(']').next().unwrap_or_default();
-            section = header.split(|c: char| c.is_whitespace() || c == '"').next().unwrap_or_default().to_lowercase();
-            continue;
-        }
-        let key = line.split(['=', ' ', '\t']).next().unwrap_or_default().to_lowercase();
-        if key.is_empty() || key.starts_with(['#', ';']) {
-            continue;
-        }
-        let dangerous = (section == "core" && CORE.contains(&key.as_str()))
-            || SECTIONS.contains(&section.as_str())
-            || LAST_KEYS.contains(&key.as_str())
-            || (section == "diff" && key == "external")
-            || (section == "sequence" && key == "editor")
-            || (section == "submodule" && key == "update")
-            || (section == "extensions" && key == "worktreeconfig");
-        if dangerous {
-            return Some(format!("{section}.{key}"));
-        }
-    }
-    None
-}
-
-/// Renames `path` aside, next to itself (same filesystem, so it always can be), to
-/// `NAME.quarantined-SECONDS`.
-fn quarantine(path: &Path, why: &'static str) -> Finding {
+/// Renames `path` aside, next to itself (same directory, opened from its root without
+/// following a symlink, so never a file elsewhere), to `NAME.quarantined-SECONDS`.
+fn quarantine(roots: &[PathBuf], path: &Path, why: &'static str) -> Finding {
     let seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".quarantined-{seconds}"));
-    let to = path.with_file_name(name);
-    let moved = std::fs::symlink_metadata(&to).is_err() && std::fs::rename(path, &to).is_ok();
+    let name = path.file_name().unwrap_or_default().to_os_string();
+    let mut aside = name.clone();
+    aside.push(format!(".quarantined-{seconds}"));
+    let to = path.with_file_name(&aside);
+    let parent = path.parent().and_then(|parent| dir_beneath(roots, parent));
+    let moved = parent.is_some_and(|dir| dir.rename(&name, &dir, &aside, Replace::Never).is_ok());
     tracing::warn!(path = %path.display(), moved, "a command wrote a protected path");
     Finding { path: path.to_path_buf(), moved_to: moved.then_some(to), why }
 }
@@ -373,28 +359,38 @@ mod tests {
     }
 
     #[test]
-    fn config_keys_that_run_commands() {
-        for text in [
-            "[core]\n\tfsmonitor = x",
-            "[Core]\n\tsshCommand = x",
-            "[alias]\n\tst = !sh",
-            "[filter \"lfs\"]\n\tclean = x",
-            "[diff \"x\"]\n\ttextconv = cat",
-            "[include]\n\tpath = ../x",
-            "[includeIf \"gitdir:/\"]\n\tpath = x",
-            "[credential]\n\thelper = store",
-            "[submodule \"s\"]\n\tupdate = !sh",
-            "[core]\n\tworktree = /elsewhere",
-        ] {
-            assert!(runs_commands(text).is_some(), "{text}");
-        }
-        for text in [
-            "[core]\n\tbare = false\n\tfilemode = true",
-            "[remote \"o\"]\n\turl = x",
-            "[user]\n\tname = n",
-            "# [alias]",
-        ] {
-            assert_eq!(runs_commands(text), None, "{text}");
-        }
+    fn a_new_repository_config_is_judged_by_the_allow_list() {
+        let (_dir, root) = repo();
+        let guard = Guard::prepare(std::slice::from_ref(&root));
+        let evil = root.join("sub/.git");
+        std::fs::create_dir_all(&evil).unwrap();
+        std::fs::write(evil.join("config"), "[core] fsmonitor = x\n").unwrap();
+        assert_eq!(guard.check().iter().map(|f| f.path.clone()).collect::<Vec<_>>(), [evil.join("config")]);
+    }
+
+    #[test]
+    fn a_symlinked_parent_is_never_followed() {
+        let (dir, root) = repo();
+        let elsewhere = dir.path().canonicalize().unwrap().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join(".vscode")).unwrap();
+        std::fs::write(elsewhere.join(".vscode/settings.json"), "{}").unwrap();
+        let guard = Guard::prepare(std::slice::from_ref(&root));
+        std::os::unix::fs::symlink(elsewhere.join(".vscode"), root.join(".vscode")).unwrap();
+        let found = guard.check();
+        assert!(found.iter().all(|f| f.moved_to.is_none()), "{found:?}");
+        assert!(elsewhere.join(".vscode/settings.json").exists(), "a file outside was moved");
+    }
+
+    #[test]
+    fn a_bound_file_made_again_under_a_renamed_parent_is_found() {
+        let (_dir, root) = repo();
+        std::fs::create_dir(root.join(".vscode")).unwrap();
+        std::fs::write(root.join(".vscode/settings.json"), "{}").unwrap();
+        let guard = Guard::prepare(std::slice::from_ref(&root));
+        std::fs::rename(root.join(".vscode"), root.join(".vscode.old")).unwrap();
+        std::fs::create_dir(root.join(".vscode")).unwrap();
+        std::fs::write(root.join(".vscode/settings.json"), "{\"x\": 1}").unwrap();
+        let found = guard.check();
+        assert_eq!(found.iter().map(|f| f.path.clone()).collect::<Vec<_>>(), [root.join(".vscode/settings.json")]);
     }
 }

@@ -19,6 +19,8 @@ pub mod protected;
 // Compiled everywhere: the profile generator is pure, and its snapshot tests run on Linux CI.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod seatbelt;
+#[cfg(target_os = "linux")]
+pub mod stage;
 pub mod walk;
 pub mod write;
 

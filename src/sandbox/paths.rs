@@ -175,7 +175,7 @@ fn windows_name_problem(name: &str) -> Option<String> {
 }
 
 /// Folds `.` and `..` without touching the filesystem; `..` never climbs above `/`.
-pub(crate) fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::Network;
 use crate::sandbox::contract::{Bind, Contract};
-use crate::sandbox::protected::{EDITOR_FILES, GIT_USER_CONFIG, SHELL_CONFIG_DIRS, SHELL_FILES};
+use crate::sandbox::protected::{RULES, Shape};
 
 /// Where macOS keeps `sandbox-exec` (never looked up on `PATH`).
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
@@ -165,10 +165,10 @@ fn kept_in_place(contract: &Contract) -> Vec<PathBuf> {
 fn protected_names(dir: &Path) -> Vec<String> {
     let root = regex_escape(&dir.to_string_lossy());
     let alternatives = |names: &[&str]| names.iter().map(|n| regex_escape(n)).collect::<Vec<_>>().join("|");
-    let trees: Vec<&str> = GIT_USER_CONFIG.iter().chain(EDITOR_FILES).chain(SHELL_CONFIG_DIRS).copied().collect();
+    let of = |shape: Shape| RULES.iter().filter(|rule| rule.shape == shape).map(|rule| rule.path).collect::<Vec<_>>();
     vec![
-        format!("(regex #\"^{root}/(.*/)?({})(/.*)?$\")", alternatives(&trees)),
-        format!("(regex #\"^{root}/(.*/)?({})$\")", alternatives(SHELL_FILES)),
+        format!("(regex #\"^{root}/(.*/)?({})(/.*)?$\")", alternatives(&of(Shape::Tree))),
+        format!("(regex #\"^{root}/(.*/)?({})$\")", alternatives(&of(Shape::File))),
     ]
 }
 

@@ -193,11 +193,27 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
 /// left: temp files of interrupted writes, undo blobs, spilled output and private temp dirs.
 pub fn sweep_leftovers(config: &Config) {
     let state_dir = config.state_dir.clone();
+    let mut own = vec![config.state_dir.clone(), config.config_dir.clone()];
+    own.extend(config.config_file.clone());
+    own.extend(config.audit.files());
     tokio::spawn(async move {
         let mut every = tokio::time::interval(SWEEP_EVERY);
         loop {
             every.tick().await;
             let state_dir = state_dir.clone();
+            // What a command wrote before its server was killed is folded first (judged like
+            // any fold), so the temp dirs' sweep below finds nothing of it to remove.
+            #[cfg(target_os = "linux")]
+            {
+                let (state_dir, own) = (state_dir.clone(), own.clone());
+                if let Ok(said) =
+                    tokio::task::spawn_blocking(move || crate::terminal::recover_stages(&state_dir, &own)).await
+                {
+                    for line in said {
+                        tracing::warn!("{line}");
+                    }
+                }
+            }
             let swept = tokio::task::spawn_blocking(move || {
                 let temp_files = crate::sandbox::write::TempJournal::new(&state_dir).sweep();
                 let dirs = crate::session::sweep_undo(&state_dir)

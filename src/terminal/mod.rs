@@ -28,7 +28,7 @@ use crate::sandbox::guard::Finding;
 use crate::terminal::process::{Signal, group_alive, signal_group};
 use crate::terminal::session::TermSession;
 
-/// Running commands' protected paths are checked at most this often.
+/// Running commands' writes are folded (or their protected paths checked) at most this often.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
 /// Ended sessions are forgotten after this long.
 const ENDED_MAX_AGE: Duration = Duration::from_secs(3600);
@@ -49,17 +49,36 @@ pub struct Terminals {
     max_sessions: usize,
     /// Most bytes of output a session keeps in memory.
     pub ring_bytes: usize,
+    /// What running and ended commands wrote: their stages (or guards), and what folding them
+    /// found, for the next call to report.
+    staging: Arc<Staging>,
+}
+
+/// The commands whose writes are still to be folded (or checked), and what was found.
+#[derive(Debug, Default)]
+struct Staging {
+    tracked: Mutex<Vec<Tracked>>,
+    /// Lines for the next call's result: refused or failed changes of folds done in between.
+    notes: Mutex<Vec<String>>,
+    /// The server's own files: never written by a fold.
+    own: Vec<PathBuf>,
+    /// When the running ones were last folded.
+    last_sweep: Mutex<Option<Instant>>,
+}
+
+/// A process group whose writes are watched.
+#[derive(Debug)]
+struct Tracked {
+    pgid: u32,
+    confinement: Confinement,
+    #[cfg(target_os = "linux")]
+    stage: Option<Arc<crate::sandbox::stage::Stage>>,
 }
 
 #[derive(Debug, Default)]
 struct Registry {
     next: u64,
     sessions: BTreeMap<u64, Arc<TermSession>>,
-    /// The confinements of process groups that may still run (sessions, and what foreground
-    /// commands left behind), checked for protected paths they write.
-    guarded: Vec<(u32, Confinement)>,
-    /// When the running groups were last checked.
-    last_sweep: Option<Instant>,
     /// Process groups of finished foreground commands that left processes running.
     lingering: Vec<u32>,
 }
@@ -67,6 +86,9 @@ struct Registry {
 impl Terminals {
     /// The registry for one connection.
     pub fn new(config: &Config) -> Self {
+        let mut own = vec![config.state_dir.clone(), config.config_dir.clone()];
+        own.extend(config.config_file.clone());
+        own.extend(config.audit.files());
         static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pid = std::process::id();
@@ -76,6 +98,7 @@ impl Terminals {
             private_tmp: std::env::temp_dir().join(format!("toolbelt-mcp-{pid}-{n}")),
             max_sessions: config.max_sessions,
             ring_bytes: config.session_output_bytes,
+            staging: Arc::new(Staging { own, ..Staging::default() }),
         }
     }
 
@@ -99,6 +122,21 @@ impl Terminals {
         let own: [&Path; 2] = [&config.state_dir, &config.config_dir];
         let hidden = crate::config::sandbox::hidden_paths(&config.sandbox_settings, home.as_deref(), &own, roots);
         let visible = [self.spill_dir.clone()];
+        #[cfg(target_os = "linux")]
+        let stage_base = if config.stage_writes {
+            let base = crate::sandbox::stage::base(&config.state_dir, &self.private_tmp, roots);
+            Some(base.ok_or_else(|| {
+                ToolError::Sandbox(format!(
+                    "cannot stage commands' writes: the state dir `{}` and the temp dir `{}` both lie in a root (or hold one); set `state_dir` outside the roots, or `stage_writes = false`",
+                    config.state_dir.display(),
+                    self.private_tmp.display()
+                ))
+            })?)
+        } else {
+            None
+        };
+        #[cfg(not(target_os = "linux"))]
+        let stage_base: Option<PathBuf> = None;
         let plan = Plan {
             mode: config.sandbox,
             roots,
@@ -109,6 +147,7 @@ impl Terminals {
             visible: &visible,
             network: config.network,
             limits: config.sandbox_settings.limits,
+            stage_base: stage_base.as_deref(),
         };
         let confinement = Confinement::plan(&plan).map_err(|err| ToolError::Sandbox(err.to_string()))?;
         // A config dir a command could create (it lies in a writable dir) is created empty
@@ -146,44 +185,66 @@ impl Terminals {
         self.lock().sessions.insert(number, session);
     }
 
-    /// Keeps checking what the process group `pgid` writes to protected paths while any of
-    /// it runs (a group already gone gets one check, at the next sweep).
-    pub fn guard(&self, pgid: u32, confinement: Option<&Confinement>) {
-        if let Some(confinement) = confinement {
-            self.lock().guarded.push((pgid, confinement.clone()));
+    /// Keeps watching what the process group `pgid` writes while any of it runs: its stage is
+    /// folded at every call (and once more when the group is gone), or, without one, its
+    /// protected paths are checked.
+    pub fn track(&self, pgid: u32, launch: &crate::terminal::process::Launch) {
+        let Some(confinement) = launch.confinement.clone() else { return };
+        let tracked = Tracked {
+            pgid,
+            confinement,
+            #[cfg(target_os = "linux")]
+            stage: launch.stage.clone(),
+        };
+        self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner()).push(tracked);
+        #[cfg(target_os = "linux")]
+        if launch.stage.is_some() {
+            // The end of the group is a defined point: folded then, not at the next call.
+            let staging = self.staging.clone();
+            tokio::spawn(async move {
+                while group_alive(pgid) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                staging.finish_ended().await;
+            });
         }
     }
 
-    /// Protected paths the guarded groups wrote since they started (or since the last sweep),
-    /// renamed aside; groups that ended get their last check at once and are dropped. Running
-    /// ones are checked at most every `SWEEP_EVERY` (a PTY conversation calls many times a
-    /// second).
-    pub fn sweep_guards(&self) -> Vec<Finding> {
-        let guarded = {
-            let mut registry = self.lock();
-            if registry.guarded.is_empty() {
-                return Vec::new();
-            }
-            let (keep, ended): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut registry.guarded).into_iter().partition(|(pgid, _)| group_alive(*pgid));
-            registry.guarded = keep.clone();
-            let due = registry.last_sweep.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+    /// Folds what tracked commands wrote: the stages of groups that ended are folded a last
+    /// time and removed; running ones are folded live (copied from, kept) at most every
+    /// `SWEEP_EVERY`; without a stage, protected paths are checked. Returns what the folds
+    /// refused or could not apply, with what was found since the last call.
+    pub async fn sweep(&self) -> Vec<String> {
+        self.staging.finish_ended().await;
+        let due = {
+            let mut last = self.staging.last_sweep.lock().unwrap_or_else(|p| p.into_inner());
+            let due = last.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
             if due {
-                registry.last_sweep = Some(Instant::now());
+                *last = Some(Instant::now());
             }
-            ended.into_iter().chain(keep.into_iter().filter(|_| due)).collect::<Vec<_>>()
+            due
         };
-        guarded.iter().flat_map(|(_, confinement)| confinement.check()).collect()
+        if due {
+            self.staging.fold_running().await;
+        }
+        std::mem::take(&mut *self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// After the server itself wrote protected paths (approved): what is there now is not the
     /// sessions' doing.
     pub fn accept_writes(&self, written: &[PathBuf]) {
-        for (_, confinement) in &mut self.lock().guarded {
+        for tracked in self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner()).iter_mut() {
             for path in written {
-                confinement.accept(path);
+                tracked.confinement.accept(path);
             }
         }
+    }
+
+    /// Folds the stage of a command that ended (foreground: at once, on a blocking thread)
+    /// and removes it; returns what it refused or could not apply, in words.
+    #[cfg(target_os = "linux")]
+    pub async fn fold_ended(&self, stage: Arc<crate::sandbox::stage::Stage>) -> Vec<String> {
+        self.staging.fold(stage, crate::sandbox::stage::Mode::Final).await
     }
 
     /// Remembers a foreground command's group that still has processes after it ended.
@@ -223,10 +284,11 @@ impl Terminals {
         });
     }
 
-    /// Ends everything: every process (see [`Terminals::end_processes`]), then spilled output
-    /// and the private temp dir.
+    /// Ends everything: every process (see [`Terminals::end_processes`]), the last folds of
+    /// what they wrote, then spilled output and the private temp dir.
     pub async fn shutdown(&self) {
         self.end_processes().await;
+        self.staging.finish_all().await;
         self.remove_scratch();
     }
 
@@ -272,6 +334,113 @@ impl Drop for Terminals {
     }
 }
 
+impl Staging {
+    /// Folds `stage` on a blocking thread; a final fold removes it afterwards.
+    #[cfg(target_os = "linux")]
+    async fn fold(&self, stage: Arc<crate::sandbox::stage::Stage>, mode: crate::sandbox::stage::Mode) -> Vec<String> {
+        let rules = self.rules();
+        let folded = tokio::task::spawn_blocking(move || {
+            let folded = stage.fold(&rules, mode);
+            if mode == crate::sandbox::stage::Mode::Final {
+                // The last holder removes it (a background session's watcher and a sweep may
+                // both have held it).
+                if let Ok(stage) = Arc::try_unwrap(stage) {
+                    stage.discard();
+                }
+            }
+            folded
+        })
+        .await;
+        match folded {
+            Ok(folded) => describe_fold(&folded),
+            Err(err) => vec![format!("the fold of a command's writes failed: {err}")],
+        }
+    }
+
+    /// The judge's rules: the server's own files, the home directory, `PATH`, the user's
+    /// git configs (read again for each fold: the user may change them).
+    #[cfg(target_os = "linux")]
+    fn rules(&self) -> crate::sandbox::stage::Rules {
+        crate::sandbox::stage::Rules::new(self.own.clone())
+    }
+
+    /// Takes the tracked groups that ended out of the list and folds (or checks) them a last
+    /// time.
+    async fn finish_ended(&self) {
+        let ended: Vec<Tracked> = {
+            let mut tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
+            let (ended, running) = std::mem::take(&mut *tracked).into_iter().partition(|t| !group_alive(t.pgid));
+            *tracked = running;
+            ended
+        };
+        self.finish(ended).await;
+    }
+
+    /// Folds (or checks) every tracked group a last time (the server is shutting down).
+    async fn finish_all(&self) {
+        let all = std::mem::take(&mut *self.tracked.lock().unwrap_or_else(|p| p.into_inner()));
+        self.finish(all).await;
+    }
+
+    async fn finish(&self, ended: Vec<Tracked>) {
+        let mut notes = Vec::new();
+        for tracked in ended {
+            #[cfg(target_os = "linux")]
+            if let Some(stage) = tracked.stage {
+                notes.extend(self.fold(stage, crate::sandbox::stage::Mode::Final).await);
+                continue;
+            }
+            notes.extend(tracked.confinement.check().iter().map(Finding::describe));
+        }
+        self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
+    }
+
+    /// Folds the running groups' stages live (or checks their protected paths).
+    async fn fold_running(&self) {
+        #[cfg(target_os = "linux")]
+        let stages: Vec<Arc<crate::sandbox::stage::Stage>> = {
+            let tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
+            tracked.iter().filter_map(|t| t.stage.clone()).collect()
+        };
+        #[cfg(target_os = "linux")]
+        for stage in stages {
+            let notes = self.fold(stage, crate::sandbox::stage::Mode::Live).await;
+            self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
+        }
+        let findings: Vec<String> = {
+            let tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
+            tracked
+                .iter()
+                .filter(|t| !t.confinement.stages())
+                .flat_map(|t| t.confinement.check())
+                .map(|f| f.describe())
+                .collect()
+        };
+        self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(findings);
+    }
+}
+
+/// What a fold refused or could not apply, a line each (nothing when all went through).
+#[cfg(target_os = "linux")]
+pub fn describe_fold(folded: &crate::sandbox::stage::Folded) -> Vec<String> {
+    let mut lines = Vec::new();
+    for refused in &folded.refused {
+        let mut line = format!(
+            "the command wrote `{}`, which was not applied: {}. To write it, run the command again with `escalate: true` and a justification (the user is asked)",
+            refused.shown.display(),
+            refused.why
+        );
+        if let Some(diff) = &refused.diff {
+            line.push_str(&format!("; what it wrote:\n{diff}"));
+        }
+        lines.push(line);
+    }
+    for failed in &folded.failed {
+        lines.push(format!("a change the command made could not be applied: {failed}"));
+    }
+    lines
+}
+
 impl Registry {
     /// Forgets ended sessions past the age limit, and the oldest past the count and memory
     /// limits.
@@ -293,6 +462,20 @@ impl Registry {
             bytes -= memory;
         }
     }
+}
+
+/// Folds the stages of commands that servers which are gone left (under the state dir and
+/// their private temp dirs), judged as any fold is; returns a line per stage for the log.
+#[cfg(target_os = "linux")]
+pub fn recover_stages(state_dir: &Path, own: &[PathBuf]) -> Vec<String> {
+    let rules = crate::sandbox::stage::Rules::new(own.to_vec());
+    let mut said = crate::sandbox::stage::recover(&state_dir.join("stage"), &rules);
+    for name in fs::file_names(&std::env::temp_dir()) {
+        if name.to_string_lossy().starts_with("toolbelt-mcp-") {
+            said.extend(crate::sandbox::stage::recover(&std::env::temp_dir().join(name).join("stage"), &rules));
+        }
+    }
+    said
 }
 
 /// Removes spilled output and private temp dirs left by servers that are no longer running.

@@ -35,6 +35,9 @@ pub struct Launch {
     pub env: Vec<(OsString, OsString)>,
     /// The sandbox, or `None` in `full-access` mode.
     pub confinement: Option<Confinement>,
+    /// Where its writes beneath the roots are staged (Linux, `workspace-write`).
+    #[cfg(target_os = "linux")]
+    pub stage: Option<Arc<crate::sandbox::stage::Stage>>,
 }
 
 /// A started piped command.
@@ -106,7 +109,11 @@ impl Launch {
     fn command(&self) -> tokio::process::Command {
         let (program, args, helper_env) = match &self.confinement {
             Some(confinement) => {
-                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env);
+                #[cfg(target_os = "linux")]
+                let stage = self.stage.as_ref().map_or(&[][..], |stage| stage.layers());
+                #[cfg(not(target_os = "linux"))]
+                let stage = &[];
+                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, stage);
                 (wrapped.program, wrapped.args, wrapped.env)
             }
             None => (PathBuf::from(&self.program), self.args.clone(), Vec::new()),
@@ -345,6 +352,8 @@ mod tests {
             cwd: std::env::temp_dir(),
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             confinement: None,
+            #[cfg(target_os = "linux")]
+            stage: None,
         };
         let mut piped = launch.spawn_piped(false, false).unwrap();
         assert_ne!(piped.pgid, std::process::id());

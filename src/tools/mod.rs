@@ -357,9 +357,9 @@ async fn gate_and_run<O: Operation>(
     if !protected_writes.is_empty() {
         terminals.accept_writes(&protected_writes);
     }
-    // Every call checks what commands wrote to protected paths (nothing to do when none runs).
-    let found = terminals.sweep_guards();
-    let reply = reply?.warn(&found.iter().map(crate::sandbox::guard::Finding::describe).collect::<Vec<_>>());
+    // Every call folds what running commands wrote (nothing to do when none runs).
+    let found = terminals.sweep().await;
+    let reply = reply?.warn(&found);
     reply.finish(O::NAME, budget)
 }
 

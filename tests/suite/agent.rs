@@ -337,17 +337,8 @@ async fn ctrl_c_cancels_the_call_then_stops_the_agent_leaving_no_process() {
     let llm = ScriptedLlm::start("interrupt", Wire::Anthropic).await;
     let mut child = agent(&ws, &llm, "wait a while", &["--json"]).spawn().unwrap();
     let agent_pid = child.id().unwrap();
-    let pid_file = ws.root.join("sleeper.pid");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let sleeper: u32 = loop {
-        if let Ok(text) = std::fs::read_to_string(&pid_file)
-            && text.ends_with('\n')
-        {
-            break super::common::host_pid(&text);
-        }
-        assert!(std::time::Instant::now() < deadline, "the command never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    // The command the script runs (`fixtures/llm/interrupt.json`).
+    let sleeper = super::common::process_with_args(&["sleep", "60.0131"], 30).await;
     let interrupt = || {
         let pid = rustix::process::Pid::from_raw(agent_pid as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();

@@ -306,6 +306,33 @@ pub const SELF_PID: &str = "$$:$(readlink /proc/$$/ns/pid)";
 #[cfg(target_os = "linux")]
 pub const JOB_PID: &str = "$!:$(readlink /proc/$!/ns/pid)";
 
+/// The host pid of the process whose whole command line is `argv`, waiting up to `secs` for it
+/// to start: how a test finds a sandboxed command's process (what the command writes in the
+/// root reaches the real tree only when it ends, so it cannot report a pid through a file).
+pub async fn process_with_args(argv: &[&str], secs: u64) -> u32 {
+    let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            if std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted) {
+                return pid;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no process `{}` started", argv.join(" "));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A `sleep` of about `secs` seconds that no other test runs (its fraction is unique in this
+/// process), for [`process_with_args`] to find: the command line and its argument.
+pub fn unique_sleep(secs: u64) -> (String, String) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let arg = format!("{secs}.{:03}{n:04}", std::process::id() % 1000);
+    (format!("exec sleep {arg}"), arg)
+}
+
 /// The host pid of a process a sandboxed command reported with [`SELF_PID`] or [`JOB_PID`]:
 /// the one in that PID namespace with that pid there.
 pub fn host_pid(reported: &str) -> u32 {

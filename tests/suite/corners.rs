@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -210,20 +210,12 @@ async fn a_cancelled_http_call_ends_its_stream_with_an_answer() {
     let server = HttpServer::start(&ws, &[], &[]).await;
     let url = server.url();
     let session = super::http::raw_session(&url).await;
-    let pid_file = ws.root.join("pid.txt");
-    let command = format!("echo {} > {}; exec sleep 100", super::common::SELF_PID, pid_file.display());
+    let (command, arg) = super::common::unique_sleep(100);
     let call = json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {
         "name": "terminal_operations", "arguments": {"operation": "run_command", "command": command}}});
     let (url2, session2) = (url.clone(), session.clone());
     let answered = tokio::spawn(async move { post_raw(&url2, &call.to_string(), Some(&session2)).await });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pid: u32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().filter(|p| p.ends_with('\n')) {
-            break super::common::host_pid(&pid);
-        }
-        assert!(Instant::now() < deadline, "the command did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let pid = super::common::process_with_args(&["sleep", &arg], 10).await;
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}});
     assert_eq!(post_raw(&url, &cancel.to_string(), Some(&session)).await.0, 202);
     let (status, body) = tokio::time::timeout(Duration::from_secs(10), answered).await.unwrap().unwrap();

@@ -86,12 +86,9 @@ async fn every_protected_entry_is_refused_to_file_operations_and_commands() {
         let mkdir = if dir.is_empty() { String::new() } else { format!("mkdir -p '{dir}' 2>/dev/null; ") };
         let reply = run(&service, json!({"command": format!("{mkdir}printf PWN > '{path}'")})).await;
         assert!(!written(&ws, path), "{path} was written by a command: {}", reply.text);
-        // Refused by the kernel (read-only), or written and at once renamed aside and reported.
-        let moved = reply.text.contains("a protected path");
-        assert!(reply.is_error || moved, "{path}: {}", reply.text);
-        if moved {
-            assert!(reply.structured["note"].as_str().unwrap().contains("escalate: true"), "{}", reply.structured);
-        }
+        // Written in the command's staged view, judged when it ended, not applied, and said.
+        assert!(reply.text.contains("was not applied"), "{path}: {}", reply.text);
+        assert!(reply.structured["note"].as_str().unwrap().contains("escalate: true"), "{}", reply.structured);
     }
     // A sandboxed `git status` still works, and git itself still commits.
     let git = run(&service, json!({"command": "git add README.md && git -c user.name=t -c user.email=t@t commit -qm x && git status --short | head -1"})).await;
@@ -122,9 +119,9 @@ async fn the_commondir_attack_by_file_operations_alone_asks_first() {
         assert!(reply.is_error && reply.text.contains("protected"), "{path}: {}", reply.text);
         assert!(!ws.root.join(path).exists(), "{path}");
     }
-    // The same by a sandboxed command: written, then renamed aside before anyone runs git.
+    // The same by a sandboxed command: written in its staged view, never applied.
     let reply = run(&service, json!({"command": "printf ../docs/evil > .git/commondir"})).await;
-    assert!(reply.text.contains(".git/commondir") && reply.text.contains("renamed to"), "{}", reply.text);
+    assert!(reply.text.contains(".git/commondir") && reply.text.contains("not applied"), "{}", reply.text);
     assert!(!ws.root.join(".git/commondir").exists());
     let status = std::process::Command::new("git").args(["status", "--short"]).current_dir(&ws.root).output().unwrap();
     assert!(status.status.success());
@@ -144,7 +141,7 @@ async fn a_background_command_cannot_plant_a_repository_or_a_late_commondir() {
     // The next call of any kind checks what running commands wrote.
     let next = file(&service, "list_dir", json!({"path": "."})).await;
     let note = next.structured["note"].as_str().unwrap_or_default().to_string();
-    for path in ["sub/.git/config", "sub/.git/hooks", ".git/commondir"] {
+    for path in ["sub/.git/config", "sub/.git/hooks/post-checkout", ".git/commondir"] {
         assert!(note.contains(path), "{path} not reported: {note}");
         assert!(!ws.root.join(path).exists(), "{path}");
     }

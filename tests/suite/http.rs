@@ -532,25 +532,16 @@ async fn sessionless_background(modern: &RunningService<RoleClient, ClientConfig
     pid_of(&unpack(modern.peer().call_tool(params).await.unwrap()))
 }
 
-/// A foreground `sleep 300` that first writes its pid to `<root>/<name>.pid`: the file and
-/// the command.
-fn sleep_writing_pid(ws: &Workspace, name: &str) -> (std::path::PathBuf, String) {
-    let file = ws.root.join(format!("{name}.pid"));
-    let command = format!("echo {} > {}; exec sleep 300", super::common::SELF_PID, file.display());
-    (file, command)
+/// A foreground `sleep` of about 300 s that no other test runs: its argument (to find its
+/// process) and the command.
+fn sleep_writing_pid(_ws: &Workspace, _name: &str) -> (String, String) {
+    let (command, arg) = super::common::unique_sleep(300);
+    (arg, command)
 }
 
-async fn read_pid(file: &std::path::Path) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(file)
-            && text.ends_with('\n')
-        {
-            return super::common::host_pid(&text);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{} was never written", file.display());
+/// The host pid of the unique `sleep` with argument `arg`.
+async fn read_pid(arg: &str) -> u32 {
+    super::common::process_with_args(&["sleep", arg], 10).await
 }
 
 #[tokio::test]

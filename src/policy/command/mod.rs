@@ -39,65 +39,6 @@ const PLAIN_KINDS: &[&str] = &[
 /// Punctuation a plain script may contain.
 const PLAIN_PUNCTUATION: &[&str] = &["&&", "||", ";", "|", "\"", "'"];
 
-/// Environment variables that change which code a command runs (so a read-only looking
-/// command would run other code): refused unless the call is escalated and approved.
-const DANGEROUS_ENV: &[&str] = &[
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "PS0",
-    "PS1",
-    "PS2",
-    "PS4",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "IFS",
-    "ZDOTDIR",
-    "PATH",
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "PAGER",
-    "MANPAGER",
-    "LESSOPEN",
-    "LESSCLOSE",
-    "EDITOR",
-    "VISUAL",
-    "SSH_ASKPASS",
-    "RUSTC_WRAPPER",
-    "RUSTC",
-    "RUSTDOC",
-    "CARGO_BUILD_RUSTC_WRAPPER",
-    "MAKEFLAGS",
-    "GCONV_PATH",
-];
-/// Prefixes of such variables (`LD_PRELOAD`, `GIT_CONFIG_COUNT`, `BASH_FUNC_x%%`, …).
-const DANGEROUS_ENV_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_", "GIT_", "NPM_CONFIG_", "npm_config_"];
-/// `GIT_*` variables that only name the author or tune output.
-const SAFE_GIT_ENV: &[&str] = &[
-    "GIT_AUTHOR_NAME",
-    "GIT_AUTHOR_EMAIL",
-    "GIT_AUTHOR_DATE",
-    "GIT_COMMITTER_NAME",
-    "GIT_COMMITTER_EMAIL",
-    "GIT_COMMITTER_DATE",
-    "GIT_TERMINAL_PROMPT",
-    "GIT_TRACE",
-    "GIT_CURL_VERBOSE",
-    "GIT_MERGE_AUTOEDIT",
-];
 /// Tools whose first word after options names what they do: a grant covers `git status`,
 /// not all of `git`.
 const SUBCOMMAND_TOOLS: &[&str] = &[
@@ -207,8 +148,7 @@ fn forbidden(rule: &str) -> Analysis {
 
 /// Whether setting `name` changes which code a command runs.
 pub fn dangerous_env(name: &str) -> bool {
-    DANGEROUS_ENV.contains(&name)
-        || (DANGEROUS_ENV_PREFIXES.iter().any(|p| name.starts_with(p)) && !SAFE_GIT_ENV.contains(&name))
+    crate::sandbox::protected::env::dangerous(name)
 }
 
 /// The grant keys of `commands`, or `None` if a program is unknown.

@@ -171,6 +171,13 @@ impl DirHandle {
         Ok(rustix::fs::symlinkat(target, &self.0, name)?)
     }
 
+    /// The descriptor, for the staging layer's calls that no other caller needs (extended
+    /// attributes, device numbers, times).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.0.as_fd()
+    }
+
     /// Flushes the directory's entries to disk.
     pub fn sync(&self) -> io::Result<()> {
         Ok(rustix::fs::fsync(&self.0)?)

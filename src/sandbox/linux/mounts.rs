@@ -1,5 +1,7 @@
 //! The command's view of the filesystem, built in its private mount namespace (before
 //! Landlock, which then forbids changing it), in this order:
+//! 0. each staged root gets its overlay (`stage/`): the real root below, the command's upper
+//!    layer above, so every write beneath the root lands in the upper layer;
 //! 1. handles to what must stay visible (roots, the session's output dir) are opened;
 //! 2. the session's temp stand-ins are bound over `/tmp`, `/var/tmp` and `/dev/shm`;
 //! 3. each hidden path gets an empty, unreadable view: a mode-0 tmpfs over a directory,
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 use nix::mount::{MsFlags, mount};
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags, statvfs};
 
-use crate::sandbox::contract::{Bind, Contract};
+use crate::sandbox::contract::{Bind, Contract, StageLayer};
 
 /// A path that stays visible, with a handle opened before anything covered it.
 struct Kept {
@@ -31,6 +33,9 @@ struct Kept {
 pub fn apply(contract: &Contract) -> Result<Vec<PathBuf>, String> {
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
+    for layer in &contract.stage {
+        stage_root(layer)?;
+    }
     let temps: Vec<(PathBuf, PathBuf)> = unique_temp_dirs(contract);
     let covered: Vec<&Path> =
         temps.iter().map(|(system, _)| system.as_path()).chain(contract.hidden.iter().map(PathBuf::as_path)).collect();
@@ -66,6 +71,30 @@ pub fn apply(contract: &Contract) -> Result<Vec<PathBuf>, String> {
         }
     }
     Ok(temps.into_iter().map(|(system, _)| system).collect())
+}
+
+/// Mounts the overlay that stages the writes beneath `layer.root`: the root itself below (its
+/// handle, opened before the mount covers it), the command's upper and work directories
+/// above. Paths go in as `/proc/self/fd/N`, so no character of a root's path needs escaping.
+fn stage_root(layer: &StageLayer) -> Result<(), String> {
+    let (lower, upper, work) = (open_path(&layer.root)?, open_path(&layer.upper)?, open_path(&layer.work)?);
+    let data = crate::sandbox::stage::layer::mount_data(&fd_path(&lower), &fd_path(&upper), &fd_path(&work));
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let mounted = mount(Some("overlay"), &layer.root, Some("overlay"), flags, Some(data.as_str()));
+    // Kernels before 5.10 have no `volatile`: the mount then syncs its upper layer when it goes.
+    let mounted = match mounted {
+        Err(nix::Error::EINVAL) => {
+            let data = data.replace(",volatile", "");
+            mount(Some("overlay"), &layer.root, Some("overlay"), flags, Some(data.as_str()))
+        }
+        other => other,
+    };
+    mounted.map_err(|e| {
+        format!(
+            "cannot stage the command's writes beneath `{}` (an overlay mount failed: {e}); overlayfs in a user namespace needs Linux 5.11 or later, and a file system for the state dir that keeps extended attributes; or set `stage_writes = false` to let commands write the roots directly (then nothing they write is judged or recorded)",
+            layer.root.display()
+        )
+    })
 }
 
 /// The system temp dirs that exist, each once (`/var/tmp` may be a link to `/tmp`), with the

@@ -20,6 +20,7 @@ fn contract(writable: &[&str], binds: Vec<Bind>, hidden: &[&str], visible: &[&st
         limits: Limits::default(),
         parent: 1,
         cwd: PathBuf::from("/Users/dev/project"),
+        stage: Vec::new(),
         helper_env: Vec::new(),
     }
 }

@@ -91,7 +91,22 @@ fn launch(
         environment.push(("TMPDIR".into(), "/tmp".into()));
     }
     let cwd = cwd.map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
-    Ok(Launch { program, args, cwd, env: environment, confinement })
+    #[cfg(target_os = "linux")]
+    let stage = match &confinement {
+        Some(confinement) => {
+            confinement.stage().map_err(|err| ToolError::Sandbox(err.to_string()))?.map(std::sync::Arc::new)
+        }
+        None => None,
+    };
+    Ok(Launch {
+        program,
+        args,
+        cwd,
+        env: environment,
+        confinement,
+        #[cfg(target_os = "linux")]
+        stage,
+    })
 }
 
 /// `NAME=value` strings as a map, or an error naming the entry without `=`.

@@ -126,7 +126,7 @@ impl Operation for RunCommand {
             let session = TermSession::start_background(id.clone(), &launch, args.command, stdin, terminals.ring_bytes)
                 .map_err(spawn_error)?;
             terminals.insert(number, session.clone());
-            terminals.guard(session.pgid, launch.confinement.as_ref());
+            terminals.track(session.pgid, &launch);
             session.wait_for_exit(wait).await;
             let how = format!("page with `read_output` {{session_id: \"{id}\"}}");
             let (shown, _, binary) =
@@ -167,12 +167,30 @@ impl Operation for RunCommand {
             closed: &context.session.closed,
             progress: context.signals.progress.as_deref(),
         };
-        let finished = foreground::run(&launch, stdin, &logs, watch).await.map_err(spawn_error)?;
+        let finished = foreground::run(&launch, stdin, &logs, watch).await;
+        // What it wrote is folded now, whatever happened to it (the stage is removed after).
+        #[cfg(target_os = "linux")]
+        let folded = match launch.stage.clone() {
+            Some(stage) => {
+                let _serial = context.session.writes.lock().await;
+                terminals.fold_ended(stage).await
+            }
+            None => Vec::new(),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let folded: Vec<String> = Vec::new();
+        let finished = finished.map_err(spawn_error)?;
         if let Some(pgid) = finished.lingering {
             terminals.linger(pgid);
         }
-        // Checked by this call's sweep, and on while what it left behind runs.
-        terminals.guard(finished.lingering.unwrap_or(0), launch.confinement.as_ref());
+        // Without a stage: checked by this call's sweep, and on while what it left behind runs.
+        #[cfg(target_os = "linux")]
+        let staged = launch.stage.is_some();
+        #[cfg(not(target_os = "linux"))]
+        let staged = false;
+        if !staged {
+            terminals.track(finished.lingering.unwrap_or(0), &launch);
+        }
         let (out_total, err_total) = (logs[0].total(), logs[1].total());
         if finished.status == Status::Exited(i32::from(SETUP_FAILED)) {
             let stderr = text::to_text(&logs[1].read(0, 4096).bytes).0;
@@ -234,7 +252,7 @@ impl Operation for RunCommand {
             binary: out_binary || err_binary,
             sandbox,
         };
-        Ok(Reply { truncated: kept, is_error, ..Reply::new(text, data) })
+        Ok(Reply { truncated: kept, is_error, ..Reply::new(text, data) }.warn(&folded))
     }
 }
 

@@ -93,7 +93,7 @@ impl Operation for StartSession {
         let session = TermSession::start_pty(id.clone(), &launch, shell.clone(), (rows, cols), terminals.ring_bytes)
             .map_err(|source| ToolError::Spawn { program: shell.clone(), source })?;
         terminals.insert(number, session.clone());
-        terminals.guard(session.pgid, launch.confinement.as_ref());
+        terminals.track(session.pgid, &launch);
         session.wait_until_quiet(0, wait, QUIET).await;
         let budget = context.budget.saturating_sub(crate::tools::RESERVE);
         let page = fit_output(budget, |max| page(&session, 0, 0, max), |got| (got.text.as_str(), ""));

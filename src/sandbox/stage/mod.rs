@@ -1,0 +1,144 @@
+//! The staging layer: everything a sandboxed command writes under the roots lands in an
+//! upper layer of its own (an overlay of each root, mounted in the command's mount namespace
+//! by the helper), and reaches the real tree only through [`Stage::fold`], which lists every
+//! change (the upper layer holds exactly those, so the cost follows what changed, not the
+//! tree), judges them as a whole (`protected`) and applies what passes. That is the one point
+//! every write of a command passes, whatever road it took: a renamed parent, a symlink, a
+//! hard link, a new repository at any depth. What a change replaced or removed is kept in the
+//! stage's `old/` area, for undo.
+//!
+//! A stage lives in `<state>/stage/<pid>-<n>` (or under the private temp dir when the state
+//! dir lies in a root: an overlay's upper layer may not lie in its lower one). A server that
+//! dies mid-command leaves its stages; the next start folds them (judged like any other) and
+//! says so in its log.
+
+pub mod fold;
+pub mod layer;
+pub mod tree;
+pub mod view;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub use fold::{Folded, Mode, Rules};
+
+use crate::sandbox::handle::DirHandle;
+
+/// The manifest of a stage: what each of its layers stages (read back by a later start).
+const MANIFEST: &str = "layers.json";
+
+pub use crate::sandbox::contract::StageLayer as Layer;
+
+/// The staging of one command.
+#[derive(Debug)]
+pub struct Stage {
+    dir: PathBuf,
+    layers: Vec<Layer>,
+    /// The next number in the old area, and a lock that keeps folds of this stage apart.
+    next_old: Mutex<u64>,
+}
+
+impl Stage {
+    /// A new stage under `base` for `roots` (canonical, not nested in each other).
+    pub fn create(base: &Path, roots: &[PathBuf]) -> io::Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        crate::sandbox::fs::create_private_dir(base)?;
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("{}-{n}", std::process::id()));
+        crate::sandbox::fs::create_private_dir(&dir)?;
+        let mut layers = Vec::new();
+        for (i, root) in roots.iter().enumerate() {
+            let layer = dir.join(i.to_string());
+            let (upper, work) = (layer.join("upper"), layer.join("work"));
+            for made in [&layer, &upper, &work] {
+                crate::sandbox::fs::create_private_dir(made)?;
+            }
+            layers.push(Layer { root: root.clone(), upper, work });
+        }
+        crate::sandbox::fs::create_private_dir(&dir.join("old"))?;
+        let manifest = serde_json::to_vec(&layers).map_err(io::Error::other)?;
+        crate::sandbox::fs::write_private(&dir, &dir.join(MANIFEST), &manifest)?;
+        Ok(Self { dir, layers, next_old: Mutex::new(0) })
+    }
+
+    /// The stage left at `dir` by a server that is gone.
+    fn open(dir: &Path) -> Option<Self> {
+        let manifest = crate::sandbox::fs::read_state_file(&dir.join(MANIFEST)).ok()?;
+        let layers: Vec<Layer> = serde_json::from_slice(&manifest).ok()?;
+        let next = crate::sandbox::fs::file_names(&dir.join("old")).len() as u64 + 1_000_000;
+        Some(Self { dir: dir.to_path_buf(), layers, next_old: Mutex::new(next) })
+    }
+
+    /// Its layers, one per staged root.
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    /// Judges what the command wrote so far and applies what passes (see the module doc).
+    pub fn fold(&self, rules: &Rules, mode: Mode) -> Folded {
+        let mut next = self.next_old.lock().unwrap_or_else(|p| p.into_inner());
+        let mut folded = Folded::default();
+        let old_path = self.dir.join("old");
+        let old = match DirHandle::open(&old_path) {
+            Ok(old) => old,
+            Err(err) => {
+                folded.failed.push(format!("cannot open the stage's old area `{}`: {err}", old_path.display()));
+                return folded;
+            }
+        };
+        for layer in &self.layers {
+            let area = fold::OldArea { dir: &old, path: &old_path, next: &mut next };
+            fold::fold_layer(&layer.root, &layer.upper, area, rules, mode, &mut folded);
+        }
+        folded
+    }
+
+    /// Removes the stage (its leftovers: refused entries, the old area). Done on a thread of
+    /// its own, so a command that removed a large tree does not wait for its deletion.
+    pub fn discard(self) {
+        let dir = self.dir;
+        let _ = std::thread::Builder::new().name("stage-discard".into()).spawn(move || remove_dir(&dir));
+    }
+}
+
+/// Removes a stage's directory, opening up what overlayfs left without permissions (its work
+/// directory's `work`).
+fn remove_dir(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else { return };
+    if let Ok(parent) = DirHandle::open(parent) {
+        let _ = tree::remove(&parent, name);
+    }
+}
+
+/// Where the stages of a server go: `<state>/stage`, unless that lies in a root or a root in
+/// it (an overlay's layers may not overlap), then `<fallback>/stage`; `None` if both overlap.
+pub fn base(state_dir: &Path, fallback: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let overlaps = |dir: &Path| roots.iter().any(|root| dir.starts_with(root) || root.starts_with(dir));
+    [state_dir, fallback].into_iter().map(|dir| dir.join("stage")).find(|dir| !overlaps(dir))
+}
+
+/// Folds the stages that servers which are gone left under `base` (each judged as any fold
+/// is), then removes them. Returns a line per stage for the log.
+pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
+    let mut said = Vec::new();
+    for name in crate::sandbox::fs::file_names(base) {
+        let text = name.to_string_lossy();
+        let Some(pid) = text.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() || crate::sandbox::fs::process_alive(pid) {
+            continue;
+        }
+        let dir = base.join(&name);
+        if let Some(stage) = Stage::open(&dir) {
+            let folded = stage.fold(rules, Mode::Final);
+            said.push(format!(
+                "finished the fold of a command of server {pid} that ended mid-command: {} changes applied, {} refused, {} failed (they cannot be undone with `undo`)",
+                folded.applied.len(),
+                folded.refused.len(),
+                folded.failed.len()
+            ));
+        }
+        remove_dir(&dir);
+    }
+    said
+}
