@@ -145,10 +145,16 @@ pub struct CommonArgs {
     /// Env: `TOOLBELT_SANDBOX`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
-    /// Whether sandboxed commands may reach other hosts: `allow` (default) or `deny` (a network
-    /// namespace of their own with loopback only). Env: `TOOLBELT_NETWORK`.
+    /// How sandboxed commands reach other hosts: `allow` (default: through the server's proxy,
+    /// every public host), `allowlist` (only `--network-allow` hosts), `deny` (loopback only)
+    /// or `host` (the machine's network, not with `--http`). Env: `TOOLBELT_NETWORK`.
     #[arg(long, value_enum, value_name = "ACCESS")]
     pub network: Option<Network>,
+    /// A host commands may reach through the proxy: `name`, `*.domain`, an address, each with
+    /// an optional `:port` (repeatable; added to the config's `network_allow`). A loopback or
+    /// private address is reachable only when listed exactly.
+    #[arg(long = "network-allow", value_name = "HOST")]
+    pub network_allow: Vec<String>,
     /// A file or directory sandboxed commands may not read (repeatable; added to the config's
     /// `deny_read` and the default secrets such as `~/.ssh`).
     #[arg(long = "deny-read", value_name = "PATH")]
@@ -300,16 +306,45 @@ pub enum Fallback {
     Allow,
 }
 
-/// Whether sandboxed commands may reach other hosts.
+/// Whether sandboxed commands may reach other hosts, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
-    /// The machine's network, as the server has it.
+    /// A network namespace of its own, and a proxy (HTTP and SOCKS5, resolving names itself)
+    /// to every public address: loopback, private, link-local and metadata addresses only
+    /// when listed in `network_allow`.
     #[default]
     Allow,
+    /// The same, but only to the hosts `network_allow` lists.
+    Allowlist,
     /// A network namespace of its own with only loopback up: nothing outside the command is
     /// reachable (local servers it starts itself are).
     Deny,
+    /// The machine's network, as the server has it: every service on this machine's loopback
+    /// too. Not with `serve --http` (a command could then reach the server itself).
+    Host,
+}
+
+impl Network {
+    /// The name used on the command line and in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Allowlist => "allowlist",
+            Self::Deny => "deny",
+            Self::Host => "host",
+        }
+    }
+
+    /// Whether commands get a network namespace of their own (all but `host`).
+    pub fn own_namespace(self) -> bool {
+        self != Self::Host
+    }
+
+    /// Whether commands reach other hosts through the proxy (`allow`, `allowlist`).
+    pub fn proxied(self) -> bool {
+        matches!(self, Self::Allow | Self::Allowlist)
+    }
 }
 
 /// How the operations are exposed as MCP tools.

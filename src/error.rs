@@ -390,6 +390,16 @@ pub enum ConfigError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// A `network_allow` entry that names no host.
+    #[error(
+        "invalid `network_allow` entry `{value}`: {problem}; write `name`, `*.domain`, an address or `[IPv6]`, each with an optional `:port`"
+    )]
+    NetworkAllow {
+        /// The entry.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A `serve --http` setting that cannot be used; the message says what to send instead.
     #[error("{0}")]
     Http(String),

@@ -43,6 +43,7 @@ pub fn report(config: &Config) -> String {
         crate::sandbox::backend::NAME
     ));
     out.push_str(&describe_contract(confinement.contract()));
+    out.push_str(&describe_network(config));
     terminals.remove_scratch();
     out
 }
@@ -52,7 +53,13 @@ pub fn report(config: &Config) -> String {
 fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
     // (a binary under `/tmp` is behind the command's private `/tmp`).
-    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &[PROBE_SUBCOMMAND.into()], cwd, &[], &[]);
+    let wrapped = confinement.wrap(
+        std::ffi::OsStr::new("/proc/self/exe"),
+        &[PROBE_SUBCOMMAND.into()],
+        cwd,
+        &[],
+        Default::default(),
+    );
     let out = std::process::Command::new(wrapped.program)
         .args(wrapped.args)
         .envs(wrapped.env)
@@ -64,6 +71,18 @@ fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
     serde_json::from_slice(&out.stdout).map_err(|e| format!("the probe's report does not parse: {e}"))
+}
+
+/// The network line: the mode and what it lets commands reach.
+fn describe_network(config: &Config) -> String {
+    let listed = if config.network_allow.is_empty() { "none".to_string() } else { config.network_allow.join(", ") };
+    let what = match config.network {
+        Network::Allow => format!("other hosts through the server's proxy: every public address, and listed: {listed}"),
+        Network::Allowlist => format!("other hosts through the server's proxy, only those listed: {listed}"),
+        Network::Deny => "loopback only".to_string(),
+        Network::Host => "the machine's network, its loopback services included".to_string(),
+    };
+    format!("  network:     {} ({what})\n", config.network.as_str())
 }
 
 /// One line per layer, as found.
@@ -79,7 +98,11 @@ fn describe_layers(layers: &Layers, network: Network) -> String {
     namespaces.push(yes_no(layers.own_proc, "an own /proc (the server and other commands are not in it)"));
     match network {
         Network::Deny => namespaces.push(yes_no(layers.interfaces == ["lo"], "network (loopback only)")),
-        Network::Allow => namespaces.push(format!("the machine's network ({} interfaces)", layers.interfaces.len())),
+        Network::Allow | Network::Allowlist => namespaces.push(yes_no(
+            layers.interfaces == ["lo"],
+            "network (loopback only; other hosts through the server's proxy)",
+        )),
+        Network::Host => namespaces.push(format!("the machine's network ({} interfaces)", layers.interfaces.len())),
     }
     let caps_none = layers.capabilities.trim_start_matches('0').is_empty();
     let privileges = [

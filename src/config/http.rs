@@ -98,7 +98,11 @@ impl HttpConfig {
         let Some(given) = &args.http else { return Ok(None) };
         let addr = parse_addr(given)?;
         let given_token = match (&args.auth_token_file, env("TOOLBELT_AUTH_TOKEN")) {
-            (Some(file), _) => Some(read_token(file)?),
+            (Some(file), _) => {
+                // Commands never read it, wherever it is (inside a root too).
+                crate::config::sandbox::hide_from_commands(file);
+                Some(read_token(file)?)
+            }
             (None, Some(value)) => Some(check_token(value.to_string_lossy().trim(), "`TOOLBELT_AUTH_TOKEN`")?),
             (None, None) => None,
         };

@@ -66,8 +66,11 @@ pub struct Config {
     pub config_dir: PathBuf,
     /// How commands are confined.
     pub sandbox: SandboxMode,
-    /// Whether sandboxed commands may reach other hosts.
+    /// Whether sandboxed commands may reach other hosts, and how.
     pub network: Network,
+    /// The hosts commands may reach through the proxy besides (`allow`) or instead of
+    /// (`allowlist`) every public one, as given (checked when resolved).
+    pub network_allow: Vec<String>,
     /// What commands may not read, and their resource limits.
     pub sandbox_settings: sandbox::SandboxSettings,
     /// Directories commands may also write in `workspace-write` mode (canonical).
@@ -116,6 +119,7 @@ struct FileConfig {
     max_undo_total_bytes: Option<u64>,
     sandbox: Option<SandboxMode>,
     network: Option<Network>,
+    network_allow: Option<Vec<String>>,
     writable_roots: Option<Vec<PathBuf>>,
     shell: Option<String>,
     env_allow: Option<Vec<String>>,
@@ -233,17 +237,31 @@ impl Config {
             (Some(network), _) => network,
             (None, Some(value)) => match value.to_str() {
                 Some("allow") => Network::Allow,
+                Some("allowlist") => Network::Allowlist,
                 Some("deny") => Network::Deny,
+                Some("host") => Network::Host,
                 _ => {
                     return Err(ConfigError::BadEnv {
                         name: "TOOLBELT_NETWORK",
                         value: value.to_string_lossy().into_owned(),
-                        expected: "`allow` or `deny`",
+                        expected: "`allow`, `allowlist`, `deny` or `host`",
                     });
                 }
             },
             (None, None) => file.network.unwrap_or_default(),
         };
+        let network_allow: Vec<String> = file
+            .network_allow
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(args.network_allow.iter().cloned())
+            .collect();
+        #[cfg(unix)]
+        for entry in &network_allow {
+            crate::sandbox::proxy::Allowed::parse(entry)
+                .map_err(|problem| ConfigError::NetworkAllow { value: entry.clone(), problem })?;
+        }
         let mut deny_read: Vec<PathBuf> = args.deny_read.iter().map(|p| cwd.join(p)).collect();
         deny_read.extend(file.deny_read.iter().flatten().map(from_file));
         let sandbox_settings = sandbox::SandboxSettings {
@@ -357,6 +375,7 @@ impl Config {
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,
             network,
+            network_allow,
             sandbox_settings,
             writable_roots,
             shell,

@@ -15,7 +15,10 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 30;
 /// V8 and Go reserve large ranges they never touch).
 pub const MIN_DEFAULT_MEMORY_BYTES: u64 = 8 << 30;
 
-/// Secrets commands never see by default, relative to the home directory.
+/// Secrets commands never see by default, relative to the home directory: keys and cloud
+/// credentials, package registries' tokens, and the tokens agent hosts keep (Claude Code's
+/// `~/.claude.json` holds the bearer tokens of the HTTP servers it was told to use, this one's
+/// included).
 pub const DEFAULT_DENY_READ: &[&str] = &[
     ".ssh",
     ".gnupg",
@@ -30,7 +33,32 @@ pub const DEFAULT_DENY_READ: &[&str] = &[
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".git-credentials",
+    ".config/gh/hosts.yml",
+    ".config/hub",
+    ".claude.json",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".qwen/oauth_creds.json",
+    ".config/github-copilot",
+    ".pgpass",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".cache/huggingface/token",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".my.cnf",
 ];
+
+/// Files this process holds secrets in that commands must never read, wherever they are (the
+/// HTTP server's `--auth-token-file`): hidden even inside a root.
+static SECRETS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Hides `path` from every command this process starts from now on.
+pub fn hide_from_commands(path: &Path) {
+    let real = crate::sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    SECRETS.lock().unwrap_or_else(|p| p.into_inner()).push(real);
+}
 
 /// The sandbox settings as given (absolute paths).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +119,9 @@ fn machine_memory() -> u64 {
 pub fn hidden_paths(settings: &SandboxSettings, home: Option<&Path>, own: &[&Path], roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut hidden: Vec<PathBuf> =
         settings.deny_read.iter().filter(|p| crate::sandbox::fs::exists(p)).cloned().collect();
+    hidden.extend(
+        SECRETS.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|p| crate::sandbox::fs::exists(p)).cloned(),
+    );
     if settings.deny_read_defaults {
         let secrets = home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
         let defaults = secrets.chain(own.iter().map(|p| p.to_path_buf()));

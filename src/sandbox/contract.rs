@@ -39,6 +39,27 @@ pub struct StageLayer {
     pub work: PathBuf,
 }
 
+/// How a command's helper hands its proxy listener to the server (`proxy/register.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyLink {
+    /// The server's registration socket.
+    pub socket: PathBuf,
+    /// The command's token.
+    pub token: String,
+    /// The port of the command's loopback to listen on.
+    pub port: u16,
+}
+
+/// What differs between two commands of one session: where a command's writes are staged and
+/// how it reaches the network.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerCommand {
+    /// Its staged roots.
+    pub stage: Vec<StageLayer>,
+    /// Its proxy.
+    pub proxy: Option<ProxyLink>,
+}
+
 /// Resource limits of every process of a command (`None`: no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Limits {
@@ -81,6 +102,9 @@ pub struct Contract {
     /// command writes the roots directly.
     #[serde(default)]
     pub stage: Vec<StageLayer>,
+    /// Where the command's proxy listener goes (`allow` and `allowlist` networks).
+    #[serde(default)]
+    pub proxy: Option<ProxyLink>,
     /// Variables the server put in the helper's environment for the helper alone
     /// (`backend::HELPER_ENV`): removed before the command starts.
     #[serde(default)]

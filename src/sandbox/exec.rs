@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Network, SandboxMode};
 use crate::sandbox::backend;
-use crate::sandbox::contract::{Bind, Contract, Limits, StageLayer, TEMP_DIRS};
+use crate::sandbox::contract::{Bind, Contract, Limits, PerCommand, TEMP_DIRS};
 use crate::sandbox::fs;
 use crate::sandbox::guard::{Finding, Guard};
 
@@ -127,6 +127,7 @@ impl Confinement {
             parent: std::process::id(),
             cwd: PathBuf::from("/"),
             stage: Vec::new(),
+            proxy: None,
             helper_env: Vec::new(),
         };
         Ok(Some(Self { contract, stage_base: stage_base.map(Path::to_path_buf), staged, guard }))
@@ -157,7 +158,7 @@ impl Confinement {
         args: &[OsString],
         cwd: &Path,
         env: &[(OsString, OsString)],
-        stage: &[StageLayer],
+        per_command: PerCommand,
     ) -> Wrapped {
         let added: Vec<(OsString, OsString)> = backend::HELPER_ENV
             .iter()
@@ -165,7 +166,13 @@ impl Confinement {
             .map(|(name, value)| (OsString::from(name), OsString::from(value)))
             .collect();
         let helper_env = added.iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
-        let contract = Contract { cwd: cwd.to_path_buf(), helper_env, stage: stage.to_vec(), ..self.contract.clone() };
+        let contract = Contract {
+            cwd: cwd.to_path_buf(),
+            helper_env,
+            stage: per_command.stage,
+            proxy: per_command.proxy,
+            ..self.contract.clone()
+        };
         let (program, args) = backend::wrap(&contract, program, args);
         Wrapped { program, args, env: added }
     }
@@ -258,7 +265,7 @@ mod tests {
             assert!(c.contract.binds.contains(&bind), "{bind:?}");
         }
         assert_eq!(c.contract.binds.last(), Some(&Bind::ReadOnly(state)), "own files after the repositories");
-        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, &[], &[]);
+        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, &[], PerCommand::default());
         let (program, argv) = (wrapped.program, wrapped.args);
         assert_eq!(program, PathBuf::from("/proc/self/exe"));
         assert_eq!(argv[0], crate::sandbox::contract::HELPER_SUBCOMMAND);
@@ -272,7 +279,7 @@ mod tests {
         assert_eq!(wrapped.env.len(), added.len());
         let own: Vec<(OsString, OsString)> =
             backend::HELPER_ENV.iter().map(|(name, _)| (OsString::from(name), OsString::from("64MiB"))).collect();
-        let wrapped = c.wrap(OsStr::new("bash"), &[], &root, &own, &[]);
+        let wrapped = c.wrap(OsStr::new("bash"), &[], &root, &own, PerCommand::default());
         let sent: Contract = serde_json::from_str(wrapped.args[1].to_str().unwrap()).unwrap();
         assert!(wrapped.env.is_empty() && sent.helper_env.is_empty(), "{wrapped:?}");
         plan.mode = SandboxMode::ReadOnly;

@@ -140,6 +140,11 @@ pub fn write_new_private(dir: &Path, path: &Path, contents: &[u8]) -> io::Result
     file.sync_all()
 }
 
+/// Renames a state-dir entry (the server's own bookkeeping, never a tool's subject).
+pub fn rename_state(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::rename(from, to)
+}
+
 /// Removes a file (state-dir bookkeeping, never a tool's subject).
 pub fn remove_file(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)

@@ -16,6 +16,8 @@ pub mod landlock;
 pub mod linux;
 pub mod paths;
 pub mod protected;
+#[cfg(unix)]
+pub mod proxy;
 // Compiled everywhere: the profile generator is pure, and its snapshot tests run on Linux CI.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod seatbelt;

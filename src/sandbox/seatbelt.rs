@@ -124,7 +124,9 @@ pub fn profile(contract: &Contract) -> Profile {
 
     profile.text.push_str("\n; network\n");
     match contract.network {
-        Network::Allow => profile.text.push_str(NETWORK_ALLOWED),
+        // (The proxy is Linux's so far: on macOS `allow` and `allowlist` share the machine's
+        // network, as docs/SECURITY.md says.)
+        Network::Allow | Network::Allowlist | Network::Host => profile.text.push_str(NETWORK_ALLOWED),
         Network::Deny => {
             profile.text.push_str(NETWORK_LOOPBACK);
             let dirs: Vec<String> = writable.iter().map(|dir| profile.param("SOCKETS", dir)).collect();

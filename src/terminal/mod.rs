@@ -73,6 +73,9 @@ struct Tracked {
     confinement: Confinement,
     #[cfg(target_os = "linux")]
     stage: Option<Arc<crate::sandbox::stage::Stage>>,
+    /// Kept while the group runs: its proxy.
+    #[cfg(target_os = "linux")]
+    link: Option<Arc<crate::sandbox::proxy::Link>>,
 }
 
 #[derive(Debug, Default)]
@@ -162,6 +165,27 @@ impl Terminals {
         Ok(confinement)
     }
 
+    /// A new link to the proxy for one command, under the config's network rules.
+    #[cfg(target_os = "linux")]
+    pub fn proxy_link(&self, config: &Config) -> Result<Arc<crate::sandbox::proxy::Link>, ToolError> {
+        let hub = crate::sandbox::proxy::hub(&config.state_dir).map_err(|err| {
+            ToolError::Sandbox(format!(
+                "cannot start the network proxy for commands ({err}); check that the state dir `{}` is writable, or run with `--network deny`",
+                config.state_dir.display()
+            ))
+        })?;
+        let rules = crate::sandbox::proxy::Rules {
+            public: config.network == crate::cli::Network::Allow,
+            allowed: config
+                .network_allow
+                .iter()
+                .filter_map(|e| crate::sandbox::proxy::Allowed::parse(e).ok())
+                .collect(),
+            own: crate::sandbox::proxy::own_listeners(),
+        };
+        Ok(hub.link(rules))
+    }
+
     /// A new session id number (foreground commands reserve one for their spill files).
     pub fn reserve(&self) -> u64 {
         let mut registry = self.lock();
@@ -195,6 +219,8 @@ impl Terminals {
             confinement,
             #[cfg(target_os = "linux")]
             stage: launch.stage.clone(),
+            #[cfg(target_os = "linux")]
+            link: launch.link.clone(),
         };
         self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner()).push(tracked);
         #[cfg(target_os = "linux")]
@@ -386,6 +412,10 @@ impl Staging {
         let mut notes = Vec::new();
         for tracked in ended {
             #[cfg(target_os = "linux")]
+            if let Some(link) = &tracked.link {
+                notes.extend(describe_refused(&link.refused()));
+            }
+            #[cfg(target_os = "linux")]
             if let Some(stage) = tracked.stage {
                 notes.extend(self.fold(stage, crate::sandbox::stage::Mode::Final).await);
                 continue;
@@ -420,20 +450,43 @@ impl Staging {
     }
 }
 
+/// The destinations a command's proxy refused, as one line (nothing when none was).
+#[cfg(target_os = "linux")]
+pub fn describe_refused(refused: &[String]) -> Vec<String> {
+    if refused.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "the network proxy refused: {}. Commands reach other hosts only through it (`HTTPS_PROXY` is set); allow a host with `network_allow = [\"HOST:PORT\"]` in the server's config",
+        refused.join("; ")
+    )]
+}
+
 /// What a fold refused or could not apply, a line each (nothing when all went through).
 #[cfg(target_os = "linux")]
 pub fn describe_fold(folded: &crate::sandbox::stage::Folded) -> Vec<String> {
+    /// Refusals shown with what was written (the rest by path and reason, then by count).
+    const WITH_DIFF: usize = 5;
+    const LISTED: usize = 40;
     let mut lines = Vec::new();
-    for refused in &folded.refused {
-        let mut line = format!(
-            "the command wrote `{}`, which was not applied: {}. To write it, run the command again with `escalate: true` and a justification (the user is asked)",
-            refused.shown.display(),
-            refused.why
-        );
-        if let Some(diff) = &refused.diff {
-            line.push_str(&format!("; what it wrote:\n{diff}"));
+    let refused = &folded.refused;
+    if !refused.is_empty() {
+        lines.push(format!(
+            "{} change{} the command made {} not applied (each would make code run outside the sandbox later); to make one, run the command again with `escalate: true` and a justification (the user is asked):",
+            refused.len(),
+            if refused.len() == 1 { "" } else { "s" },
+            if refused.len() == 1 { "was" } else { "were" },
+        ));
+    }
+    for (i, refused) in refused.iter().take(LISTED).enumerate() {
+        let mut line = format!("- `{}`: {}", refused.shown.display(), refused.why);
+        if let (true, Some(diff)) = (i < WITH_DIFF, &refused.diff) {
+            line.push_str(&format!("; it wrote:\n{diff}"));
         }
         lines.push(line);
+    }
+    if refused.len() > LISTED {
+        lines.push(format!("- and {} more", refused.len() - LISTED));
     }
     for failed in &folded.failed {
         lines.push(format!("a change the command made could not be applied: {failed}"));

@@ -38,6 +38,10 @@ pub struct Launch {
     /// Where its writes beneath the roots are staged (Linux, `workspace-write`).
     #[cfg(target_os = "linux")]
     pub stage: Option<Arc<crate::sandbox::stage::Stage>>,
+    /// Its way to other hosts (the proxy; `allow` and `allowlist` networks). Held as long as
+    /// the command may run.
+    #[cfg(target_os = "linux")]
+    pub link: Option<Arc<crate::sandbox::proxy::Link>>,
 }
 
 /// A started piped command.
@@ -110,10 +114,17 @@ impl Launch {
         let (program, args, helper_env) = match &self.confinement {
             Some(confinement) => {
                 #[cfg(target_os = "linux")]
-                let stage = self.stage.as_ref().map_or(&[][..], |stage| stage.layers());
+                let per_command = crate::sandbox::contract::PerCommand {
+                    stage: self.stage.as_ref().map_or_else(Vec::new, |stage| stage.layers().to_vec()),
+                    proxy: self.link.as_ref().map(|link| crate::sandbox::contract::ProxyLink {
+                        socket: link.socket().to_path_buf(),
+                        token: link.token().to_string(),
+                        port: crate::sandbox::proxy::PORT,
+                    }),
+                };
                 #[cfg(not(target_os = "linux"))]
-                let stage = &[];
-                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, stage);
+                let per_command = crate::sandbox::contract::PerCommand::default();
+                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, per_command);
                 (wrapped.program, wrapped.args, wrapped.env)
             }
             None => (PathBuf::from(&self.program), self.args.clone(), Vec::new()),
@@ -354,6 +365,8 @@ mod tests {
             confinement: None,
             #[cfg(target_os = "linux")]
             stage: None,
+            #[cfg(target_os = "linux")]
+            link: None,
         };
         let mut piped = launch.spawn_piped(false, false).unwrap();
         assert_ne!(piped.pgid, std::process::id());

@@ -59,11 +59,17 @@ fn doctor_reports_config_roots_and_landlock() {
     {
         assert!(stdout.contains(layer) && !stdout.contains(&format!("NOT {layer}")), "{layer}: {stdout}");
     }
-    assert!(stdout.contains("the machine's network"), "{stdout}");
+    assert!(stdout.contains("network (loopback only; other hosts through the server's proxy)"), "{stdout}");
+    assert!(
+        stdout.contains("  network:     allow (other hosts through the server's proxy: every public address"),
+        "{stdout}"
+    );
     assert!(stdout.contains("  writable:\n") && stdout.contains(&format!("    {root}\n")), "{stdout}");
     assert!(stdout.contains("  limits:      4096 processes"), "{stdout}");
     let (ok, stdout, _) = run(&["doctor", "--root", &root, "--network", "deny"], &ws);
     assert!(ok && stdout.contains("network (loopback only)"), "{stdout}");
+    let (ok, stdout, _) = run(&["doctor", "--root", &root, "--network", "host"], &ws);
+    assert!(ok && stdout.contains("the machine's network"), "{stdout}");
     let (ok, stdout, _) = run(&["doctor", "--root", &root, "--sandbox", "full-access"], &ws);
     assert!(ok && stdout.contains("sandbox:       full-access (no sandbox"), "{stdout}");
 }

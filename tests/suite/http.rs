@@ -49,6 +49,11 @@ impl HttpServer {
         Self::start_at(ws, "127.0.0.1:0", extra, env).await
     }
 
+    /// A server on `127.0.0.1:port`.
+    pub async fn start_at_port(ws: &Workspace, port: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_at(ws, &format!("127.0.0.1:{port}"), extra, env).await
+    }
+
     async fn start_at(ws: &Workspace, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = tokio::process::Command::new(BIN);
         command

@@ -78,8 +78,15 @@ async fn network_deny_holds_for_every_socket_kind_and_keeps_loopback() {
     assert!(listener.accept().is_err(), "nothing reached the host's loopback server");
     client.close().await;
 
-    // Allowed: the host is reachable, and still no packet or vsock sockets.
-    let open = Client::start(&ws, &[]).await;
+    // The default (`allow`): its own loopback too, the rest only through the proxy.
+    let proxied = Client::start(&ws, &[]).await;
+    let lines = python(&proxied, &ws, "sockets.py", SOCKETS).await;
+    assert_eq!(lines[0], "tcp: ECONNREFUSED", "{lines:?}");
+    assert_eq!(lines[3..5], ["packet: open EPERM", "vsock: open EPERM"], "{lines:?}");
+    proxied.close().await;
+
+    // `host`: the machine's network is reachable, and still no packet or vsock sockets.
+    let open = Client::start(&ws, &["--network", "host"]).await;
     let lines = python(&open, &ws, "sockets.py", SOCKETS).await;
     assert_eq!(lines[0], "tcp: ok", "{lines:?}");
     assert_eq!(lines[3..5], ["packet: open EPERM", "vsock: open EPERM"], "{lines:?}");

@@ -20,12 +20,16 @@ mod list_dir;
 mod llm;
 #[cfg(target_os = "macos")]
 mod macos;
+#[cfg(target_os = "linux")]
+mod mediation;
 mod memory;
 mod metrics;
 mod pg;
 pub mod policy;
 mod postgres;
 mod protocol;
+#[cfg(target_os = "linux")]
+mod proxy;
 mod read_file;
 mod read_races;
 mod roots;

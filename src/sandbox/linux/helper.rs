@@ -13,7 +13,6 @@ use std::process::ExitCode;
 use nix::sys::signal::{SigSet, Signal};
 use rustix::process::{Pid, WaitOptions};
 
-use crate::cli::Network;
 use crate::sandbox::contract::Contract;
 use crate::sandbox::linux::{InitArgs, Timings, init, limits, mounts, namespaces, setup_failed};
 
@@ -49,11 +48,17 @@ fn prepare(
     rest: Vec<OsString>,
     timings: &mut Timings,
 ) -> Result<(UnixStream, Pid), String> {
-    namespaces::enter(contract.network == Network::Deny)?;
+    namespaces::enter(contract.network.own_namespace())?;
     timings.step("namespaces");
-    if contract.network == Network::Deny {
+    if contract.network.own_namespace() {
         namespaces::loopback_up()?;
         timings.step("loopback");
+    }
+    // The proxy listens on the command's own loopback, served by the server (before the
+    // mounts hide the state dir, where the server's socket is).
+    if let Some(proxy) = &contract.proxy {
+        crate::sandbox::proxy::register::hand_over(&proxy.socket, &proxy.token, proxy.port)?;
+        timings.step("proxy");
     }
     let temps = mounts::apply(contract)?;
     timings.step("mounts");

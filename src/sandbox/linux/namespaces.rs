@@ -9,11 +9,12 @@ use std::path::Path;
 use nix::sched::{CloneFlags, unshare};
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
-/// Enters new mount and PID namespaces (and a network namespace when `network_deny`). The
-/// PID namespace applies to the children created from now on: the next one is its PID 1.
-pub fn enter(network_deny: bool) -> Result<(), String> {
+/// Enters new mount and PID namespaces (and a network namespace of its own unless the command
+/// shares the machine's, `own_network`). The PID namespace applies to the children created
+/// from now on: the next one is its PID 1.
+pub fn enter(own_network: bool) -> Result<(), String> {
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-    if network_deny {
+    if own_network {
         flags |= CloneFlags::CLONE_NEWNET;
     }
     if rustix::process::geteuid().is_root() && unshare(flags).is_ok() {

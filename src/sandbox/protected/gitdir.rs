@@ -85,7 +85,7 @@ pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Chan
             judge.in_git_dir(change, &dir, &inner, new);
         }
         if change.path.file_name().is_some_and(|n| n == ".git") && change.after.is_some() {
-            judge.dot_git(change, &changed);
+            judge.dot_git(change);
         }
         judge.named_by_configs(change);
     }
@@ -222,7 +222,7 @@ impl Judge<'_> {
 
     /// A `.git` entry written: a symlink is refused; a file must point at a git dir in the
     /// roots whose config and hooks pass as a new one's would.
-    fn dot_git(&mut self, change: &Change, changed: &std::collections::BTreeSet<&Path>) {
+    fn dot_git(&mut self, change: &Change) {
         match change.after {
             Some(Kind::Dir) | None => {}
             Some(Kind::Link) => {
@@ -240,8 +240,9 @@ impl Judge<'_> {
                         format!("a `.git` file pointing at `{}`, which is not a git dir", target.display()),
                     );
                 }
-                let offences = self.offences(&target, true);
-                if let Some((path, why)) = offences.into_iter().find(|(path, _)| !changed.contains(path.as_path())) {
+                // Whatever in the target offends (written now and refused, or there before), the
+                // pointer that would make git use it is refused too.
+                if let Some((path, why)) = self.offences(&target, true).into_iter().next() {
                     self.refuse(
                         &change.path,
                         format!(

@@ -21,6 +21,7 @@ fn contract(writable: &[&str], binds: Vec<Bind>, hidden: &[&str], visible: &[&st
         parent: 1,
         cwd: PathBuf::from("/Users/dev/project"),
         stage: Vec::new(),
+        proxy: None,
         helper_env: Vec::new(),
     }
 }

@@ -27,6 +27,8 @@ use crate::sandbox::handle::DirHandle;
 
 /// The manifest of a stage: what each of its layers stages (read back by a later start).
 const MANIFEST: &str = "layers.json";
+/// The suffix of a stage that was folded and is being removed.
+const DONE: &str = ".done";
 
 pub use crate::sandbox::contract::StageLayer as Layer;
 
@@ -94,10 +96,17 @@ impl Stage {
         folded
     }
 
-    /// Removes the stage (its leftovers: refused entries, the old area). Done on a thread of
-    /// its own, so a command that removed a large tree does not wait for its deletion.
+    /// Removes the stage (its leftovers: refused entries, the old area): renamed to
+    /// `NAME.done` at once (a later start removes such a one without folding it again), then
+    /// deleted on a thread of its own, so a command that removed a large tree does not wait for
+    /// its deletion.
     pub fn discard(self) {
-        let dir = self.dir;
+        let mut done = self.dir.clone().into_os_string();
+        done.push(DONE);
+        let dir = match crate::sandbox::fs::rename_state(&self.dir, std::path::Path::new(&done)) {
+            Ok(()) => PathBuf::from(done),
+            Err(_) => self.dir,
+        };
         let _ = std::thread::Builder::new().name("stage-discard".into()).spawn(move || remove_dir(&dir));
     }
 }
@@ -129,8 +138,16 @@ pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
             continue;
         }
         let dir = base.join(&name);
+        if text.ends_with(DONE) {
+            remove_dir(&dir);
+            continue;
+        }
         if let Some(stage) = Stage::open(&dir) {
             let folded = stage.fold(rules, Mode::Final);
+            if folded.applied.is_empty() && folded.refused.is_empty() && folded.failed.is_empty() {
+                remove_dir(&dir);
+                continue;
+            }
             said.push(format!(
                 "finished the fold of a command of server {pid} that ended mid-command: {} changes applied, {} refused, {} failed (they cannot be undone with `undo`)",
                 folded.applied.len(),

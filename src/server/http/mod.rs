@@ -36,6 +36,9 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves MCP on `http.addr` until a signal asks it to stop.
 pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> {
+    if config.network == crate::cli::Network::Host && config.sandbox != crate::cli::SandboxMode::FullAccess {
+        return Err("`--network host` cannot be used with `serve --http`: commands would share this machine's loopback, where this server listens, and could call it themselves (and answer its questions); use `--network allow` (the default: other hosts through the proxy) and list the local services commands need with `--network-allow 127.0.0.1:PORT`".into());
+    }
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
     let store = crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
@@ -66,6 +69,11 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     let listener = tokio::net::TcpListener::bind(http.addr).await.map_err(|err| {
         format!("cannot listen on `{}`: {err}; pick another address or port (port 0 picks a free one)", http.addr)
     })?;
+    // The proxy never takes a command there, even where the user allowed loopback.
+    #[cfg(unix)]
+    if let Ok(bound) = listener.local_addr() {
+        crate::sandbox::proxy::note_own_listener(bound);
+    }
     let local = listener.local_addr().map_err(|err| format!("cannot read the address listened on: {err}"))?;
     let _ = std::io::stderr().write_all(startup_lines(&format!("http://{local}{ENDPOINT}"), &http).as_bytes());
 

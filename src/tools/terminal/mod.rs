@@ -98,6 +98,20 @@ fn launch(
         }
         None => None,
     };
+    #[cfg(target_os = "linux")]
+    let link = match &confinement {
+        Some(_) if context.config.network.proxied() => {
+            let link = terminals.proxy_link(&context.config)?;
+            for (name, value) in crate::sandbox::proxy::environment() {
+                if !extra.contains_key(&name) {
+                    environment.retain(|(set, _)| *set != *name);
+                    environment.push((name.into(), value.into()));
+                }
+            }
+            Some(link)
+        }
+        _ => None,
+    };
     Ok(Launch {
         program,
         args,
@@ -106,6 +120,8 @@ fn launch(
         confinement,
         #[cfg(target_os = "linux")]
         stage,
+        #[cfg(target_os = "linux")]
+        link,
     })
 }
 

@@ -106,7 +106,7 @@ impl Operation for RunCommand {
         let timeout = millis("timeout_ms", args.timeout_ms.unwrap_or(TIMEOUT_MS.0), TIMEOUT_MS.1)?;
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(BACKGROUND_WAIT_MS), TIMEOUT_MS.1)?;
         let context = call.context;
-        let launch = launch(
+        let mut launch = launch(
             &context,
             (call.cwd, call.unsandboxed),
             shell_command(&context, &args.command),
@@ -170,12 +170,20 @@ impl Operation for RunCommand {
         let finished = foreground::run(&launch, stdin, &logs, watch).await;
         // What it wrote is folded now, whatever happened to it (the stage is removed after).
         #[cfg(target_os = "linux")]
-        let folded = match launch.stage.clone() {
+        let folded = match launch.stage.take() {
             Some(stage) => {
                 let _serial = context.session.writes.lock().await;
                 terminals.fold_ended(stage).await
             }
             None => Vec::new(),
+        };
+        #[cfg(target_os = "linux")]
+        let folded = {
+            let mut folded = folded;
+            if let Some(link) = &launch.link {
+                folded.extend(crate::terminal::describe_refused(&link.refused()));
+            }
+            folded
         };
         #[cfg(not(target_os = "linux"))]
         let folded: Vec<String> = Vec::new();
