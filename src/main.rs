@@ -41,13 +41,14 @@ fn main() -> ExitCode {
             return sandbox::linux::helper::main(args.collect());
         }
         Some(first) if first == sandbox::linux::probe::PROBE_SUBCOMMAND => return sandbox::linux::probe::main(),
+        Some(first) if first == sandbox::linux::holder::HOLD_SUBCOMMAND => return sandbox::linux::holder::main(args),
         _ => {}
     }
     let cli = Cli::parse();
     if let Command::Agent(args) = &cli.command {
         // The agent's stderr is its progress display: warnings only, whatever `RUST_LOG` says
         // of the other commands.
-        init_logging("warn");
+        let _logging = init_logging("warn");
         // With `--server-url` on this machine and no token given: the one a local server
         // generated into its state dir.
         let local_token = || {
@@ -59,8 +60,9 @@ fn main() -> ExitCode {
         return agent::main(args, &local_token);
     }
     let http = matches!(&cli.command, Command::Serve(args) if args.http.http.is_some());
-    // Over HTTP, one log line per request at `info`; on stdio, warnings only.
-    init_logging(if http { "warn,toolbelt_mcp::server::http=info" } else { "warn" });
+    // Over HTTP, a line per session opened and closed at `info` (each request at `debug`); on
+    // stdio, warnings only.
+    let _logging = init_logging(if http { "warn,toolbelt_mcp::server::http=info" } else { "warn" });
     let outcome = match &cli.command {
         Command::Serve(args) => resolve(&args.common).and_then(|config| serve(config, &args.http)),
         Command::Doctor(args) => resolve(args).and_then(|config| commands::doctor::run(&config)).map(|()| true),
@@ -107,12 +109,23 @@ fn resolve(args: &CommonArgs) -> Result<std::sync::Arc<Config>, String> {
 }
 
 /// Logs go to stderr (stdout is the protocol); `RUST_LOG` sets the filter (default: `default`).
-fn init_logging(default: &str) {
+/// They never block the server: lines are queued (at most `LOG_QUEUE`) for a thread that
+/// writes them, and when whoever reads stderr stops reading, the newest are dropped and
+/// counted, not waited for. The returned guard flushes the queue when the process ends.
+fn init_logging(default: &str) -> tracing_appender::non_blocking::WorkerGuard {
+    const LOG_QUEUE: usize = 4096;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_QUEUE)
+        .lossy(true)
+        .thread_name("log-writer")
+        .finish(std::io::stderr());
+    metrics::watch_dropped_logs(writer.error_counter());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    guard
 }

@@ -36,6 +36,7 @@ struct Metrics {
     sessions_open: Gauge<i64, AtomicI64>,
     commands_running: Gauge<i64, AtomicI64>,
     store_errors: Counter,
+    log_lines_dropped: Gauge<i64, AtomicI64>,
 }
 
 fn duration_histogram() -> Histogram {
@@ -83,7 +84,23 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Failures of the todo and memory store (not requests it refused)",
         store_errors.clone(),
     );
-    Metrics { registry, calls, durations, result_bytes, approvals, sessions_open, commands_running, store_errors }
+    let log_lines_dropped = Gauge::default();
+    registry.register(
+        "toolbelt_log_lines_dropped",
+        "Log lines dropped because whoever reads the server's stderr stopped reading (the server never waits for it)",
+        log_lines_dropped.clone(),
+    );
+    Metrics {
+        registry,
+        calls,
+        durations,
+        result_bytes,
+        approvals,
+        sessions_open,
+        commands_running,
+        store_errors,
+        log_lines_dropped,
+    }
 });
 
 /// Counts one finished tool call.
@@ -128,8 +145,19 @@ impl Drop for RunningCommand {
     }
 }
 
+/// Where the count of dropped log lines is read from when scraped.
+static DROPPED_LOGS: std::sync::OnceLock<tracing_appender::non_blocking::ErrorCounter> = std::sync::OnceLock::new();
+
+/// Counts the log lines the log writer drops (read when scraped).
+pub fn watch_dropped_logs(counter: tracing_appender::non_blocking::ErrorCounter) {
+    let _ = DROPPED_LOGS.set(counter);
+}
+
 /// Every metric as Prometheus (OpenMetrics) text.
 pub fn render() -> String {
+    if let Some(dropped) = DROPPED_LOGS.get() {
+        METRICS.log_lines_dropped.set(dropped.dropped_lines() as i64);
+    }
     let mut text = String::new();
     // Writing to a `String` cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &METRICS.registry);

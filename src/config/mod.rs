@@ -93,6 +93,9 @@ pub struct Config {
     pub forbidden_commands: Vec<Vec<String>>,
     /// Whether the catastrophic defaults (`rm -r /`, `mkfs`, fork bombs, …) are forbidden too.
     pub forbid_catastrophic: bool,
+    /// The most the commands of one session may keep in `/tmp`, `/var/tmp` and `/dev/shm`
+    /// together (a tmpfs per session, Linux; 0: plain directories on disk, unbounded).
+    pub max_temp_bytes: u64,
     /// Whether sandboxed commands' writes beneath the roots are staged, judged and recorded
     /// before they reach the real tree (Linux; `false`: commands write the roots directly).
     pub stage_writes: bool,
@@ -104,6 +107,9 @@ pub struct Config {
     /// else its path: `store::workspace`).
     pub workspace: Option<String>,
 }
+
+/// Default most the commands of one session keep in their temp dirs: 2 GiB.
+pub const DEFAULT_TEMP_BYTES: u64 = 2 << 30;
 
 /// The keys a config file may hold; anything else is an error naming the key.
 #[derive(Debug, Default, Deserialize)]
@@ -131,6 +137,7 @@ struct FileConfig {
     forbidden_commands: Option<Vec<Vec<String>>>,
     forbid_catastrophic: Option<bool>,
     stage_writes: Option<bool>,
+    max_temp_bytes: Option<u64>,
     deny_read: Option<Vec<PathBuf>>,
     deny_read_defaults: Option<bool>,
     max_processes: Option<u64>,
@@ -388,6 +395,7 @@ impl Config {
             forbidden_commands,
             forbid_catastrophic: file.forbid_catastrophic.unwrap_or(true),
             stage_writes: file.stage_writes.unwrap_or(true),
+            max_temp_bytes: file.max_temp_bytes.unwrap_or(DEFAULT_TEMP_BYTES),
             audit,
             workspace,
             store,

@@ -54,6 +54,8 @@ pub struct ProxyLink {
 /// how it reaches the network.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PerCommand {
+    /// The session's namespace holder, if it has one.
+    pub join: Option<u32>,
     /// Its staged roots.
     pub stage: Vec<StageLayer>,
     /// Its proxy.
@@ -105,6 +107,9 @@ pub struct Contract {
     /// Where the command's proxy listener goes (`allow` and `allowlist` networks).
     #[serde(default)]
     pub proxy: Option<ProxyLink>,
+    /// The session's namespace holder, whose namespaces (and temp tmpfs) the command joins.
+    #[serde(default)]
+    pub join: Option<u32>,
     /// Variables the server put in the helper's environment for the helper alone
     /// (`backend::HELPER_ENV`): removed before the command starts.
     #[serde(default)]

@@ -128,6 +128,7 @@ impl Confinement {
             cwd: PathBuf::from("/"),
             stage: Vec::new(),
             proxy: None,
+            join: None,
             helper_env: Vec::new(),
         };
         Ok(Some(Self { contract, stage_base: stage_base.map(Path::to_path_buf), staged, guard }))
@@ -171,6 +172,7 @@ impl Confinement {
             helper_env,
             stage: per_command.stage,
             proxy: per_command.proxy,
+            join: per_command.join,
             ..self.contract.clone()
         };
         let (program, args) = backend::wrap(&contract, program, args);

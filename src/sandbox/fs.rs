@@ -290,6 +290,59 @@ pub fn file_names(dir: &Path) -> Vec<std::ffi::OsString> {
         .unwrap_or_default()
 }
 
+/// Creates a session's private temp dir: `<system temp>/toolbelt-mcp-<uid>/<pid>-<n>-<random>`,
+/// each level mode 0700 and made new (`mkdir` fails when something is there), the per-user
+/// level accepted only when it is a directory (not a symlink) that this user owns and nobody
+/// else may enter: another local user cannot make the name first, guess it, read what is in
+/// it, or point it elsewhere.
+#[cfg(unix)]
+pub fn create_session_temp(n: u64) -> io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let uid = rustix::process::geteuid().as_raw();
+    let base = std::env::temp_dir().join(format!("toolbelt-mcp-{uid}"));
+    let mut builder = std::fs::DirBuilder::new();
+    builder.mode(0o700);
+    match builder.create(&base) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(err),
+    }
+    let meta = std::fs::symlink_metadata(&base)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        let message = format!(
+            "`{}` is not a directory of this user's that only it may enter (another user may have made it); remove it, or set TMPDIR to a directory of your own",
+            base.display()
+        );
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, message));
+    }
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
+    let dir = base.join(format!("{}-{n}-{}", std::process::id(), hex::encode(random)));
+    builder.create(&dir)?;
+    Ok(dir)
+}
+
+/// A session's private temp dir (Windows: beneath the user's own temp dir, which the profile's
+/// ACLs keep to the user).
+#[cfg(windows)]
+pub fn create_session_temp(n: u64) -> io::Result<PathBuf> {
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
+    let dir = session_temp_base().join(format!("{}-{n}-{}", std::process::id(), hex::encode(random)));
+    std::fs::create_dir_all(session_temp_base())?;
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+/// The per-user directory of every session's temp dir (`create_session_temp`).
+pub fn session_temp_base() -> PathBuf {
+    #[cfg(unix)]
+    let uid = rustix::process::geteuid().as_raw();
+    #[cfg(not(unix))]
+    let uid = 0;
+    std::env::temp_dir().join(format!("toolbelt-mcp-{uid}"))
+}
+
 /// Creates a private directory (mode 0700, parents too) for server state or scratch space.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     private_dirs().create(dir)

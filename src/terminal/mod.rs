@@ -43,9 +43,17 @@ pub struct Terminals {
     registry: Mutex<Registry>,
     /// Where foreground output spills: `<state>/output/<pid>-<n>`.
     pub spill_dir: PathBuf,
-    /// The session's temp dir: its `tmp`, `var-tmp` and `shm` are its commands' `/tmp`,
-    /// `/var/tmp` and `/dev/shm`.
-    pub private_tmp: PathBuf,
+    /// The session's temp dir (`<temp>/toolbelt-mcp-<uid>/<pid>-<n>-<random>`, made at the
+    /// first command): its `t/tmp`, `t/var-tmp` and `t/shm` are its commands' `/tmp`,
+    /// `/var/tmp` and `/dev/shm` (on Linux in a tmpfs the session's holder keeps).
+    private_tmp: std::sync::OnceLock<PathBuf>,
+    /// The connection's number in this process.
+    number: u64,
+    /// The most its temp tmpfs may hold (0: plain directories on disk).
+    temp_bytes: u64,
+    /// The holder of its namespaces (and temp tmpfs), started with its first command.
+    #[cfg(target_os = "linux")]
+    holder: Mutex<Option<crate::sandbox::linux::holder::Holder>>,
     max_sessions: usize,
     /// Most bytes of output a session keeps in memory.
     pub ring_bytes: usize,
@@ -98,7 +106,11 @@ impl Terminals {
         Self {
             registry: Mutex::new(Registry::default()),
             spill_dir: config.state_dir.join("output").join(format!("{pid}-{n}")),
-            private_tmp: std::env::temp_dir().join(format!("toolbelt-mcp-{pid}-{n}")),
+            private_tmp: std::sync::OnceLock::new(),
+            number: n,
+            temp_bytes: config.max_temp_bytes,
+            #[cfg(target_os = "linux")]
+            holder: Mutex::new(None),
             max_sessions: config.max_sessions,
             ring_bytes: config.session_output_bytes,
             staging: Arc::new(Staging { own, ..Staging::default() }),
@@ -109,11 +121,52 @@ impl Terminals {
         self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The session's temp dir, made on first use (see the field).
+    fn private_tmp(&self) -> Result<&PathBuf, ToolError> {
+        if let Some(dir) = self.private_tmp.get() {
+            return Ok(dir);
+        }
+        let made = fs::create_session_temp(self.number)
+            .map_err(|err| ToolError::Sandbox(format!("cannot create the session's private temp dir: {err}")))?;
+        Ok(self.private_tmp.get_or_init(|| made))
+    }
+
+    /// The commands' temp dir of the session: `<private temp>/t`.
+    fn command_temp(&self) -> Result<PathBuf, ToolError> {
+        Ok(self.private_tmp()?.join("t"))
+    }
+
+    /// The pid of the session's namespace holder, started now if it is not running (Linux,
+    /// unless the temp tmpfs is off).
+    #[cfg(target_os = "linux")]
+    pub fn holder(&self) -> Result<Option<u32>, ToolError> {
+        if self.temp_bytes == 0 {
+            return Ok(None);
+        }
+        let mut holder = self.holder.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(running) = holder.as_ref() {
+            return Ok(Some(running.pid()));
+        }
+        let temp = self.command_temp()?;
+        fs::create_private_dir(&temp)
+            .map_err(|err| ToolError::Sandbox(format!("cannot create `{}`: {err}", temp.display())))?;
+        let started = crate::sandbox::linux::holder::Holder::start(&temp, self.temp_bytes).map_err(|err| {
+            ToolError::Sandbox(format!(
+                "{err}; set `max_temp_bytes = 0` to keep the commands' temp files on disk instead"
+            ))
+        })?;
+        let pid = started.pid();
+        *holder = Some(started);
+        Ok(Some(pid))
+    }
+
     /// The confinement for a command started now, creating the session's temp dir.
     pub fn confinement(&self, config: &Config, roots: &[PathBuf]) -> Result<Option<Confinement>, ToolError> {
+        let private_tmp = self.private_tmp()?.clone();
+        let command_temp = self.command_temp()?;
         // The state dir exists before any command runs, so it is protected from the first;
         // the spill dir too, as the one part of it the session's commands may read.
-        for dir in [&self.private_tmp, &config.state_dir, &self.spill_dir] {
+        for dir in [&command_temp, &config.state_dir, &self.spill_dir] {
             fs::create_private_dir(dir).map_err(|err| {
                 ToolError::Internal(format!("cannot create the directory `{}`: {err}", dir.display()))
             })?;
@@ -127,12 +180,12 @@ impl Terminals {
         let visible = [self.spill_dir.clone()];
         #[cfg(target_os = "linux")]
         let stage_base = if config.stage_writes {
-            let base = crate::sandbox::stage::base(&config.state_dir, &self.private_tmp, roots);
+            let base = crate::sandbox::stage::base(&config.state_dir, &private_tmp, roots);
             Some(base.ok_or_else(|| {
                 ToolError::Sandbox(format!(
                     "cannot stage commands' writes: the state dir `{}` and the temp dir `{}` both lie in a root (or hold one); set `state_dir` outside the roots, or `stage_writes = false`",
                     config.state_dir.display(),
-                    self.private_tmp.display()
+                    private_tmp.display()
                 ))
             })?)
         } else {
@@ -144,7 +197,7 @@ impl Terminals {
             mode: config.sandbox,
             roots,
             writable_roots: &config.writable_roots,
-            temp: &self.private_tmp,
+            temp: &command_temp,
             own_files: &own_files,
             hidden: &hidden,
             visible: &visible,
@@ -343,10 +396,14 @@ impl Terminals {
         running.chain(registry.lingering.iter().copied()).collect()
     }
 
-    /// Removes spilled output and the private temp dir.
+    /// Removes spilled output, the holder (and its tmpfs) and the private temp dir.
     pub fn remove_scratch(&self) {
         fs::remove_state_dir(&self.spill_dir);
-        fs::remove_state_dir(&self.private_tmp);
+        #[cfg(target_os = "linux")]
+        drop(self.holder.lock().unwrap_or_else(|p| p.into_inner()).take());
+        if let Some(dir) = self.private_tmp.get() {
+            fs::remove_state_dir(dir);
+        }
     }
 }
 
@@ -523,9 +580,12 @@ impl Registry {
 pub fn recover_stages(state_dir: &Path, own: &[PathBuf]) -> Vec<String> {
     let rules = crate::sandbox::stage::Rules::new(own.to_vec());
     let mut said = crate::sandbox::stage::recover(&state_dir.join("stage"), &rules);
-    for name in fs::file_names(&std::env::temp_dir()) {
-        if name.to_string_lossy().starts_with("toolbelt-mcp-") {
-            said.extend(crate::sandbox::stage::recover(&std::env::temp_dir().join(name).join("stage"), &rules));
+    let sessions = fs::session_temp_base();
+    for name in fs::file_names(&sessions) {
+        let alive =
+            name.to_string_lossy().split('-').next().and_then(|p| p.parse::<u32>().ok()).is_some_and(fs::process_alive);
+        if !alive {
+            said.extend(crate::sandbox::stage::recover(&sessions.join(name).join("stage"), &rules));
         }
     }
     said
@@ -534,5 +594,5 @@ pub fn recover_stages(state_dir: &Path, own: &[PathBuf]) -> Vec<String> {
 /// Removes spilled output and private temp dirs left by servers that are no longer running.
 pub fn sweep_dead_servers_output_and_temp(state_dir: &Path) -> usize {
     fs::remove_dirs_of_dead_servers(&state_dir.join("output"), "")
-        + fs::remove_dirs_of_dead_servers(&std::env::temp_dir(), "toolbelt-mcp-")
+        + fs::remove_dirs_of_dead_servers(&fs::session_temp_base(), "")
 }

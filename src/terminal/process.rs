@@ -42,6 +42,9 @@ pub struct Launch {
     /// the command may run.
     #[cfg(target_os = "linux")]
     pub link: Option<Arc<crate::sandbox::proxy::Link>>,
+    /// The session's namespace holder, whose temp tmpfs the command joins.
+    #[cfg(target_os = "linux")]
+    pub join: Option<u32>,
 }
 
 /// A started piped command.
@@ -115,6 +118,7 @@ impl Launch {
             Some(confinement) => {
                 #[cfg(target_os = "linux")]
                 let per_command = crate::sandbox::contract::PerCommand {
+                    join: self.join,
                     stage: self.stage.as_ref().map_or_else(Vec::new, |stage| stage.layers().to_vec()),
                     proxy: self.link.as_ref().map(|link| crate::sandbox::contract::ProxyLink {
                         socket: link.socket().to_path_buf(),
@@ -367,6 +371,8 @@ mod tests {
             stage: None,
             #[cfg(target_os = "linux")]
             link: None,
+            #[cfg(target_os = "linux")]
+            join: None,
         };
         let mut piped = launch.spawn_piped(false, false).unwrap();
         assert_ne!(piped.pgid, std::process::id());

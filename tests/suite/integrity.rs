@@ -82,6 +82,8 @@ async fn what_killed_servers_left_is_removed_by_the_next_start() {
     let temp = ws.state_home.join("system-tmp");
     std::fs::create_dir_all(&temp).unwrap();
     let env = [("TMPDIR", temp.to_str().unwrap())];
+    // Sessions' temp dirs are made in a directory of this user's own there.
+    let temp = temp.join(format!("toolbelt-mcp-{}", rustix::process::geteuid().as_raw()));
     let big: String =
         (0..40_000).map(|i| format!("line {i} of a file large enough for its undo data to go to disk\n")).collect();
     std::fs::write(ws.root.join("big.txt"), &big).unwrap();

@@ -12,6 +12,8 @@ mod confinement;
 mod corners;
 pub mod deploy;
 mod escapes;
+#[cfg(target_os = "linux")]
+mod hardening;
 pub mod http;
 mod integrity;
 #[cfg(target_os = "linux")]

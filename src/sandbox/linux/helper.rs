@@ -48,7 +48,10 @@ fn prepare(
     rest: Vec<OsString>,
     timings: &mut Timings,
 ) -> Result<(UnixStream, Pid), String> {
-    namespaces::enter(contract.network.own_namespace())?;
+    match contract.join {
+        Some(holder) => namespaces::join(holder, contract.network.own_namespace())?,
+        None => namespaces::enter(contract.network.own_namespace())?,
+    }
     timings.step("namespaces");
     if contract.network.own_namespace() {
         namespaces::loopback_up()?;

@@ -7,6 +7,7 @@
 
 pub mod caps;
 pub mod helper;
+pub mod holder;
 pub mod init;
 pub mod limits;
 pub mod mounts;

@@ -1,4 +1,5 @@
-//! The namespaces a command runs in: mount and PID always, network when denied, and a user
+//! The namespaces a command runs in: mount, PID and IPC always, network unless it shares the
+//! machine's (`host`), and a user
 //! namespace mapping only the caller's own ids whenever the caller is not root (root creates
 //! the others directly and its init drops every capability instead). Then loopback is brought
 //! up in a new network namespace with one netlink message.
@@ -13,7 +14,9 @@ use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 /// shares the machine's, `own_network`). The PID namespace applies to the children created
 /// from now on: the next one is its PID 1.
 pub fn enter(own_network: bool) -> Result<(), String> {
-    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    // IPC too: no SysV shared memory, semaphores or message queues of the user's other
+    // processes (nor POSIX message queues) are reachable.
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
     if own_network {
         flags |= CloneFlags::CLONE_NEWNET;
     }
@@ -26,13 +29,64 @@ pub fn enter(own_network: bool) -> Result<(), String> {
             "cannot create the command's namespaces ({e}); unprivileged user namespaces are disabled or blocked here (e.g. `kernel.unprivileged_userns_clone=0`, an AppArmor restriction, or a container's seccomp profile)"
         )
     })?;
+    map_ids(uid, gid)
+}
+
+/// Enters what a session's holder keeps (`holder.rs`): a user namespace mapping the caller's
+/// own ids and a mount namespace (root: only a mount namespace), the machine's mounts made
+/// slaves, so what the holder mounts stays in it while mounts made later on the machine still
+/// reach it.
+pub fn enter_holder() -> Result<(), String> {
+    if rustix::process::geteuid().is_root() {
+        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("cannot create a mount namespace ({e})"))?;
+    } else {
+        let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|e| {
+            format!("cannot create the session's namespaces ({e}); unprivileged user namespaces are disabled or blocked here")
+        })?;
+        map_ids(uid, gid)?;
+    }
+    nix::mount::mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        nix::mount::MsFlags::MS_REC | nix::mount::MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot make the session's mounts slaves: {e}"))
+}
+
+/// Joins the user (unless root) and mount namespaces of the session's holder `pid`, then
+/// enters new mount, PID and IPC namespaces (and network unless `own_network` is false)
+/// inside them: the command sees the holder's mounts (its temp tmpfs) and changes none.
+pub fn join(pid: u32, own_network: bool) -> Result<(), String> {
+    use std::os::fd::AsFd;
+    let open = |kind: &str| {
+        std::fs::File::open(format!("/proc/{pid}/ns/{kind}"))
+            .map_err(|e| format!("cannot reach the session's namespaces ({kind}: {e}); the session may have ended"))
+    };
+    let (user, mnt) = (open("user")?, open("mnt")?);
+    if !rustix::process::geteuid().is_root() {
+        nix::sched::setns(user.as_fd(), CloneFlags::CLONE_NEWUSER)
+            .map_err(|e| format!("cannot join the session's user namespace: {e}"))?;
+    }
+    nix::sched::setns(mnt.as_fd(), CloneFlags::CLONE_NEWNS)
+        .map_err(|e| format!("cannot join the session's mount namespace: {e}"))?;
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
+    if own_network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(flags).map_err(|e| format!("cannot create the command's namespaces ({e})"))
+}
+
+/// Maps only the caller's own ids in its new user namespace.
+fn map_ids(uid: u32, gid: u32) -> Result<(), String> {
     let write = |file: &str, text: String| {
         std::fs::write(Path::new("/proc/self").join(file), text).map_err(|e| format!("cannot write `{file}`: {e}"))
     };
     write("setgroups", "deny".into())?;
     write("uid_map", format!("{uid} {uid} 1"))?;
-    write("gid_map", format!("{gid} {gid} 1"))?;
-    Ok(())
+    write("gid_map", format!("{gid} {gid} 1"))
 }
 
 /// `RTM_NEWLINK` asking for `IFF_UP` on interface 1 (`lo` in a new network namespace):

@@ -22,6 +22,7 @@ fn contract(writable: &[&str], binds: Vec<Bind>, hidden: &[&str], visible: &[&st
         cwd: PathBuf::from("/Users/dev/project"),
         stage: Vec::new(),
         proxy: None,
+        join: None,
         helper_env: Vec::new(),
     }
 }

@@ -388,6 +388,9 @@ impl Fold<'_> {
             return self.fail(path, "write", &err);
         }
         super::layer::strip(real, &temp);
+        // A setuid or setgid file never reaches the real tree from a command (a copied-up one
+        // it changed would keep its bit, with the command's content).
+        tree::clear_setid(real, &temp);
         self.swap_in(real, &temp, name, path, before, kind);
     }
 

@@ -41,7 +41,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     let asked_session = header_text(request.headers(), SESSION_HEADER);
     let response = check(&guard, request, next).await;
     let session = asked_session.or_else(|| header_text(response.headers(), SESSION_HEADER));
-    tracing::info!(
+    tracing::debug!(
         %method,
         path,
         status = response.status().as_u16(),

@@ -99,6 +99,11 @@ fn launch(
         None => None,
     };
     #[cfg(target_os = "linux")]
+    let join = match &confinement {
+        Some(_) => terminals.holder()?,
+        None => None,
+    };
+    #[cfg(target_os = "linux")]
     let link = match &confinement {
         Some(_) if context.config.network.proxied() => {
             let link = terminals.proxy_link(&context.config)?;
@@ -122,6 +127,8 @@ fn launch(
         stage,
         #[cfg(target_os = "linux")]
         link,
+        #[cfg(target_os = "linux")]
+        join,
     })
 }
 

@@ -1,0 +1,143 @@
+//! Security v3, the second part: shared machines, secrets, and a server nothing can freeze.
+//! Each finding of the review, tried the way it was found.
+
+use serde_json::json;
+
+use super::common::{Client, Workspace};
+
+/// Finding 1: another local user made the commands' temp dir first (its name was
+/// predictable), or a symlink in its place. Now the name is random, beneath a directory of
+/// the server's user that nobody else may enter, checked before use.
+#[tokio::test]
+async fn a_temp_dir_another_user_made_is_never_used() {
+    let ws = Workspace::new();
+    let temp = ws.state_home.join("system-tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let uid = rustix::process::geteuid().as_raw();
+    let planted = temp.join(format!("toolbelt-mcp-{uid}"));
+    // Open to everyone (as another user's would be), then a symlink to elsewhere.
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let env = [("TMPDIR", temp.to_str().unwrap())];
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    let reply = client.run("echo secret > /tmp/x; echo ran").await;
+    assert!(reply.is_error && reply.text.contains("only it may enter"), "{}", reply.text);
+    client.close().await;
+    std::fs::remove_dir(&planted).unwrap();
+    std::os::unix::fs::symlink(&ws.outside, &planted).unwrap();
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    let reply = client.run("echo ran").await;
+    assert!(reply.is_error && reply.text.contains("only it may enter"), "{}", reply.text);
+    client.close().await;
+    assert_eq!(std::fs::read_dir(&ws.outside).unwrap().count(), 1, "nothing was made through the symlink");
+    // Made by the server itself: private, and each session's name unguessable.
+    std::fs::remove_file(&planted).unwrap();
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    let reply = client.run("echo ran").await;
+    assert!(!reply.is_error, "{}", reply.text);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&planted).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700);
+    let session = std::fs::read_dir(&planted).unwrap().next().unwrap().unwrap().file_name();
+    let random = session.to_string_lossy().rsplit('-').next().unwrap().to_string();
+    assert_eq!(random.len(), 16, "{session:?}");
+    client.close().await;
+}
+
+/// Finding 10 (the temp part): a session's `/tmp`, `/var/tmp` and `/dev/shm` are one tmpfs of
+/// bounded size, kept from one command to the next.
+#[tokio::test]
+async fn the_temp_dirs_are_bounded_and_kept_for_the_session() {
+    let ws = Workspace::new();
+    let config = ws.config_home.join("small-temp.toml");
+    std::fs::write(&config, "max_temp_bytes = 16777216\n").unwrap();
+    let client = Client::start(&ws, &["--config", config.to_str().unwrap()]).await;
+    let reply = client.run("echo kept > /tmp/k; head -c 33554432 /dev/zero > /dev/shm/big; echo exit=$?").await;
+    assert!(reply.text.contains("No space left") && reply.text.contains("exit=1"), "{}", reply.text);
+    let reply = client.run("cat /tmp/k; df -B1 --output=size /tmp | tail -1").await;
+    assert!(reply.text.contains("kept") && reply.text.contains("16777216"), "{}", reply.text);
+    client.close().await;
+}
+
+/// Finding 5: a command leaves no setuid or setgid file (a root server's would run as root for
+/// anyone): the kernel refuses making one, and a fold clears a bit a copied-up file kept.
+#[tokio::test]
+async fn no_setuid_or_setgid_file_is_left() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let reply = client
+        .run("cp /bin/true x && chmod 4755 x; echo chmod=$?; chmod 2755 x; echo sgid=$?; python3 -c 'import os; os.open(\"y\", os.O_CREAT|os.O_WRONLY, 0o4755)'; echo open=$?")
+        .await;
+    let out = reply.joined("stdout");
+    assert!(out.contains("chmod=1") && out.contains("sgid=1") && out.contains("open=1"), "{}", reply.text);
+    for name in ["x", "y"] {
+        if let Ok(meta) = std::fs::metadata(ws.root.join(name)) {
+            assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o6000, 0, "{name}");
+        }
+    }
+    if rustix::process::geteuid().is_root() {
+        // A setuid file the user has, changed by a command: the bit does not survive.
+        std::fs::write(ws.root.join("tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(ws.root.join("tool"), std::os::unix::fs::PermissionsExt::from_mode(0o4755)).unwrap();
+        let reply = client.run("echo 'echo changed' >> tool").await;
+        assert!(!reply.is_error, "{}", reply.text);
+        let meta = std::fs::metadata(ws.root.join("tool")).unwrap();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o6000, 0);
+    }
+    client.close().await;
+}
+
+/// Finding 7: SysV IPC of the user's other processes (shared memory here).
+#[tokio::test]
+async fn shared_memory_of_other_processes_is_out_of_reach() {
+    let ws = Workspace::new();
+    let made = std::process::Command::new("python3")
+        .args(["-c", "import sys, ctypes; libc = ctypes.CDLL(None); print(libc.shmget(0x7011, 4096, 0o1666))"])
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&made.stdout).trim().to_string();
+    assert!(id.parse::<i64>().is_ok_and(|id| id >= 0), "{id}");
+    let client = Client::start(&ws, &[]).await;
+    let reply = client.run("ipcs -m | grep -c 0x00007011 || true").await;
+    assert_eq!(reply.joined("stdout").trim(), "0", "{}", reply.text);
+    client.close().await;
+    let _ = std::process::Command::new("ipcrm").args(["-m", &id]).status();
+}
+
+/// Finding 6: the credentials agents' users have are hidden by default, from commands and
+/// from `read_file`.
+#[tokio::test]
+async fn the_credentials_of_agent_hosts_and_tools_are_hidden() {
+    let ws = Workspace::new();
+    let home = ws.outside.join("home");
+    let secrets = [
+        ".config/gh/hosts.yml",
+        ".claude/.credentials.json",
+        ".claude.json",
+        ".codex/auth.json",
+        ".gemini/oauth_creds.json",
+        ".qwen/oauth_creds.json",
+        ".config/github-copilot/apps.json",
+        ".pgpass",
+        ".vault-token",
+        ".terraform.d/credentials.tfrc.json",
+        ".cache/huggingface/token",
+        ".m2/settings.xml",
+        ".gradle/gradle.properties",
+        ".my.cnf",
+        ".config/hub",
+    ];
+    for secret in secrets {
+        let path = home.join(secret);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "SECRET-TOKEN-42\n").unwrap();
+    }
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    for secret in secrets {
+        let path = home.join(secret);
+        let reply = client.run(&format!("cat '{}' 2>&1; echo read", path.display())).await;
+        assert!(!reply.text.contains("SECRET-TOKEN"), "{secret}: {}", reply.text);
+        let reply = client.file(json!({"operation": "read_file", "path": path.to_str().unwrap()})).await;
+        assert!(reply.is_error && !reply.text.contains("SECRET-TOKEN"), "{secret}: {}", reply.text);
+    }
+    client.close().await;
+}
