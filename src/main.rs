@@ -96,11 +96,14 @@ fn serve(config: std::sync::Arc<Config>, args: &cli::HttpArgs) -> Result<bool, S
         None => tokio::runtime::Builder::new_current_thread().enable_all().build(),
     }
     .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    match http {
+    let served = match http {
         Some(http) => runtime.block_on(server::http::serve(config, http)),
         None => runtime.block_on(server::stdio::serve(config)),
-    }
-    .map(|()| true)
+    };
+    // A blocking task still running (a read the kernel holds) does not keep the process from
+    // exiting: the runtime waits for it no longer than this.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    served.map(|()| true)
 }
 
 fn resolve(args: &CommonArgs) -> Result<std::sync::Arc<Config>, String> {

@@ -83,9 +83,17 @@ pub fn read_link(path: &Path) -> io::Result<PathBuf> {
     std::fs::read_link(path)
 }
 
-/// Reads a small text file whole (config file, schemas, README): at most 4 MiB.
+/// Reads a small text file whole (config file, schemas, README): at most 4 MiB, a regular
+/// file only, opened without blocking (a FIFO in its place is refused, never waited on).
 pub fn read_small_text(path: &Path) -> io::Result<String> {
-    let file = File::open(path)?;
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!("`{}` is not a regular file", path.display())));
+    }
     let mut text = String::new();
     file.take(SMALL_FILE_LIMIT + 1).read_to_string(&mut text)?;
     if text.len() as u64 > SMALL_FILE_LIMIT {

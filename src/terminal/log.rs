@@ -1,7 +1,8 @@
 //! One output stream of a command or session: every byte gets an absolute offset (the
 //! cursor `read_output` pages with). The newest bytes stay in a ring in memory; a stream can
-//! also spill everything it ever received to a file, so even output larger than the ring
-//! stays readable from its first byte.
+//! also spill what it received to a file, so output larger than the ring stays readable from
+//! its first byte, up to a cap: past it the file keeps the head, the ring the tail, and what
+//! lies between is dropped (and said to be: its size is known).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -37,10 +38,12 @@ struct State {
 enum Spill {
     /// Only the ring.
     Never,
-    /// Copy everything to `path` once more than `after` bytes arrived.
-    After { after: u64, path: PathBuf },
-    /// Every byte so far is in the file.
-    Active { file: File, path: PathBuf },
+    /// Copy everything to `path` once more than `after` bytes arrived, at most `cap` bytes.
+    After { after: u64, path: PathBuf, cap: u64 },
+    /// Every byte so far is in the file (until `cap`).
+    Active { file: File, path: PathBuf, cap: u64 },
+    /// The file holds the first `head` bytes; later ones are in the ring only.
+    Capped { file: File, path: PathBuf, head: u64 },
     /// Spilling failed: only the ring is left.
     Failed,
 }
@@ -64,10 +67,16 @@ impl OutputLog {
         Self::with_spill(cap, None)
     }
 
-    /// A log that copies all its bytes to `path` once it outgrows `spill_after` bytes.
+    /// A log that copies its bytes to `path` once it outgrows `spill_after` bytes, keeping at
+    /// most [`SPILL_CAP`] of them there.
     pub fn with_spill(cap: usize, spill: Option<(u64, PathBuf)>) -> Self {
+        Self::with_spill_cap(cap, spill, SPILL_CAP)
+    }
+
+    /// [`Self::with_spill`] with the file's cap given.
+    pub fn with_spill_cap(cap: usize, spill: Option<(u64, PathBuf)>, spill_cap: u64) -> Self {
         let spill = match spill {
-            Some((after, path)) => Spill::After { after, path },
+            Some((after, path)) => Spill::After { after, path, cap: spill_cap },
             None => Spill::Never,
         };
         let state = State { ring: VecDeque::new(), start: 0, total: 0, cap: cap.max(1), spill, closed: false };
@@ -83,6 +92,7 @@ impl OutputLog {
         let total = {
             let mut state = self.lock();
             state.spill_if_due(bytes.len() as u64);
+            state.cap_spill_if_due(bytes.len() as u64);
             if let Spill::Active { file, .. } = &mut state.spill {
                 if file.write_all(bytes).is_ok() {
                     // The file holds everything: no second copy in memory.
@@ -122,6 +132,16 @@ impl OutputLog {
         self.lock().ring.len()
     }
 
+    /// Bytes kept in the spill file.
+    pub fn spilled_bytes(&self) -> u64 {
+        let state = self.lock();
+        match &state.spill {
+            Spill::Active { .. } => state.total,
+            Spill::Capped { head, .. } => *head,
+            _ => 0,
+        }
+    }
+
     /// Total bytes received so far.
     pub fn total(&self) -> u64 {
         self.lock().total
@@ -153,6 +173,15 @@ impl OutputLog {
         let from = from.min(total);
         if let Spill::Active { file, .. } = &state.spill {
             let len = (total - from).min(max as u64) as usize;
+            let mut bytes = vec![0; len];
+            if crate::sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
+                return Chunk { from, bytes, dropped: 0, total };
+            }
+        }
+        if let Spill::Capped { file, head, .. } = &state.spill
+            && from < *head
+        {
+            let len = (head - from).min(max as u64) as usize;
             let mut bytes = vec![0; len];
             if crate::sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
                 return Chunk { from, bytes, dropped: 0, total };
@@ -191,7 +220,7 @@ impl OutputLog {
     /// Removes the spill file (when the session is forgotten).
     pub fn discard_spill(&self) {
         let mut state = self.lock();
-        if let Spill::Active { path, .. } = &state.spill {
+        if let Spill::Active { path, .. } | Spill::Capped { path, .. } = &state.spill {
             let _ = fs::remove_file(path);
         }
         state.spill = Spill::Failed;
@@ -202,7 +231,8 @@ impl State {
     /// Starts spilling when `incoming` more bytes would pass the threshold: the ring still
     /// holds every byte so far (the threshold is below the ring's cap), so it goes first.
     fn spill_if_due(&mut self, incoming: u64) {
-        let Spill::After { after, path } = &self.spill else { return };
+        let Spill::After { after, path, cap } = &self.spill else { return };
+        let cap = *cap;
         if self.total + incoming <= *after {
             return;
         }
@@ -219,7 +249,7 @@ impl State {
                     Ok(()) => {
                         self.ring = VecDeque::new();
                         self.start = self.total;
-                        Spill::Active { file, path }
+                        Spill::Active { file, path, cap }
                     }
                     Err(_) => Spill::Failed,
                 }
@@ -231,6 +261,23 @@ impl State {
         };
     }
 }
+
+impl State {
+    /// Stops the file at its cap when `incoming` more bytes would pass it: from then on the
+    /// file is the head and the ring the tail.
+    fn cap_spill_if_due(&mut self, incoming: u64) {
+        let Spill::Active { cap, .. } = &self.spill else { return };
+        if self.total + incoming <= *cap {
+            return;
+        }
+        let Spill::Active { file, path, .. } = std::mem::replace(&mut self.spill, Spill::Failed) else { return };
+        self.spill = Spill::Capped { file, path, head: self.total };
+        self.start = self.total;
+    }
+}
+
+/// The most of one stream its spill file keeps (the head; the ring keeps the tail).
+pub const SPILL_CAP: u64 = 64 << 20;
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]
@@ -265,6 +312,24 @@ mod tests {
         assert_eq!((head.bytes, tail.unwrap().bytes), (b"hello".to_vec(), b"world ".to_vec()));
         log.discard_spill();
         assert_eq!(std::fs::read_dir(dir.path().join("out")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_spill_stops_at_its_cap_keeping_the_head_and_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.stdout");
+        let log = OutputLog::with_spill_cap(16, Some((8, path.clone())), 32);
+        for i in 0..100u8 {
+            log.append(&[b'a' + i % 26; 4]);
+        }
+        assert_eq!(log.total(), 400);
+        assert!(std::fs::metadata(&path).unwrap().len() <= 32, "the file stops at its cap");
+        assert_eq!(log.read(0, 8).bytes, b"aaaabbbb", "the head stays readable");
+        let tail = log.read(396, 4);
+        assert_eq!((tail.bytes.as_slice(), tail.dropped), (&[b'a' + 99 % 26; 4][..], 0));
+        let middle = log.read(100, 4);
+        assert!(middle.dropped > 0 && middle.from > 100, "{middle:?}");
+        assert_eq!(log.count_newlines(0, 400), None, "what was dropped cannot be counted");
     }
 
     #[tokio::test]

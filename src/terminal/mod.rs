@@ -34,8 +34,10 @@ const SWEEP_EVERY: Duration = Duration::from_millis(250);
 const ENDED_MAX_AGE: Duration = Duration::from_secs(3600);
 /// At most this many ended sessions are kept listable…
 const ENDED_MAX_COUNT: usize = 64;
-/// …holding at most this much output in memory together (spilled output is on disk).
+/// …holding at most this much output in memory together…
 const ENDED_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// …and at most this much spilled to disk (each stream's spill is capped too).
+const ENDED_MAX_DISK: u64 = 1 << 30;
 
 /// One connection's commands and sessions.
 #[derive(Debug)]
@@ -556,12 +558,20 @@ impl Registry {
     /// limits.
     fn prune(&mut self) {
         let now = Instant::now();
-        let mut ended: Vec<(u64, Instant, usize)> =
-            self.sessions.iter().filter_map(|(n, s)| s.ended_at().map(|at| (*n, at, s.memory_bytes()))).collect();
-        ended.sort_by_key(|(_, at, _)| *at);
-        let (mut count, mut bytes) = (ended.len(), ended.iter().map(|(_, _, b)| b).sum::<usize>());
-        for (number, at, memory) in ended {
-            let over = count > ENDED_MAX_COUNT || bytes > ENDED_MAX_BYTES || now.duration_since(at) > ENDED_MAX_AGE;
+        let mut ended: Vec<(u64, Instant, usize, u64)> = self
+            .sessions
+            .iter()
+            .filter_map(|(n, s)| s.ended_at().map(|at| (*n, at, s.memory_bytes(), s.disk_bytes())))
+            .collect();
+        ended.sort_by_key(|(_, at, _, _)| *at);
+        let mut count = ended.len();
+        let mut bytes = ended.iter().map(|(_, _, b, _)| b).sum::<usize>();
+        let mut disk = ended.iter().map(|(_, _, _, d)| d).sum::<u64>();
+        for (number, at, memory, spilled) in ended {
+            let over = count > ENDED_MAX_COUNT
+                || bytes > ENDED_MAX_BYTES
+                || disk > ENDED_MAX_DISK
+                || now.duration_since(at) > ENDED_MAX_AGE;
             if !over {
                 break;
             }
@@ -570,6 +580,7 @@ impl Registry {
             }
             count -= 1;
             bytes -= memory;
+            disk -= spilled;
         }
     }
 }

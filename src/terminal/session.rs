@@ -297,6 +297,11 @@ impl TermSession {
         self.out.memory_bytes() + self.err.as_ref().map_or(0, |e| e.memory_bytes())
     }
 
+    /// Bytes of output spilled to disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.out.spilled_bytes() + self.err.as_ref().map_or(0, |e| e.spilled_bytes())
+    }
+
     /// Drops spilled output (when the session is forgotten).
     pub fn discard(&self) {
         self.out.discard_spill();

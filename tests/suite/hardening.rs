@@ -141,3 +141,66 @@ async fn the_credentials_of_agent_hosts_and_tools_are_hidden() {
     }
     client.close().await;
 }
+
+/// Finding 2: a FIFO where the server reads (a nested repository's `.git/config`, an ignore
+/// file, a config file) freezes nothing: the call answers, the next calls too, and the server
+/// still stops on `SIGTERM`.
+#[tokio::test]
+async fn a_fifo_freezes_nothing() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let reply =
+        client.run("git init -q n && rm n/.git/config && mkfifo n/.git/config n/.gitignore sub.fifo; echo made").await;
+    assert!(reply.text.contains("made"), "{}", reply.text);
+    assert!(reply.text.contains("n/.git/config") && reply.text.contains("sub.fifo"), "{}", reply.text);
+    // FIFOs the user made: the walks read an ignore file that is one as empty.
+    std::process::Command::new("mkfifo").arg(ws.root.join("src/.gitignore")).status().unwrap();
+    for args in [
+        json!({"operation": "list_dir", "path": ".", "depth": 3}),
+        json!({"operation": "grep_search", "pattern": "fn "}),
+        json!({"operation": "file_search", "pattern": "**/*.rs"}),
+    ] {
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(10), client.file(args.clone())).await;
+        assert!(answered.is_ok_and(|r| !r.is_error), "{args}");
+    }
+    let pid = client.pid.unwrap();
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::TERM)
+        .unwrap();
+    assert!(super::common::wait_gone(pid, 10).await, "the server ignored SIGTERM");
+    // A config file that is a FIFO is refused, not waited on.
+    let fifo = ws.config_home.join("fifo.toml");
+    std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tokio::process::Command::new(super::common::BIN).args(["doctor", "--config", fifo.to_str().unwrap()]).output(),
+    )
+    .await
+    .expect("a FIFO config was waited on")
+    .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+}
+
+/// Finding 10: output spilled to the state dir is bounded (its head on disk, its tail in
+/// memory, the size of what lies between said), in every sandbox mode.
+#[tokio::test]
+async fn spilled_output_is_bounded() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &["--sandbox", "read-only"]).await;
+    let reply = client.run("head -c 300000000 /dev/zero | tr '\\0' a; echo; echo last-line").await;
+    assert!(reply.text.contains("last-line") && reply.text.contains("omitted"), "{}", &reply.text[..500]);
+    let output = ws.state_home.join("toolbelt-mcp/output");
+    let spilled: u64 = walk_sizes(&output);
+    assert!(spilled <= 65 << 20, "{spilled} bytes spilled");
+    client.close().await;
+}
+
+fn walk_sizes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() { walk_sizes(&e.path()) } else { meta.len() }
+        })
+        .sum()
+}

@@ -267,6 +267,12 @@ impl Fold<'_> {
                     self.refused.entry(change.path.clone()).or_insert(format!("a `.env`: {why}"));
                 }
             }
+            if change.after == Some(Kind::Other) {
+                self.refused.entry(change.path.clone()).or_insert_with(|| {
+                    "a FIFO, socket or device never reaches the real tree (a program reading it would wait for ever; one bound to a process means nothing once it ended)".to_string()
+                });
+                continue;
+            }
             let why = match change.after {
                 None => rules
                     .own

@@ -271,7 +271,8 @@ fn file_rules(
         Some(Kind::Dir) => Ok(None),
         Some(Kind::File) => Ok(read_rules(dir, name, rooted, file)),
         Some(Kind::Link) => Err(Declined::Unusual("a symlinked ignore file")),
-        Some(Kind::Other) => Err(Declined::Unusual("an ignore file that is not a file")),
+        // A FIFO, socket or device: `ignore` would wait on it for ever; it is read as empty.
+        Some(Kind::Other) => Ok(None),
     }
 }
 
