@@ -224,20 +224,21 @@ impl Session {
         self.grants.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Notes that the question with `fingerprint` was put to the client now.
-    pub fn note_question(&self, fingerprint: &str) {
+    /// Notes that a question naming `nonce` was put to the client now.
+    pub fn note_question(&self, nonce: &str) {
         let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
-        questions.retain(|(asked, _)| asked != fingerprint);
         if questions.len() >= 64 {
             questions.pop_front();
         }
-        questions.push_back((fingerprint.to_string(), std::time::Instant::now()));
+        questions.push_back((nonce.to_string(), std::time::Instant::now()));
     }
 
-    /// How long ago the question with `fingerprint` was put, if it was.
-    pub fn question_age(&self, fingerprint: &str) -> Option<std::time::Duration> {
-        let questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
-        questions.iter().find(|(asked, _)| asked == fingerprint).map(|(_, at)| at.elapsed())
+    /// Uses up the question naming `nonce`: how long ago it was put, if it was and has not been
+    /// answered yet (an answer is taken once).
+    pub fn take_question(&self, nonce: &str) -> Option<std::time::Duration> {
+        let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
+        let at = questions.iter().position(|(asked, _)| asked == nonce)?;
+        questions.remove(at).map(|(_, asked)| asked.elapsed())
     }
 
     /// Records a grant.

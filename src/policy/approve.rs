@@ -19,14 +19,6 @@ pub struct Question {
 }
 
 impl Question {
-    /// A short fingerprint of the question: an answer is only taken for the question it was
-    /// given to.
-    pub fn fingerprint(&self) -> String {
-        use sha2::Digest;
-        let digest = sha2::Sha256::digest(self.message().as_bytes());
-        hex::encode(&digest[..12])
-    }
-
     /// The message shown to the user.
     pub fn message(&self) -> String {
         let mut message = format!("The agent wants to run `{}`: {}.", self.operation, self.reason);

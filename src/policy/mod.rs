@@ -115,13 +115,11 @@ impl Gate {
                     }
                     return Err(ToolError::NoApprover { reason, how_to_allow: how_to_allow() });
                 };
-                let fingerprint = question.fingerprint();
                 let response = approver(question).await;
-                let took = response.took.or_else(|| context.session.question_age(&fingerprint));
+                let took = response.took;
                 let answer = match response.answer {
                     Answer::Pending { message, state } => {
                         verdict.decision = "ask";
-                        context.session.note_question(&state);
                         return Err(ToolError::InputRequired { message, state });
                     }
                     answer => answer,

@@ -53,17 +53,75 @@ pub fn approver(peer: &Peer<RoleServer>, timeout: Duration) -> Option<Approver> 
 /// The key of the approval question among a call's input requests.
 const KEY: &str = "approval";
 
-/// An approver for a protocol 2026-07-28 call: it takes the answer the client sent with this
-/// (retried) call, if it answers this very question, else asks for input.
-pub fn input_required_approver(responses: Option<InputResponses>, state: Option<String>) -> Approver {
-    Arc::new(move |question: Question| {
-        let fingerprint = question.fingerprint();
-        let answer = match (responses.as_ref().and_then(|r| r.get(KEY)), state.as_deref()) {
-            (Some(value), Some(echoed)) if echoed == fingerprint => answer_of_result(value),
-            _ => Answer::Pending { message: question.message(), state: fingerprint },
-        };
-        Box::pin(async move { Response { answer, took: None } })
-    })
+/// The process's key for `requestState` (HMAC-SHA256, a random 32-byte secret made at first
+/// use): a state this process did not make cannot pass for one, and a restart voids them all.
+fn codec() -> Option<&'static rmcp::model::RequestStateCodec> {
+    static CODEC: std::sync::OnceLock<Option<rmcp::model::RequestStateCodec>> = std::sync::OnceLock::new();
+    CODEC
+        .get_or_init(|| {
+            let mut key = [0u8; 32];
+            getrandom::fill(&mut key).ok()?;
+            rmcp::model::RequestStateCodec::try_new(key.to_vec()).ok()
+        })
+        .as_ref()
+}
+
+/// An approver for a protocol 2026-07-28 call. The question goes out as an input-required
+/// result whose `requestState` is sealed with the process's key, bound to `binding` (the
+/// session, the tool and a digest of the call's full arguments) and to the question's text,
+/// valid for `ttl`, and naming a nonce the session keeps. A retried call's answer is taken
+/// only when its state opens with the same binding and question and its nonce is one the
+/// session has not used yet (it is used up then); otherwise the answer is ignored and the
+/// question put again. So an answer can be neither forged, nor moved to another call or
+/// question, nor replayed.
+pub fn input_required_approver(
+    responses: Option<InputResponses>,
+    state: Option<String>,
+    questions: Arc<crate::session::Session>,
+    binding: String,
+    ttl: Duration,
+) -> Option<Approver> {
+    let codec = codec()?;
+    Some(Arc::new(move |question: Question| {
+        let bound = format!("{binding}\n{}", question.message());
+        let answered = (|| {
+            let value = responses.as_ref()?.get(KEY)?;
+            let nonce = codec.open_with(state.as_deref()?, bound.as_bytes()).ok()?;
+            let took = questions.take_question(&String::from_utf8(nonce).ok()?)?;
+            Some(Response { answer: answer_of_result(value), took: Some(took) })
+        })();
+        let response = answered.unwrap_or_else(|| {
+            let mut nonce = [0u8; 16];
+            let _ = getrandom::fill(&mut nonce);
+            let nonce = hex::encode(nonce);
+            questions.note_question(&nonce);
+            let options = rmcp::model::SealOptions::new().associated_data(bound.as_bytes()).ttl(ttl);
+            let state = codec.seal_with(nonce.as_bytes(), &options);
+            Response { answer: Answer::Pending { message: question.message(), state }, took: None }
+        });
+        Box::pin(async move { response })
+    }))
+}
+
+/// What an approval's `requestState` is bound to: the session, the tool and a digest of the
+/// call's full arguments (keys sorted, so a client that reorders them on the retry still
+/// matches).
+pub fn binding(session: &str, tool: &str, arguments: Option<&serde_json::Map<String, serde_json::Value>>) -> String {
+    use sha2::Digest;
+    fn sorted(value: &serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let ordered: std::collections::BTreeMap<&String, serde_json::Value> =
+                    map.iter().map(|(k, v)| (k, sorted(v))).collect();
+                serde_json::to_value(ordered).unwrap_or_default()
+            }
+            serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let arguments = arguments.map(|map| sorted(&serde_json::Value::Object(map.clone()))).unwrap_or_default();
+    let digest = sha2::Sha256::digest(arguments.to_string().as_bytes());
+    format!("{session}\n{tool}\n{}", hex::encode(digest))
 }
 
 /// The answer in an echoed elicitation result.

@@ -264,6 +264,9 @@ fn to_result(output: ToolOutput) -> CallToolResult {
 struct Retry {
     input_responses: Option<rmcp::model::InputResponses>,
     request_state: Option<String>,
+    /// The tool and its arguments, which an answer is bound to.
+    tool: String,
+    arguments: Option<rmcp::model::JsonObject>,
 }
 
 /// The call's cancellation, progress notifications when the client sent a progress token, and
@@ -273,6 +276,7 @@ fn signals(
     timeout: std::time::Duration,
     responses: Retry,
     logger: logging::Logger,
+    session: &Arc<crate::session::Session>,
 ) -> Signals {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
@@ -292,7 +296,18 @@ fn signals(
     let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
     let approver = if modern {
         let elicits = context.meta.client_capabilities().is_some_and(|c| c.elicitation.is_some());
-        elicits.then(|| approve::input_required_approver(responses.input_responses, responses.request_state))
+        let binding = approve::binding(&session.id, &responses.tool, responses.arguments.as_ref());
+        elicits
+            .then(|| {
+                approve::input_required_approver(
+                    responses.input_responses,
+                    responses.request_state,
+                    session.clone(),
+                    binding,
+                    timeout,
+                )
+            })
+            .flatten()
     } else {
         approve::approver(&context.peer, timeout)
     };
@@ -520,6 +535,8 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, McpError> {
         let started = Instant::now();
         let front_door = front_door_cancel(&context);
+        // What an approval's answer is bound to: the call's arguments as the client sent them.
+        let sent_arguments = request.arguments.clone();
         let mut args = request.arguments.unwrap_or_default();
         let config = &self.shared.config;
         let named = args.get("operation").map(|op| op.as_str().map_or_else(|| op.to_string(), str::to_string));
@@ -545,15 +562,19 @@ impl ServerHandler for Server {
             }
         };
         let roots = self.roots.current().await;
-        let retry =
-            Retry { input_responses: request.input_responses.clone(), request_state: request.request_state.clone() };
+        let retry = Retry {
+            input_responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
+            tool: request.name.to_string(),
+            arguments: sent_arguments,
+        };
         let logger = logging::Logger::for_request(&context, &self.log_level);
         self.report_missing_roots(&roots, &logger);
+        let session = self.session_for(&context.meta);
         let signals = Signals {
             tool: request.name.to_string(),
-            ..signals(&context, config.approval_timeout, retry, logger.clone())
+            ..signals(&context, config.approval_timeout, retry, logger.clone(), &session)
         };
-        let session = self.session_for(&context.meta);
         let budget = config.output_budget.for_client(client_name(&context).as_deref());
         let context = Arc::new(Context {
             config: config.clone(),

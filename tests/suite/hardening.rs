@@ -204,3 +204,78 @@ fn walk_sizes(dir: &std::path::Path) -> u64 {
         })
         .sum()
 }
+
+/// Finding 9: the approval's `requestState` (protocol 2026-07-28) cannot be forged, moved to
+/// another call or replayed: an answer is taken once, for the call and question it was sealed
+/// for, within its time.
+#[tokio::test]
+async fn an_approval_state_is_neither_forged_nor_moved_nor_replayed() {
+    let ws = Workspace::new();
+    let config = ws.config_home.join("ask.toml");
+    std::fs::write(&config, "approval = \"on-write\"\napproval_timeout_s = 2\n").unwrap();
+    let server = super::http::HttpServer::start(&ws, &["--config", config.to_str().unwrap()], &[]).await;
+    let url = server.url();
+    let call = |path: &str, content: &str, answer: Option<(&str, &str)>| {
+        let mut params = json!({
+            "name": "file_operations",
+            "arguments": {"operation": "create_file", "path": path, "content": content},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+            }
+        });
+        if let Some((state, decision)) = answer {
+            params["requestState"] = json!(state);
+            params["inputResponses"] =
+                json!({"approval": {"action": "accept", "content": {"decision": decision, "note": ""}}});
+        }
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    };
+    let send = |body: serde_json::Value| {
+        let url = url.clone();
+        async move {
+            let request = super::common::loopback_http()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "file_operations")
+                .header("authorization", super::http::bearer_for(&url).unwrap())
+                .body(body.to_string());
+            let text = request.send().await.unwrap().text().await.unwrap();
+            let line = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text).to_string();
+            serde_json::from_str::<serde_json::Value>(&line).unwrap()
+        }
+    };
+    let state_of = |answer: &serde_json::Value| answer["result"]["requestState"].as_str().map(str::to_string);
+    // The question, and its answer: taken once.
+    let asked = send(call("a.txt", "A", None)).await;
+    let state = state_of(&asked).unwrap_or_else(|| panic!("no question: {asked}"));
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let done = send(call("a.txt", "A", Some((&state, "allow_once")))).await;
+    assert!(done["result"]["isError"] != json!(true) && ws.root.join("a.txt").exists(), "{done}");
+    // Replayed for the same call: asked again, not done twice.
+    std::fs::remove_file(ws.root.join("a.txt")).unwrap();
+    let replayed = send(call("a.txt", "A", Some((&state, "allow_once")))).await;
+    assert!(state_of(&replayed).is_some() && !ws.root.join("a.txt").exists(), "{replayed}");
+    // Moved to another call (other content, other path): asked, not done.
+    let asked = send(call("b.txt", "B", None)).await;
+    let state = state_of(&asked).unwrap();
+    let moved = send(call("b.txt", "EVIL", Some((&state, "allow_once")))).await;
+    assert!(state_of(&moved).is_some() && !ws.root.join("b.txt").exists(), "{moved}");
+    let moved = send(call("c.txt", "B", Some((&state, "allow_once")))).await;
+    assert!(state_of(&moved).is_some() && !ws.root.join("c.txt").exists(), "{moved}");
+    // Made up (the old unkeyed fingerprint of the question, or anything): asked, not done.
+    for forged in ["0123456789abcdef01234567", "rs1.eyJ4IjoxfQ.AAAA"] {
+        let forged_reply = send(call("d.txt", "D", Some((forged, "allow_once")))).await;
+        assert!(state_of(&forged_reply).is_some() && !ws.root.join("d.txt").exists(), "{forged_reply}");
+    }
+    // Too late: past its time (the approval timeout, 2 s here).
+    let asked = send(call("e.txt", "E", None)).await;
+    let state = state_of(&asked).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let late = send(call("e.txt", "E", Some((&state, "allow_once")))).await;
+    assert!(state_of(&late).is_some() && !ws.root.join("e.txt").exists(), "{late}");
+}
