@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         }
         Some(first) if first == sandbox::linux::probe::PROBE_SUBCOMMAND => return sandbox::linux::probe::main(),
         Some(first) if first == sandbox::linux::holder::HOLD_SUBCOMMAND => return sandbox::linux::holder::main(args),
+        Some(first) if first == sandbox::linux::keeper::KEEP_SUBCOMMAND => return sandbox::linux::keeper::main(args),
         _ => {}
     }
     let cli = Cli::parse();

@@ -12,6 +12,7 @@ pub mod command;
 pub mod decide;
 pub mod redact;
 pub mod report;
+pub mod visible;
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +104,8 @@ impl Gate {
                 let question = Question {
                     operation,
                     reason: reason.clone(),
+                    details: details(effect, &resolved, context),
+                    stdin: shown_stdin(effect)?,
                     justification: escalation.justification.clone(),
                     session_scope: report::describe(&scope),
                 };
@@ -272,26 +275,83 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
             let home = std::env::var_os("HOME").map(PathBuf::from);
             let rules = command::Rules::new(&config.forbidden_commands, config.forbid_catastrophic, home, roots.list());
             let given = command::Given { env, stdin: stdin.as_deref() };
-            let analysis = command::classify(command, given, &rules);
+            let mut analysis = command::classify(command, given, &rules);
+            let base =
+                resolved.cwd.as_ref().map_or_else(|| roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
+            analysis.keys = analysis.keys.and_then(|keys| keys.iter().map(|key| bind_file_key(key, &base)).collect());
             subjects.push(Subject::Command(described(command, env, stdin.as_deref()), analysis.class, analysis.keys));
         }
     }
     Ok(Classified { subjects, outside_error, resolved })
 }
 
-/// The command as the user is asked about it: its line, and the environment and stdin it is
-/// given (they change what it does).
+/// A grant key naming a file by the path a line gave (`./build.sh`, `bash deploy.sh`), bound to
+/// the file itself: its resolved path and a digest of its content (at most 1 MiB read; a larger
+/// file by its device, inode, size and times). `None` when the file cannot be read as one:
+/// nothing is granted then.
+fn bind_file_key(key: &str, base: &Path) -> Option<String> {
+    let Some(at) = key.find(command::FILE_KEY) else { return Some(key.to_string()) };
+    let typed = &key[at + command::FILE_KEY.len()..];
+    let path = crate::sandbox::paths::normalize(&base.join(typed));
+    let identity = match crate::sandbox::fs::read_trusted_config(&path) {
+        Some(bytes) => {
+            use sha2::Digest;
+            format!("sha256 {}", hex::encode(&sha2::Sha256::digest(&bytes)[..12]))
+        }
+        None => {
+            let version = crate::sandbox::fs::version(&path).filter(|_| crate::sandbox::fs::is_file(&path))?;
+            format!(
+                "file {}:{}, {} bytes, changed {}.{}",
+                version.dev, version.ino, version.size, version.ctime.0, version.ctime.1
+            )
+        }
+    };
+    Some(format!("{}{} ({identity})", &key[..at], path.display()))
+}
+
+/// The command as the user is asked about it: its line, the environment it is given (it
+/// changes what runs) and how much it reads on stdin (shown whole in the question).
 fn described(line: &str, env: &[String], stdin: Option<&str>) -> String {
     let mut text = line.to_string();
     if !env.is_empty() {
         text = format!("{} {text}", env.join(" "));
     }
     if let Some(stdin) = stdin {
-        let shown: String = stdin.chars().take(200).collect();
-        let more = if stdin.chars().count() > 200 { "…" } else { "" };
-        text.push_str(&format!(" <<< {shown:?}{more}"));
+        text.push_str(&format!(" (given {} characters on stdin)", stdin.chars().count()));
     }
     text
+}
+
+/// The most of a command's stdin a question shows; a longer stdin is refused rather than
+/// asked about, since the user could not read what runs.
+pub const MAX_SHOWN_STDIN: usize = 4000;
+
+/// The lines a question adds about what would run: a command's working directory (always,
+/// the default one too) and each environment entry it sets.
+fn details(effect: &Effect, resolved: &Approved, context: &Context) -> Vec<String> {
+    let Effect::Exec { env, .. } = effect else { return Vec::new() };
+    let dir = resolved.cwd.as_ref().map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
+    let mut details = vec![format!("Working directory: `{}`", dir.display())];
+    if !env.is_empty() {
+        let entries: Vec<String> = env.iter().map(|entry| format!("`{entry}`")).collect();
+        details.push(format!("Environment it sets: {}", entries.join(", ")));
+    }
+    details
+}
+
+/// A command's stdin for the question, whole; an error when it is too long to show.
+fn shown_stdin(effect: &Effect) -> Result<Option<String>, ToolError> {
+    let Effect::Exec { stdin: Some(stdin), .. } = effect else { return Ok(None) };
+    let count = stdin.chars().count();
+    if count > MAX_SHOWN_STDIN {
+        return Err(ToolError::Denied {
+            reason: format!(
+                "the command's stdin is {count} characters, more than the {MAX_SHOWN_STDIN} a question can show the user whole"
+            ),
+            how_to_allow: "write it to a file under the roots with `create_file`, then run the command with that file (`bash script.sh`, `python3 job.py`, `cmd < input.txt`) so the user can read it before approving".into(),
+        });
+    }
+    Ok(Some(stdin.clone()))
 }
 
 /// Resolves an approved effect against `roots`.

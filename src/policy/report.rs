@@ -48,6 +48,9 @@ pub fn forbidden_rules(config: &Config) -> Vec<String> {
     rules
 }
 
+/// What no command grant covers, said with every one.
+const COMMAND_GRANT_LIMITS: &str = ", never a line that sets a variable that changes what runs (`GIT_SSH_COMMAND`, `LD_PRELOAD`) or passes an option that runs another program or loads config from the line (`git -c`, `--upload-pack`, `ssh -o`), and a script named by its path only while its content is unchanged";
+
 /// A grant in words.
 pub fn describe(scope: &Scope) -> String {
     let list = |keys: &[String]| keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
@@ -55,9 +58,11 @@ pub fn describe(scope: &Scope) -> String {
         Scope::ReadPath(path) => format!("reading anything under `{}`", path.display()),
         Scope::WritePath(path) => format!("changing anything under `{}`", path.display()),
         Scope::Command { keys, unsandboxed: true } => {
-            format!("command lines made only of {}, outside the sandbox", list(keys))
+            format!("command lines made only of {}, outside the sandbox{COMMAND_GRANT_LIMITS}", list(keys))
         }
-        Scope::Command { keys, unsandboxed: false } => format!("command lines made only of {}", list(keys)),
+        Scope::Command { keys, unsandboxed: false } => {
+            format!("command lines made only of {}{COMMAND_GRANT_LIMITS}", list(keys))
+        }
         Scope::Once => "nothing more: this asks every time".into(),
         Scope::Control => "signals to this session's processes".into(),
     }

@@ -71,10 +71,10 @@ pub async fn run(
     let mut ticker = tokio::time::interval_at(first_tick, Duration::from_secs(1));
     let (status, timed_out, cancelled, closed) = loop {
         tokio::select! {
-            exit = piped.child.wait() => break (exit.map(Status::of)?, false, false, false),
-            () = &mut deadline => break (end_group(&mut piped.child, pgid).await, true, false, false),
-            () = watch.cancel.cancelled() => break (end_group(&mut piped.child, pgid).await, false, true, false),
-            () = watch.closed.cancelled() => break (end_group(&mut piped.child, pgid).await, false, true, true),
+            exit = launch.wait(&mut piped.child) => break (exit?, false, false, false),
+            () = &mut deadline => break (end_group(launch, &mut piped.child, pgid).await, true, false, false),
+            () = watch.cancel.cancelled() => break (end_group(launch, &mut piped.child, pgid).await, false, true, false),
+            () = watch.closed.cancelled() => break (end_group(launch, &mut piped.child, pgid).await, false, true, true),
             _ = ticker.tick() => {
                 if let Some(progress) = watch.progress {
                     let bytes = logs[0].total() + logs[1].total();
@@ -104,13 +104,13 @@ async fn futures_join(tasks: Vec<tokio::task::JoinHandle<()>>) {
 
 /// `SIGTERM` to the group, `SIGKILL` after the grace period, and `SIGKILL` to whatever of
 /// the group outlived its leader (a grandchild that ignores `SIGTERM`).
-async fn end_group(child: &mut Child, pgid: u32) -> Status {
+async fn end_group(launch: &Launch, child: &mut Child, pgid: u32) -> Status {
     signal_group(pgid, Signal::TERM);
-    let status = match tokio::time::timeout(KILL_GRACE, child.wait()).await {
-        Ok(Ok(status)) => Status::of(status),
+    let status = match tokio::time::timeout(KILL_GRACE, launch.wait(child)).await {
+        Ok(Ok(status)) => status,
         _ => {
             signal_group(pgid, Signal::KILL);
-            child.wait().await.map(Status::of).unwrap_or(Status::Signaled(9))
+            launch.wait(child).await.unwrap_or(Status::Signaled(9))
         }
     };
     if group_alive(pgid) {

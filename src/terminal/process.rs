@@ -45,6 +45,10 @@ pub struct Launch {
     /// The session's namespace holder, whose temp tmpfs the command joins.
     #[cfg(target_os = "linux")]
     pub join: Option<u32>,
+    /// The keeper an unsandboxed command runs under (Linux): nothing it starts outlives the
+    /// server.
+    #[cfg(target_os = "linux")]
+    pub kept: Option<Arc<crate::terminal::keep::Kept>>,
 }
 
 /// A started piped command.
@@ -131,6 +135,12 @@ impl Launch {
                 let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, per_command);
                 (wrapped.program, wrapped.args, wrapped.env)
             }
+            #[cfg(target_os = "linux")]
+            None if self.kept.is_some() => {
+                let kept = self.kept.as_ref().map(|kept| kept.command(&self.program, &self.args));
+                let (program, args) = kept.unwrap_or_default();
+                (program, args, Vec::new())
+            }
             None => (PathBuf::from(&self.program), self.args.clone(), Vec::new()),
         };
         let mut command = tokio::process::Command::new(program);
@@ -180,6 +190,7 @@ impl Launch {
         // The write ends now live only in the child (dropped here with `command`).
         drop(command);
         let pgid = child.id().ok_or_else(|| io::Error::other("the command exited before it could be tracked"))?;
+        self.track(pgid);
         let receiver = |read: io::PipeReader| Output::from_owned_fd(std::os::fd::OwnedFd::from(read));
         let out = receiver(out_read)?;
         let err = err.map(receiver).transpose()?;
@@ -219,7 +230,27 @@ impl Launch {
         pty.resize(pty_process::Size::new(rows, cols)).map_err(io::Error::other)?;
         let child = pty_process::Command::from(self.command()).spawn(pts).map_err(io::Error::other)?;
         let pgid = child.id().ok_or_else(|| io::Error::other("the session exited before it could be tracked"))?;
+        self.track(pgid);
         Ok((child, pgid, pty))
+    }
+
+    /// Remembers the keeper that leads group `pgid`, if the command has one.
+    #[cfg(unix)]
+    fn track(&self, _pgid: u32) {
+        #[cfg(target_os = "linux")]
+        if let Some(kept) = &self.kept {
+            crate::terminal::keep::track(_pgid, kept);
+        }
+    }
+
+    /// How the command ended, once it has: its exit, or what its keeper says of it (the
+    /// keeper stays while what the command left runs).
+    pub async fn wait(&self, child: &mut Child) -> io::Result<Status> {
+        #[cfg(target_os = "linux")]
+        if let Some(kept) = &self.kept {
+            return kept.wait(child).await;
+        }
+        child.wait().await.map(Status::of)
     }
 }
 
@@ -270,6 +301,12 @@ pub async fn feed(mut stdin: tokio::process::ChildStdin, input: Vec<u8>) {
 #[cfg(unix)]
 pub fn signal_group(pgid: u32, signal: Signal) -> bool {
     use rustix::process::Pid;
+    // An unsandboxed command's keeper ends the group and whatever left it; `SIGKILL` would
+    // end the keeper first.
+    #[cfg(target_os = "linux")]
+    if signal == Signal::KILL && crate::terminal::keep::end(pgid) {
+        return true;
+    }
     let Some(pid) = Pid::from_raw(pgid as i32) else { return false };
     rustix::process::kill_process_group(pid, signal).is_ok() || rustix::process::kill_process(pid, signal).is_ok()
 }
@@ -373,6 +410,8 @@ mod tests {
             link: None,
             #[cfg(target_os = "linux")]
             join: None,
+            #[cfg(target_os = "linux")]
+            kept: None,
         };
         let mut piped = launch.spawn_piped(false, false).unwrap();
         assert_ne!(piped.pgid, std::process::id());

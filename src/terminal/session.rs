@@ -128,7 +128,7 @@ impl TermSession {
             tokio::spawn(process::feed(pipe, input));
         }
         tokio::spawn(process::pump(piped.out, out, |_| {}));
-        session.clone().watch_exit(piped.child);
+        session.clone().watch_exit(launch.clone(), piped.child);
         Ok(session)
     }
 
@@ -155,19 +155,16 @@ impl TermSession {
         tokio::spawn(process::pump(reader, out, move |bytes| {
             screen.lock().unwrap_or_else(|p| p.into_inner()).process(bytes);
         }));
-        session.clone().watch_exit(child);
+        session.clone().watch_exit(launch.clone(), child);
         Ok(session)
     }
 
     /// Records the exit status when the leader exits.
-    fn watch_exit(self: Arc<Self>, mut child: tokio::process::Child) {
+    fn watch_exit(self: Arc<Self>, launch: Launch, mut child: tokio::process::Child) {
         let running = crate::metrics::RunningCommand::start();
         tokio::spawn(async move {
             let _running = running;
-            let status = match child.wait().await {
-                Ok(status) => Status::of(status),
-                Err(_) => Status::Exited(-1),
-            };
+            let status = launch.wait(&mut child).await.unwrap_or(Status::Exited(-1));
             *self.ended_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             self.status.send_replace(status);
         });

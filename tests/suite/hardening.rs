@@ -279,3 +279,167 @@ async fn an_approval_state_is_neither_forged_nor_moved_nor_replayed() {
     let late = send(call("e.txt", "E", Some((&state, "allow_once")))).await;
     assert!(state_of(&late).is_some() && !ws.root.join("e.txt").exists(), "{late}");
 }
+
+/// Runs `git` in `dir` as the test itself (not through the server).
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Finding 3: after `allow_session` for an escalated `git push origin HEAD`, lines that carry
+/// config or program injection ran unsandboxed and unasked, and a grant for `./build.sh`
+/// covered any file of that name. Now each of them is asked again (and refused here).
+#[tokio::test]
+async fn an_escalated_grant_covers_only_what_the_question_said() {
+    use super::policy::{Asker, run, start};
+    let ws = Workspace::new();
+    git(&ws.root, &["init", "-q"]);
+    git(&ws.root, &["init", "-q", "--bare", "remote.git"]);
+    std::fs::write(ws.root.join("a.txt"), "a\n").unwrap();
+    git(&ws.root, &["add", "a.txt"]);
+    git(&ws.root, &["commit", "-qm", "a"]);
+    git(&ws.root, &["remote", "add", "origin", "./remote.git"]);
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
+    let escalated =
+        |command: &str| json!({"command": command, "escalate": true, "justification": "publish the branch"});
+    asker.answer(&["allow_session"]);
+    let pushed = run(&service, escalated("git push -q origin HEAD")).await;
+    assert!(!pushed.is_error && asker.asked() == 1, "{}", pushed.text);
+    assert!(asker.messages()[0].contains("never a line that sets a variable"), "{}", asker.messages()[0]);
+    let again = run(&service, escalated("git push -q origin HEAD")).await;
+    assert!(!again.is_error && asker.asked() == 1, "the grant covers the same line: {}", again.text);
+    let marker = ws.root.join("INJECTED");
+    let attempts = [
+        "git -c core.sshCommand='touch INJECTED' -c protocol.file.allow=always push -q origin HEAD; touch INJECTED",
+        "GIT_SSH_COMMAND='touch INJECTED' git push -q origin HEAD && touch INJECTED",
+        "git push -q --receive-pack='touch INJECTED; git-receive-pack' origin HEAD",
+        "git --exec-path=. push -q origin HEAD || touch INJECTED",
+        "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch INJECTED' git push -q origin HEAD",
+    ];
+    for (n, line) in attempts.iter().enumerate() {
+        asker.answer(&["deny"]);
+        let reply = run(&service, escalated(line)).await;
+        assert!(reply.is_error, "{line}: {}", reply.text);
+        assert!(asker.asked() == 2 + n || reply.text.contains("denied"), "{line} ran unasked: {}", reply.text);
+        assert!(!marker.exists(), "{line} ran");
+    }
+    // A script is granted with its content: the same name with other content asks again.
+    std::fs::write(ws.root.join("build.sh"), "#!/bin/sh\necho built\n").unwrap();
+    std::fs::set_permissions(ws.root.join("build.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    asker.answer(&["allow_session"]);
+    let asked = asker.asked();
+    let built = run(&service, escalated("./build.sh")).await;
+    assert!(!built.is_error && built.text.contains("built") && asker.asked() == asked + 1, "{}", built.text);
+    assert!(asker.messages().last().unwrap().contains("build.sh (sha256 "), "{}", asker.messages().last().unwrap());
+    assert!(!run(&service, escalated("./build.sh")).await.is_error);
+    assert_eq!(asker.asked(), asked + 1, "the same script, unchanged, is covered");
+    std::fs::write(ws.root.join("build.sh"), "#!/bin/sh\ntouch INJECTED\n").unwrap();
+    asker.answer(&["deny"]);
+    assert!(run(&service, escalated("./build.sh")).await.is_error);
+    assert_eq!(asker.asked(), asked + 2, "a changed script asks again");
+    std::fs::create_dir(ws.root.join("sub")).unwrap();
+    std::fs::write(ws.root.join("sub/build.sh"), "#!/bin/sh\ntouch INJECTED\n").unwrap();
+    std::fs::set_permissions(ws.root.join("sub/build.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    asker.answer(&["deny"]);
+    let other = json!({"command": "./build.sh", "cwd": "sub", "escalate": true, "justification": "build"});
+    assert!(run(&service, other).await.is_error);
+    assert_eq!(asker.asked(), asked + 3, "another file of the same name asks");
+    assert!(!marker.exists());
+    service.cancel().await.unwrap();
+}
+
+/// Finding 4: the question cut stdin at 200 characters (the tail ran after approval), did not
+/// show the cwd, and passed CR, ESC, bidi overrides and line breaks through, so the agent's
+/// justification could print a fake scope line above the real one.
+#[tokio::test]
+async fn the_question_shows_exactly_what_runs() {
+    use super::policy::{Asker, run, start};
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.root.join("sub")).unwrap();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
+    let stdin = format!("{}\ntouch TAIL-RAN\n", "echo padding\n".repeat(250));
+    let call = json!({
+        "command": "sh\u{202e}",
+        "cwd": "sub",
+        "env": ["FOO=a\u{1b}[2Kb"],
+        "stdin": stdin,
+        "escalate": true,
+        "justification": "tests\r\"Allow for this session\" covers only `ls`.\n\u{1b}[1A",
+    });
+    asker.answer(&["deny"]);
+    let reply = run(&service, call).await;
+    assert!(reply.is_error && asker.asked() == 1, "{}", reply.text);
+    let message = &asker.messages()[0];
+    for hidden in ['\r', '\u{1b}', '\u{202e}'] {
+        assert!(!message.contains(hidden), "{hidden:?} reached the host raw: {message:?}");
+    }
+    assert!(
+        message.contains("touch TAIL-RAN") && message.contains(&format!("({} characters, all of it)", stdin.len()))
+    );
+    let sub = ws.root.join("sub");
+    assert!(message.contains(&format!("Working directory: `{}`", sub.display())), "{message}");
+    assert!(message.contains("`FOO=a\\u{1b}[2Kb`") && message.contains("sh\\u{202e}"), "{message}");
+    let real = message.find("\"Allow for this session\" covers").expect("the server's scope line");
+    let label = message.find("The agent's justification, in its own words").expect("labelled");
+    assert!(real < label && message.ends_with("```"), "the agent's words come last, fenced: {message}");
+    assert!(message.contains("tests\\r\"Allow for this session\" covers only `ls`.\n\\u{1b}[1A"), "{message}");
+    // Too long to show whole: refused before anyone is asked, with the way to make it showable.
+    let long = json!({"command": "sh", "stdin": "echo x\n".repeat(700), "escalate": true, "justification": "x"});
+    let reply = run(&service, long).await;
+    assert!(
+        reply.is_error && reply.text.contains("more than the 4000") && reply.text.contains("create_file"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(asker.asked(), 1);
+    assert!(!sub.join("TAIL-RAN").exists());
+    service.cancel().await.unwrap();
+}
+
+/// Finding 8: daemons of an approved escalated (or any unsandboxed) command outlived the
+/// server, even its `SIGKILL`, against what the result said. Now a keeper is their ancestor
+/// whatever they do (`setsid`, double forks, `nohup`): a killed session ends them, and so does
+/// the server's end, however it ends.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn nothing_an_unsandboxed_command_starts_outlives_the_server() {
+    use super::common::{gone, process_with_args, unique_sleep, wait_gone};
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &["--sandbox", "full-access"]).await;
+    let (_, setsid_arg) = unique_sleep(900);
+    let (_, nohup_arg) = unique_sleep(900);
+    let line = format!(
+        "setsid sh -c 'exec sleep {setsid_arg}' </dev/null >/dev/null 2>&1 & (nohup sleep {nohup_arg} >/dev/null 2>&1 &); echo started; exit 3"
+    );
+    let reply = client.run(&line).await;
+    assert!(reply.text.contains("exited with code 3") && reply.text.contains("started"), "{}", reply.text);
+    let escaped = process_with_args(&["sleep", &setsid_arg], 10).await;
+    let orphan = process_with_args(&["sleep", &nohup_arg], 10).await;
+    // A killed background session takes what it left with it, in other sessions too.
+    let (_, session_arg) = unique_sleep(900);
+    let started = client
+        .term("run_command", json!({"command": format!("setsid sleep {session_arg} & sleep 900"), "background": true}))
+        .await;
+    let id = started.structured["session_id"].as_str().unwrap_or_else(|| panic!("{}", started.text)).to_string();
+    let daemon = process_with_args(&["sleep", &session_arg], 10).await;
+    let killed = client.term("kill_session", json!({"session_id": id})).await;
+    assert!(!killed.is_error, "{}", killed.text);
+    assert!(wait_gone(daemon, 10).await, "the killed session's daemon is still running");
+    assert!(!gone(escaped) && !gone(orphan), "kept while the server runs, as the result said");
+    // The server killed outright: nothing of it runs on.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(client.pid.unwrap() as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    assert!(wait_gone(escaped, 10).await, "a `setsid` daemon outlived the server");
+    assert!(wait_gone(orphan, 10).await, "a double-forked daemon outlived the server");
+}

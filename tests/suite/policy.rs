@@ -65,6 +65,11 @@ impl Asker {
     pub fn asked(&self) -> usize {
         self.asked.lock().unwrap().len()
     }
+
+    /// The questions put so far, as the user was shown them.
+    pub fn messages(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
 }
 
 /// A server on `ws` with a config file holding `config`, driven by `handler`.

@@ -105,6 +105,13 @@ pub fn classify(line: &str, given: Given<'_>, rules: &Rules) -> Analysis {
         extra.push(walk::walk(value, home));
     }
     extra.extend(given.stdin.map(|stdin| walk::walk(stdin, home)));
+    // A variable the line sets itself (`GIT_SSH_COMMAND=… git push`, `env LD_PRELOAD=… x`,
+    // `export BASH_ENV=…`) is judged as one given in `env`.
+    for source in std::iter::once(&walked).chain(&extra) {
+        if let Some(name) = source.assigned.iter().find(|name| dangerous_env(name)) {
+            return Analysis { class: CommandClass::DangerousEnv(name.clone()), keys: None };
+        }
+    }
     // Forbidden: any command of the line, of an env value or of stdin that matches a rule.
     let mut maybe: Option<String> = None;
     for source in std::iter::once(&walked).chain(&extra) {
@@ -151,12 +158,24 @@ pub fn dangerous_env(name: &str) -> bool {
     crate::sandbox::protected::env::dangerous(name)
 }
 
-/// The grant keys of `commands`, or `None` if a program is unknown.
+/// The grant keys of `commands`, or `None` if a program is unknown or a command carries
+/// config or program injection (no grant may cover such a line, whatever it was granted
+/// for). A program given by its path keeps the path (the gate binds it to the file's
+/// content); one found in `PATH`, its name.
 fn keys(commands: &[Vec<Word>]) -> Option<Vec<String>> {
     let mut keys: Vec<String> = Vec::new();
     for argv in commands {
-        let program = rules::base_name(argv.first()?.known()?).to_string();
-        let key = if SUBCOMMAND_TOOLS.contains(&program.as_str()) {
+        let typed = argv.first()?.known()?;
+        if injection(argv).is_some() {
+            return None;
+        }
+        let program = rules::base_name(typed).to_string();
+        let key = if typed.contains('/') {
+            // A program given by its path: the gate binds the key to that file's content.
+            format!("{FILE_KEY}{typed}")
+        } else if walk::SHELLS.contains(&program.as_str()) || walk::INTERPRETERS.contains(&program.as_str()) {
+            script_key(&program, &argv[1..])?
+        } else if SUBCOMMAND_TOOLS.contains(&program.as_str()) {
             match subcommand(&argv[1..]) {
                 Some(sub) => format!("{program} {sub}"),
                 None => program,
@@ -169,6 +188,102 @@ fn keys(commands: &[Vec<Word>]) -> Option<Vec<String>> {
         }
     }
     Some(keys)
+}
+
+/// The prefix of a key that names a file by the path the line gave: the gate replaces it with
+/// the resolved path and the file's content digest (a grant for `./build.sh` covers that file
+/// as it is, not any file of that name).
+pub const FILE_KEY: &str = "file:";
+
+/// The key of a shell or interpreter run: `bash -c` (the script's own commands are keys of
+/// their own), `python3 -c sha256:…` (code given inline, by its digest), `bash file:build.sh`
+/// (a script file, bound to its content by the gate), or the bare program (reading stdin or
+/// a terminal: what it runs is known only then, so nothing is granted).
+fn script_key(program: &str, args: &[Word]) -> Option<String> {
+    use sha2::Digest;
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.known()?;
+        if matches!(text, "-c" | "-e" | "--eval" | "-p" | "--print")
+            || (text.starts_with('-')
+                && !text.starts_with("--")
+                && text.ends_with('c')
+                && walk::SHELLS.contains(&program))
+        {
+            if walk::SHELLS.contains(&program) {
+                return Some(format!("{program} -c"));
+            }
+            let code = args.get(i + 1)?.known()?;
+            let digest = sha2::Sha256::digest(code.as_bytes());
+            return Some(format!("{program} {text} sha256:{}", hex::encode(&digest[..12])));
+        }
+        if !text.starts_with('-') {
+            return Some(format!("{program} {FILE_KEY}{text}"));
+        }
+        // Options with a value (`python3 -W ignore`, `node -r mod`) change what runs: the whole
+        // invocation is then the key's business, which a grant does not cover.
+        if text == "-m" {
+            return Some(format!("{program} -m {}", args.get(i + 1)?.known()?));
+        }
+        if matches!(text, "-r" | "--require" | "--import" | "--loader" | "-W" | "-X" | "-I") {
+            return None;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The option of `argv` that makes its program run another program or take config from the
+/// command line (per known program), if any: git's `-c`, `--config-env`, `--exec-path`,
+/// `--upload-pack`/`-u`, `--receive-pack`, `--exec`, `clone -c/--config`, `rebase -x/--exec`,
+/// `submodule foreach`, `bisect run`, `filter-branch`, `difftool -x/--extcmd`; ssh's and
+/// scp's `-o` (`ProxyCommand`, `LocalCommand`), `-F`; rsync's `-e`/`--rsh`/`--rsync-path`;
+/// `make -f`/`--eval`; `npm --script-shell`/`--node-options`; `cargo --config`.
+pub fn injection(argv: &[Word]) -> Option<String> {
+    let program = rules::base_name(argv.first()?.known()?);
+    let args: Vec<&str> = argv[1..].iter().filter_map(Word::known).collect();
+    let has = |flags: &[&str]| {
+        args.iter().find(|arg| {
+            flags.iter().any(|flag| {
+                **arg == *flag
+                    || (flag.starts_with("--") && arg.starts_with(&format!("{flag}=")))
+                    || (!flag.starts_with("--") && flag.len() == 2 && arg.starts_with(flag) && arg.len() > 2)
+            })
+        })
+    };
+    let found = match program {
+        "git" => has(&[
+            "-c",
+            "--config-env",
+            "--exec-path",
+            "--upload-pack",
+            "--receive-pack",
+            "--exec",
+            "--config",
+            "--extcmd",
+        ])
+        .or_else(|| {
+            let sub = args.iter().position(|a| !a.starts_with('-'));
+            let sub = sub.map(|i| (args[i], &args[i + 1..]));
+            match sub {
+                Some(("fetch" | "pull" | "clone" | "ls-remote" | "archive", rest)) => rest.iter().find(|a| **a == "-u"),
+                Some(("rebase" | "difftool", rest)) => rest.iter().find(|a| **a == "-x" || a.starts_with("-x")),
+                Some(("submodule", rest)) if rest.contains(&"foreach") => rest.iter().find(|a| **a == "foreach"),
+                Some(("bisect", rest)) if rest.first() == Some(&"run") => rest.first(),
+                Some(("filter-branch" | "filter-repo", rest)) => rest.first().or(Some(&"filter-branch")),
+                _ => None,
+            }
+        }),
+        "ssh" | "scp" | "sftp" => has(&["-o", "-F", "-S"]),
+        "rsync" => has(&["-e", "--rsh", "--rsync-path"]),
+        "make" | "gmake" => has(&["-f", "--file", "--makefile", "--eval"]),
+        "npm" | "pnpm" | "yarn" | "npx" => {
+            has(&["--script-shell", "--node-options", "--shell", "--userconfig", "--globalconfig"])
+        }
+        "cargo" => has(&["--config", "-Z"]),
+        _ => None,
+    };
+    found.map(|flag| format!("`{program} {flag}` makes it run another program or take config from the line"))
 }
 
 /// The first word after options (skipping the values of `-C`/`-c` and the like).
@@ -458,6 +573,62 @@ mod tests {
         assert_eq!(keys("ls -la src"), Some(vec!["ls".to_string()]));
         assert_eq!(keys("git -C sub status"), Some(vec!["git status".to_string()]));
         assert_eq!(keys("$X status"), None);
+    }
+
+    #[test]
+    fn no_grant_covers_a_line_that_injects_config_or_programs() {
+        let keys = |line: &str| classify(line, Given::default(), &rules()).keys;
+        assert_eq!(keys("git push origin HEAD"), Some(vec!["git push".to_string()]));
+        for line in [
+            "git -c core.sshCommand='touch /tmp/x' push origin HEAD",
+            "git -ccore.pager=x log",
+            "git --config-env=core.sshCommand=V push origin HEAD",
+            "git --exec-path=/tmp push origin HEAD",
+            "git push --receive-pack='touch /tmp/x' origin HEAD",
+            "git fetch --upload-pack=x origin",
+            "git fetch -u x origin",
+            "git clone --config core.hooksPath=h url",
+            "git rebase -x 'make' main",
+            "git submodule foreach 'touch x'",
+            "git bisect run ./t.sh",
+            "ssh -o ProxyCommand='touch x' host",
+            "rsync -e 'sh -c x' a b:",
+            "make -f /tmp/evil.mk",
+            "cargo --config 'target.x.runner=\"sh\"' test",
+            "npm --script-shell=/tmp/x test",
+        ] {
+            assert_eq!(keys(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_variable_the_line_sets_is_judged_as_env_is() {
+        for line in [
+            "GIT_SSH_COMMAND='touch /tmp/x' git push origin HEAD",
+            "env GIT_SSH_COMMAND=x git push",
+            "export LD_PRELOAD=/tmp/x.so; ls",
+            "declare -x BASH_ENV=/tmp/x; bash -c ls",
+            "PATH=/tmp:$PATH ls",
+            "true && GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x git log",
+        ] {
+            let class = classify(line, Given::default(), &rules()).class;
+            assert!(matches!(class, CommandClass::DangerousEnv(_)), "{line}: {class:?}");
+        }
+        assert_eq!(classify("RUST_LOG=debug cargo test", Given::default(), &rules()).class, CommandClass::Other);
+    }
+
+    #[test]
+    fn scripts_are_keyed_by_the_file_or_the_code() {
+        let keys = |line: &str| classify(line, Given::default(), &rules()).keys;
+        assert_eq!(keys("./build.sh --release"), Some(vec![format!("{FILE_KEY}./build.sh")]));
+        assert_eq!(keys("bash deploy.sh"), Some(vec![format!("bash {FILE_KEY}deploy.sh")]));
+        assert_eq!(keys("python3 -m pytest -q"), Some(vec!["python3 -m pytest".to_string()]));
+        let a = keys("python3 -c 'print(1)'").expect("keyed");
+        let b = keys("python3 -c 'print(2)'").expect("keyed");
+        assert!(a[0].starts_with("python3 -c sha256:") && a != b, "{a:?} {b:?}");
+        assert_eq!(keys("bash"), None, "a shell reading stdin: nothing to grant");
+        assert_eq!(keys("node -r ./hook.js app.js"), None);
+        assert_eq!(keys("bash -c 'git status'"), Some(vec!["git status".to_string(), "bash -c".into()]));
     }
 }
 

@@ -19,9 +19,9 @@ const WRAPPERS: &[&str] = &[
     "coproc", "chrt", "setsid", "unbuffer",
 ];
 /// Shells: `-c SCRIPT` runs SCRIPT; without it they read a script from a file or stdin.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox"];
+pub const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox"];
 /// Interpreters that read their program from stdin when given none (or `-`).
-const INTERPRETERS: &[&str] =
+pub const INTERPRETERS: &[&str] =
     &["python", "python3", "python2", "node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"];
 
 /// What a script holds.
@@ -37,6 +37,9 @@ pub struct Walked {
     pub fork_bomb: bool,
     /// The grammar did not parse all of it.
     pub errors: bool,
+    /// Variables the line sets for what it runs: inline (`NAME=v cmd`), through `env NAME=v
+    /// cmd`, or by `export`/`declare`/`local`/`readonly`/`typeset`.
+    pub assigned: Vec<String>,
 }
 
 /// Walks `script`.
@@ -67,6 +70,11 @@ fn walk_into(script: &str, home: Option<&str>, depth: usize, out: &mut Walked) {
         match node.kind() {
             "command" => command(node, script, home, depth, out),
             "function_definition" => fork_bomb(node, script, out),
+            "declaration_command" => {
+                for assignment in node.named_children(&mut node.walk()).filter(|c| c.kind() == "variable_assignment") {
+                    note_assignment(assignment, script, out);
+                }
+            }
             _ => {}
         }
         // In source order: the stack pops the last pushed first.
@@ -95,8 +103,11 @@ fn command(node: Node<'_>, source: &str, home: Option<&str>, depth: usize, out: 
     let stdin_fed = fed(node);
     let mut argv = Vec::new();
     for child in node.named_children(&mut node.walk()) {
-        if matches!(child.kind(), "variable_assignment" | "file_redirect" | "herestring_redirect" | "heredoc_redirect")
-        {
+        if child.kind() == "variable_assignment" {
+            note_assignment(child, source, out);
+            continue;
+        }
+        if matches!(child.kind(), "file_redirect" | "herestring_redirect" | "heredoc_redirect") {
             continue;
         }
         if child.kind() == "command_name" {
@@ -111,6 +122,20 @@ fn command(node: Node<'_>, source: &str, home: Option<&str>, depth: usize, out: 
         }
     }
     effective(argv, stdin_fed, home, depth, out);
+}
+
+/// Records the name an assignment node sets.
+fn note_assignment(node: Node<'_>, source: &str, out: &mut Walked) {
+    let name = node
+        .child_by_field_name("name")
+        .or_else(|| node.named_child(0))
+        .and_then(|n| n.utf8_text(source.as_bytes()).ok())
+        .unwrap_or_default();
+    // `a[1]=x` sets `a`.
+    let name = name.split('[').next().unwrap_or_default();
+    if !name.is_empty() {
+        out.assigned.push(name.to_string());
+    }
 }
 
 /// The command behind wrappers, and the scripts and commands it runs (`fed`: its stdin is a
@@ -260,6 +285,7 @@ fn unwrap(mut argv: Vec<Word>, home: Option<&str>, depth: usize, out: &mut Walke
                     1
                 };
             } else if text.contains('=') && name == "env" {
+                out.assigned.push(text.split('=').next().unwrap_or_default().to_string());
                 i += 1;
             } else {
                 break;

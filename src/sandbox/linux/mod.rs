@@ -9,6 +9,7 @@ pub mod caps;
 pub mod helper;
 pub mod holder;
 pub mod init;
+pub mod keeper;
 pub mod limits;
 pub mod mounts;
 pub mod namespaces;

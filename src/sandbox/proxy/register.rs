@@ -62,6 +62,38 @@ pub fn hand_over(socket: &Path, token: &str, port: u16) -> Result<(), String> {
     Ok(())
 }
 
+/// A command's keeper (`linux/keeper.rs`) reaching the server at `socket` as the command
+/// `token`'s: the connection it keeps, once the server said it took it.
+pub fn connect(socket: &Path, token: &str) -> io::Result<UnixStream> {
+    let (_dir, short) = short_path(socket)?;
+    let mut stream = UnixStream::connect(&short)?;
+    stream.write_all(format!("{token}\n").as_bytes())?;
+    let mut answer = [0u8; 3];
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    stream.read_exact(&mut answer)?;
+    stream.set_read_timeout(None)?;
+    if &answer != b"ok\n" {
+        return Err(io::Error::other("the server did not take the registration"));
+    }
+    Ok(stream)
+}
+
+/// On the server: the token a keeper's connection names (one line, read within ten seconds).
+pub fn receive_token(stream: &UnixStream) -> io::Result<String> {
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() <= TOKEN_MAX {
+        let mut reader = stream;
+        if reader.read(&mut byte)? == 0 || byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    stream.set_read_timeout(None)?;
+    String::from_utf8(line).map_err(|_| io::Error::other("a registration's token is not text"))
+}
+
 /// On the server: one registration read from `stream`: the command's token and its listening
 /// socket.
 pub fn receive(stream: &UnixStream) -> io::Result<(String, OwnedFd)> {

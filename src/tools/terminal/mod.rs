@@ -117,6 +117,17 @@ fn launch(
         }
         _ => None,
     };
+    // Without the sandbox, a keeper: nothing the command starts outlives the server.
+    #[cfg(target_os = "linux")]
+    let kept = match &confinement {
+        None => Some(crate::terminal::keep::kept(&context.config.state_dir).map_err(|err| {
+            ToolError::Sandbox(format!(
+                "cannot start the keeper of commands run without the sandbox ({err}); check that the state dir `{}` is writable",
+                context.config.state_dir.display()
+            ))
+        })?),
+        Some(_) => None,
+    };
     Ok(Launch {
         program,
         args,
@@ -129,6 +140,8 @@ fn launch(
         link,
         #[cfg(target_os = "linux")]
         join,
+        #[cfg(target_os = "linux")]
+        kept,
     })
 }
 
