@@ -50,6 +50,35 @@ pub const DEFAULT_DENY_READ: &[&str] = &[
     ".my.cnf",
 ];
 
+/// Sockets of the machine that grant more than the sandbox does, hidden by default: the
+/// container engines' (a command that reaches one starts a container with the host's `/`
+/// mounted), the system bus (polkit asks there), snapd's. Besides, the user's runtime dir
+/// (`$XDG_RUNTIME_DIR`, else `/run/user/UID`): its session bus and systemd's socket run
+/// anything as the user outside the sandbox (`systemd-run --user`), and it holds the
+/// gpg-agent, keyring, ssh-agent, audio and display sockets. Sandboxed commands need none of
+/// them: they reach other hosts through the proxy, not an ssh agent, and draw no windows.
+pub const DEFAULT_DENY_SYSTEM: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+];
+
+/// The user's runtime dir: `$XDG_RUNTIME_DIR`, else `/run/user/UID` (Unix).
+pub fn runtime_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    #[cfg(unix)]
+    return Some(PathBuf::from(format!("/run/user/{}", rustix::process::getuid().as_raw())));
+    #[cfg(not(unix))]
+    None
+}
+
 /// Files this process holds secrets in that commands must never read, wherever they are (the
 /// HTTP server's `--auth-token-file`): hidden even inside a root.
 static SECRETS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
@@ -112,30 +141,42 @@ fn machine_memory() -> u64 {
     0
 }
 
-/// The paths hidden from commands: the user's `deny_read` entries, and unless turned off the
-/// default secrets under `home`, the state dir and the config dir. A default entry inside a
-/// root is left visible (the user put it in the workspace); a missing one is skipped (there
-/// is nothing to hide, and a command can create it only inside a root).
-pub fn hidden_paths(settings: &SandboxSettings, home: Option<&Path>, own: &[&Path], roots: &[PathBuf]) -> Vec<PathBuf> {
-    let mut hidden: Vec<PathBuf> =
-        settings.deny_read.iter().filter(|p| crate::sandbox::fs::exists(p)).cloned().collect();
-    hidden.extend(
-        SECRETS.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|p| crate::sandbox::fs::exists(p)).cloned(),
-    );
+/// Where the default secrets lie: the home directory and the user's runtime dir.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Places<'a> {
+    /// `$HOME`.
+    pub home: Option<&'a Path>,
+    /// `$XDG_RUNTIME_DIR` ([`runtime_dir`]).
+    pub runtime: Option<&'a Path>,
+}
+
+/// Every path hidden from commands, whether it exists yet or not (a command's sandbox watches
+/// the missing ones, and hides each the moment it appears): the user's `deny_read` entries,
+/// the server's own secrets, and unless turned off the default secrets under `home`, the state
+/// dir and the config dir. An existing entry by its real path. A default entry inside a root
+/// is left visible (the user put it in the workspace).
+pub fn secret_paths(settings: &SandboxSettings, places: Places<'_>, own: &[&Path], roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut secrets: Vec<PathBuf> = settings.deny_read.clone();
+    secrets.extend(SECRETS.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
     if settings.deny_read_defaults {
-        let secrets = home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
-        let defaults = secrets.chain(own.iter().map(|p| p.to_path_buf()));
-        // Most defaults are missing: one `stat` skips them before any `realpath`.
-        for path in defaults.filter(|path| crate::sandbox::fs::exists(path)) {
-            let real = crate::sandbox::fs::canonicalize(&path).unwrap_or(path);
-            if crate::sandbox::fs::exists(&real) && !roots.iter().any(|root| real.starts_with(root)) {
-                hidden.push(real);
+        let under_home =
+            places.home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
+        let system = DEFAULT_DENY_SYSTEM.iter().map(PathBuf::from).chain(places.runtime.map(Path::to_path_buf));
+        for path in under_home.chain(system).chain(own.iter().map(|p| p.to_path_buf())) {
+            // Most defaults are missing: one `stat` skips them before any `realpath`.
+            let real = if crate::sandbox::fs::exists(&path) {
+                crate::sandbox::fs::canonicalize(&path).unwrap_or(path)
+            } else {
+                path
+            };
+            if !roots.iter().any(|root| real.starts_with(root)) {
+                secrets.push(real);
             }
         }
     }
-    hidden.sort();
-    hidden.dedup();
-    hidden
+    secrets.sort();
+    secrets.dedup();
+    secrets
 }
 
 #[cfg(test)]
@@ -150,6 +191,27 @@ mod tests {
         assert!(limits.memory_bytes.unwrap() >= MIN_DEFAULT_MEMORY_BYTES);
         assert_eq!(limits.file_bytes, None);
         assert!(super::limits(Some(10), None, None).unwrap_err().to_string().contains("max_processes"));
+    }
+
+    /// The secrets that exist (the ones hidden when a command starts).
+    fn hidden_paths(settings: &SandboxSettings, home: Option<&Path>, own: &[&Path], roots: &[PathBuf]) -> Vec<PathBuf> {
+        let mut hidden = secret_paths(settings, Places { home, runtime: None }, own, roots);
+        hidden.retain(|path| path.exists());
+        hidden
+    }
+
+    #[test]
+    fn missing_secrets_are_listed_to_be_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let settings = SandboxSettings { deny_read: vec![], deny_read_defaults: true, limits: Limits::default() };
+        let runtime = home.join("run");
+        let all = secret_paths(&settings, Places { home: Some(&home), runtime: Some(&runtime) }, &[], &[]);
+        assert!(all.contains(&home.join(".config/gh/hosts.yml")) && all.contains(&home.join(".ssh")), "{all:?}");
+        assert!(all.contains(&runtime) && all.contains(&PathBuf::from("/run/docker.sock")), "{all:?}");
+        // (Other tests of this process may have added the server's own secrets.)
+        assert!(DEFAULT_DENY_READ.iter().all(|entry| all.contains(&home.join(entry))), "{all:?}");
+        assert!(DEFAULT_DENY_SYSTEM.iter().all(|entry| all.contains(&PathBuf::from(entry))), "{all:?}");
     }
 
     #[test]

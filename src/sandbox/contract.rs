@@ -86,6 +86,10 @@ pub struct Contract {
     pub binds: Vec<Bind>,
     /// Paths whose contents the command cannot see (deny-read): an empty, unreadable view.
     pub hidden: Vec<PathBuf>,
+    /// Every secret path, existing or not: the helper watches them while the command runs and
+    /// hides each that appears or is replaced (Linux).
+    #[serde(default)]
+    pub watch: Vec<PathBuf>,
     /// Paths that stay visible where something above them is hidden or replaced (the roots,
     /// the session's own output dir).
     pub visible: Vec<PathBuf>,

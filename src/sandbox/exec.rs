@@ -30,6 +30,8 @@ pub struct Plan<'a> {
     pub own_files: &'a [PathBuf],
     /// What commands may not read.
     pub hidden: &'a [PathBuf],
+    /// Every secret path, existing or not (watched while a command runs).
+    pub watched: &'a [PathBuf],
     /// What stays visible inside a hidden path (the session's own output dir).
     pub visible: &'a [PathBuf],
     /// Whether commands may reach other hosts.
@@ -119,6 +121,7 @@ impl Confinement {
             writable,
             binds,
             hidden: plan.hidden.to_vec(),
+            watch: plan.watched.to_vec(),
             visible,
             // Seatbelt matches real paths (macOS: `/tmp` is `/private/tmp`).
             temp: fs::canonicalize(plan.temp).unwrap_or_else(|_| plan.temp.to_path_buf()),
@@ -254,6 +257,7 @@ mod tests {
             temp: &temp,
             own_files: &own,
             hidden: &[],
+            watched: &[],
             visible: &[],
             network: Network::Deny,
             limits: Limits::default(),

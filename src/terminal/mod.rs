@@ -180,7 +180,10 @@ impl Terminals {
         own_files.extend(config.audit.files());
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let own: [&Path; 2] = [&config.state_dir, &config.config_dir];
-        let hidden = crate::config::sandbox::hidden_paths(&config.sandbox_settings, home.as_deref(), &own, roots);
+        let runtime = crate::config::sandbox::runtime_dir();
+        let places = crate::config::sandbox::Places { home: home.as_deref(), runtime: runtime.as_deref() };
+        let watched = crate::config::sandbox::secret_paths(&config.sandbox_settings, places, &own, roots);
+        let hidden: Vec<PathBuf> = watched.iter().filter(|path| fs::exists(path)).cloned().collect();
         let visible = [self.spill_dir.clone()];
         #[cfg(target_os = "linux")]
         let stage_base = if config.stage_writes {
@@ -204,6 +207,7 @@ impl Terminals {
             temp: &command_temp,
             own_files: &own_files,
             hidden: &hidden,
+            watched: &watched,
             visible: &visible,
             network: config.network,
             limits: config.sandbox_settings.limits,

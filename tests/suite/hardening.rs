@@ -131,7 +131,14 @@ async fn the_credentials_of_agent_hosts_and_tools_are_hidden() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "SECRET-TOKEN-42\n").unwrap();
     }
-    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    // The user's runtime dir: its session bus runs anything outside the sandbox.
+    let runtime = ws.outside.join("run-user");
+    std::fs::create_dir_all(runtime.join("systemd")).unwrap();
+    std::fs::write(runtime.join("bus"), "SECRET-TOKEN-42 (the session bus)\n").unwrap();
+    let env = [("HOME", home.to_str().unwrap()), ("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    let listed = client.run(&format!("ls -a '{0}' 2>&1; cat '{0}/bus' 2>&1; echo done", runtime.display())).await;
+    assert!(!listed.text.contains("SECRET-TOKEN") && !listed.text.contains("systemd"), "{}", listed.text);
     for secret in secrets {
         let path = home.join(secret);
         let reply = client.run(&format!("cat '{}' 2>&1; echo read", path.display())).await;
@@ -442,4 +449,52 @@ async fn nothing_an_unsandboxed_command_starts_outlives_the_server() {
     .unwrap();
     assert!(wait_gone(escaped, 10).await, "a `setsid` daemon outlived the server");
     assert!(wait_gone(orphan, 10).await, "a double-forked daemon outlived the server");
+}
+
+/// Finding 6, the second part: a secret that did not exist when a long-running command
+/// started (`gh auth login` in another terminal), or one replaced by a rename while it runs
+/// (`docker login`), was readable from it. The command's sandbox now watches them.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_secret_that_appears_while_a_command_runs_is_hidden_too() {
+    let ws = Workspace::new();
+    let home = ws.outside.join("home");
+    std::fs::create_dir_all(home.join(".docker")).unwrap();
+    std::fs::write(home.join(".docker/config.json"), "OLD-SECRET\n").unwrap();
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    // Reads each secret a while after it started, long after the files below were made.
+    let gh = home.join(".config/gh/hosts.yml");
+    let docker = home.join(".docker/config.json");
+    let vault = home.join(".vault-token");
+    let line = format!(
+        "sleep 1.5; for f in '{}' '{}' '{}'; do cat \"$f\" 2>&1; echo; done; echo END-OF-READS",
+        gh.display(),
+        docker.display(),
+        vault.display()
+    );
+    let started = client.term("run_command", json!({"command": line, "background": true})).await;
+    let id = started.structured["session_id"].as_str().unwrap_or_else(|| panic!("{}", started.text)).to_string();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    std::fs::create_dir_all(gh.parent().unwrap()).unwrap();
+    std::fs::write(&gh, "NEW-GH-SECRET\n").unwrap();
+    std::fs::write(&vault, "NEW-VAULT-SECRET\n").unwrap();
+    let replacement = home.join(".docker/config.json.tmp");
+    std::fs::write(&replacement, "NEW-DOCKER-SECRET\n").unwrap();
+    std::fs::rename(&replacement, &docker).unwrap();
+    let mut output = String::new();
+    for _ in 0..50 {
+        let reply = client.term("read_output", json!({"session_id": id, "wait_ms": 1000})).await;
+        assert!(!reply.is_error, "{}", reply.text);
+        output.push_str(&reply.text);
+        if output.contains("END-OF-READS") || reply.structured["status"] != "running" {
+            break;
+        }
+    }
+    assert!(output.contains("END-OF-READS"), "{output}");
+    assert!(!output.contains("SECRET"), "a secret was read: {output}");
+    for path in [&gh, &docker, &vault] {
+        let reply = client.file(json!({"operation": "read_file", "path": path.to_str().unwrap()})).await;
+        assert!(reply.is_error && !reply.text.contains("SECRET"), "{}", reply.text);
+    }
+    client.close().await;
 }

@@ -14,6 +14,7 @@ use nix::sys::signal::{SigSet, Signal};
 use rustix::process::{Pid, WaitOptions};
 
 use crate::sandbox::contract::Contract;
+use crate::sandbox::linux::watch::Watch;
 use crate::sandbox::linux::{InitArgs, Timings, init, limits, mounts, namespaces, setup_failed};
 
 /// The helper's entry point. Returns only to exit.
@@ -31,23 +32,24 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     // A PTY session's helper leads its session already; a piped one leaves the server's.
     let _ = rustix::process::setsid();
     timings.step("parse");
-    let (status, init) = match prepare(&contract, program, rest, &mut timings) {
+    let (status, init, watch) = match prepare(&contract, program, rest, &mut timings) {
         Ok(started) => started,
         Err(message) => return setup_failed(&message),
     };
-    let ended = wait(status, init);
+    let ended = wait(status, init, watch);
     timings.step("wait");
     ended
 }
 
 /// Namespaces, the view, limits, the status channel and init (forked: in the child this never
-/// returns). Returns the helper's end of the status channel and init's pid.
+/// returns). Returns the helper's end of the status channel, init's pid and the watch over the
+/// secrets.
 fn prepare(
     contract: &Contract,
     program: OsString,
     rest: Vec<OsString>,
     timings: &mut Timings,
-) -> Result<(UnixStream, Pid), String> {
+) -> Result<(UnixStream, Pid, Option<Watch>), String> {
     match contract.join {
         Some(holder) => namespaces::join(holder, contract.network.own_namespace())?,
         None => namespaces::enter(contract.network.own_namespace())?,
@@ -64,6 +66,8 @@ fn prepare(
         timings.step("proxy");
     }
     let temps = mounts::apply(contract)?;
+    // From here to the command's end, a secret that appears is hidden too.
+    let watch = Watch::start(&contract.watch, std::env::var_os("HOME").map(std::path::PathBuf::from));
     timings.step("mounts");
     limits::apply(&contract.limits)?;
     // Init reports how the command ended over a socket pair made here (close-on-exec: the
@@ -84,7 +88,7 @@ fn prepare(
             drop(report);
             timings.step("fork-init");
             let pid = Pid::from_raw(pid).ok_or("the kernel gave init no pid")?;
-            Ok((status, pid))
+            Ok((status, pid, watch))
         }
         Err(err) => Err(format!("cannot start the sandbox's init: {err}")),
     }
@@ -111,7 +115,28 @@ pub fn forwarded() -> SigSet {
 /// Waits for init's report of how the command ended, and ends the same way. The report comes
 /// once the command and everything it left are gone; init's own exit (and its namespace's
 /// teardown) is not waited for: init dies with the helper (parent-death signal).
-fn wait(status: UnixStream, init: Pid) -> ExitCode {
+fn wait(status: UnixStream, init: Pid, mut watch: Option<Watch>) -> ExitCode {
+    // Until the report comes, secrets that appear are hidden as they do.
+    while let Some(watching) = watch.as_mut() {
+        use rustix::event::{PollFd, PollFlags};
+        let (reported, changed) = {
+            let events = watching.fd();
+            let mut ready = [PollFd::new(&status, PollFlags::IN), PollFd::new(&events, PollFlags::IN)];
+            match rustix::event::poll(&mut ready, None) {
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
+                Ok(_) => {}
+            }
+            (!ready[0].revents().is_empty(), !ready[1].revents().is_empty())
+        };
+        if reported {
+            break;
+        }
+        if changed {
+            watching.changed();
+        }
+    }
+    drop(watch);
     let mut report = String::new();
     let _ = std::io::BufReader::new(status.take(64)).read_line(&mut report);
     let mut words = report.split_whitespace();

@@ -15,6 +15,7 @@ pub mod mounts;
 pub mod namespaces;
 pub mod probe;
 pub mod seccomp;
+pub mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;

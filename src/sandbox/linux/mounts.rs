@@ -130,7 +130,7 @@ fn keep<'a>(paths: impl Iterator<Item = &'a PathBuf>, covered: &[&Path]) -> Resu
 /// An empty view of `path`: a tmpfs (mode 0, or 0111 when something inside stays visible:
 /// traversable, never listed, even by its owner)
 /// over a directory, `/dev/null` without device access over a file.
-fn hide(path: &Path, has_kept: bool) -> Result<(), String> {
+pub(super) fn hide(path: &Path, has_kept: bool) -> Result<(), String> {
     let fail = |e: nix::Error| format!("cannot hide `{}`: {e}", path.display());
     if path.is_dir() {
         let mode = if has_kept { "mode=0111,size=64k" } else { "mode=0,size=4k" };

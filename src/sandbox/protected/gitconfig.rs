@@ -551,8 +551,8 @@ mod tests {
     use base64::Engine;
 
     /// Every vector git produced (`git config --file=- --null --list --no-includes`, git
-    /// 2.47; the inputs are `/tmp`-free and regenerable, see the file's origin in the commit
-    /// that added it): the same entries, or refused where git refused.
+    /// 2.47; `make_gitconfig_vectors.py` beside this file writes them again from any git):
+    /// the same entries, or refused where git refused.
     #[test]
     fn reads_every_vector_as_git_does() {
         let vectors: serde_json::Value = serde_json::from_str(include_str!("gitconfig_vectors.json")).unwrap();

@@ -14,6 +14,7 @@ fn contract(writable: &[&str], binds: Vec<Bind>, hidden: &[&str], visible: &[&st
         writable: paths(writable),
         binds,
         hidden: paths(hidden),
+        watch: Vec::new(),
         visible: paths(visible),
         temp: PathBuf::from("/private/var/folders/xy/abc/T/toolbelt-501/session-1"),
         network,
