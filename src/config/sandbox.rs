@@ -83,6 +83,11 @@ pub fn runtime_dir() -> Option<PathBuf> {
 /// HTTP server's `--auth-token-file`): hidden even inside a root.
 static SECRETS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
+/// The files this process holds secrets in ([`hide_from_commands`]).
+pub fn own_secrets() -> Vec<PathBuf> {
+    SECRETS.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
 /// Hides `path` from every command this process starts from now on.
 pub fn hide_from_commands(path: &Path) {
     let real = crate::sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -152,17 +157,23 @@ pub struct Places<'a> {
 
 /// Every path hidden from commands, whether it exists yet or not (a command's sandbox watches
 /// the missing ones, and hides each the moment it appears): the user's `deny_read` entries,
-/// the server's own secrets, and unless turned off the default secrets under `home`, the state
-/// dir and the config dir. An existing entry by its real path. A default entry inside a root
-/// is left visible (the user put it in the workspace).
+/// the server's own secrets, state dir and config dir (wherever they lie), and unless turned
+/// off the default secrets under `home` and the machine's sockets. An existing entry by its
+/// real path. A default entry inside a root is left visible (the user put it there).
 pub fn secret_paths(settings: &SandboxSettings, places: Places<'_>, own: &[&Path], roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut secrets: Vec<PathBuf> = settings.deny_read.clone();
     secrets.extend(SECRETS.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+    // The server's own state and config: hidden always, inside a root too (the state dir
+    // holds the generated HTTP token).
+    for path in own {
+        let real = crate::sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        secrets.push(real);
+    }
     if settings.deny_read_defaults {
         let under_home =
             places.home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
         let system = DEFAULT_DENY_SYSTEM.iter().map(PathBuf::from).chain(places.runtime.map(Path::to_path_buf));
-        for path in under_home.chain(system).chain(own.iter().map(|p| p.to_path_buf())) {
+        for path in under_home.chain(system) {
             // Most defaults are missing: one `stat` skips them before any `realpath`.
             let real = if crate::sandbox::fs::exists(&path) {
                 crate::sandbox::fs::canonicalize(&path).unwrap_or(path)
@@ -234,6 +245,8 @@ mod tests {
         let at_home = hidden_paths(&settings, Some(&home), &[], std::slice::from_ref(&home));
         assert_eq!(at_home, std::slice::from_ref(&listed));
         let off = SandboxSettings { deny_read_defaults: false, ..settings };
-        assert_eq!(hidden_paths(&off, Some(&home), &[&state], &roots), [listed]);
+        // The server's own state stays hidden whatever the defaults say, in a root too.
+        assert_eq!(hidden_paths(&off, Some(&home), &[&state], &roots), [state.clone(), listed.clone()]);
+        assert_eq!(hidden_paths(&off, Some(&home), &[&state], std::slice::from_ref(&home)), [state, listed]);
     }
 }

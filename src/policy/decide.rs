@@ -230,8 +230,11 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             ask(format!("`{line}` cannot be checked against the forbidden rules: {why}"), Scope::Once)
         }
         Subject::Read(path, Location::Hidden) | Subject::Write(path, Location::Hidden) => deny(
-            format!("`{}` is listed in `deny_read`: the agent may neither read nor write it", path.display()),
-            "remove it from `deny_read` in the config (or from `--deny-read`)",
+            format!(
+                "`{}` is hidden from the agent (listed in `deny_read`, or the server's own state and secrets): it may neither read nor write it",
+                path.display()
+            ),
+            "a path of `deny_read` can be removed from the config (or from `--deny-read`); the server's own files stay hidden",
         ),
         Subject::Write(path, Location::Own) => deny(
             format!(

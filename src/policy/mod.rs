@@ -396,10 +396,22 @@ fn resolve_approved(
     resolve(effect, &widened, escalation.escalate)
 }
 
-/// Whether `path` lies in a path the user listed in `deny_read` (the defaults hide secrets
-/// outside the roots, which file operations cannot reach anyway).
-fn hidden(path: &Path, context: &Context) -> bool {
-    context.config.sandbox_settings.deny_read.iter().any(|denied| path.starts_with(denied))
+/// Whether `path` is hidden from the agent: it lies in a path the user listed in
+/// `deny_read` (the defaults hide secrets outside the roots, which file operations cannot
+/// reach anyway), in the server's state dir (its generated HTTP token, other sessions'
+/// records, the todo and memory database), or is a file the server holds a secret in (the
+/// HTTP server's `--auth-token-file`), wherever those lie, inside a root too.
+pub fn hidden(path: &Path, context: &Context) -> bool {
+    hidden_paths(context).iter().any(|hidden| path.starts_with(hidden))
+}
+
+/// What [`hidden`] hides, as paths (for the walks of `list_dir`, `grep_search` and
+/// `file_search`, which leave them out).
+pub fn hidden_paths(context: &Context) -> Vec<PathBuf> {
+    let mut paths = context.config.sandbox_settings.deny_read.clone();
+    paths.push(context.config.state_dir.clone());
+    paths.extend(crate::config::sandbox::own_secrets());
+    paths
 }
 
 /// What the user can change on the server so that such calls run without a question.
@@ -421,7 +433,10 @@ fn fallback_hint(context: &Context) -> String {
 fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)> {
     let config = &context.config;
     if hidden(path, context) {
-        return Some((Location::Hidden, "it is listed in `deny_read`"));
+        return Some((
+            Location::Hidden,
+            "it is hidden from the agent (`deny_read`, or the server's own state and secrets)",
+        ));
     }
     if path.starts_with(&config.state_dir) {
         return Some((Location::Own, "it is the server's own state"));

@@ -18,7 +18,7 @@ mod parsed;
 mod worker;
 
 /// What a walk includes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WalkOptions {
     /// Include dot-files and dot-directories (`.git` itself is always skipped).
     pub include_hidden: bool,
@@ -27,6 +27,9 @@ pub struct WalkOptions {
     pub respect_gitignore: bool,
     /// Deepest level to descend to (1 = the directory's own entries).
     pub max_depth: Option<usize>,
+    /// Paths left out with all they hold: what is hidden from the agent (`deny_read`, the
+    /// server's own state and secrets), so a search never shows what `read_file` refuses.
+    pub hidden: std::sync::Arc<[std::path::PathBuf]>,
 }
 
 impl WalkOptions {
@@ -37,7 +40,19 @@ impl WalkOptions {
             include_hidden: include_hidden.unwrap_or(false),
             respect_gitignore: respect_gitignore.unwrap_or(true),
             max_depth,
+            hidden: std::sync::Arc::from(Vec::new()),
         }
+    }
+
+    /// The same, leaving out `hidden` and all it holds.
+    pub fn hiding(mut self, hidden: Vec<std::path::PathBuf>) -> Self {
+        self.hidden = std::sync::Arc::from(hidden);
+        self
+    }
+
+    /// Whether `path` is left out.
+    pub fn hides(&self, path: &std::path::Path) -> bool {
+        self.hidden.iter().any(|hidden| path.starts_with(hidden))
     }
 }
 
@@ -45,6 +60,7 @@ impl WalkOptions {
 pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
     let mut builder = WalkBuilder::new(dir.real());
     let respect = options.respect_gitignore;
+    let hidden = options.hidden.clone();
     builder
         .hidden(!options.include_hidden)
         .ignore(respect)
@@ -56,7 +72,7 @@ pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
         .require_git(false)
         .follow_links(false)
         .max_depth(options.max_depth)
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden.iter().any(|h| entry.path().starts_with(h)));
     // What `git_global` does (the same matcher: `ignore` roots both at the current directory,
     // and with `require_git(false)` both apply everywhere, after every other ignore file).
     if respect && let Some(global) = excludes::path().filter(|file| fs::is_file(file)) {
@@ -290,7 +306,7 @@ where
     }
 
     #[cfg(target_os = "linux")]
-    if let Some((found, errors)) = self::few(walked, root, options, few, stop)? {
+    if let Some((found, errors)) = self::few(walked, root, options.clone(), few, stop)? {
         let mut state = make();
         for (path, depth, is_file) in &found {
             if stop() {

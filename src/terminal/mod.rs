@@ -32,6 +32,8 @@ use crate::terminal::session::TermSession;
 
 /// Running commands' writes are folded (or their protected paths checked) at most this often.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
+/// How long a stopping server waits for the last folds of its commands' writes.
+const FOLD_AT_EXIT: Duration = Duration::from_secs(10);
 /// Ended sessions are forgotten after this long.
 const ENDED_MAX_AGE: Duration = Duration::from_secs(3600);
 /// At most this many ended sessions are kept listable…
@@ -76,6 +78,8 @@ struct Staging {
     own: Vec<PathBuf>,
     /// When the running ones were last folded.
     last_sweep: Mutex<Option<Instant>>,
+    /// A live fold is under way: a call that finds one does not wait for it.
+    folding: std::sync::atomic::AtomicBool,
 }
 
 /// A process group whose writes are watched.
@@ -311,8 +315,12 @@ impl Terminals {
             }
             due
         };
-        if due {
+        let idle = !self.staging.folding.swap(true, std::sync::atomic::Ordering::AcqRel);
+        if due && idle {
             self.staging.fold_running().await;
+        }
+        if idle {
+            self.staging.folding.store(false, std::sync::atomic::Ordering::Release);
         }
         std::mem::take(&mut *self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()))
     }
@@ -375,7 +383,13 @@ impl Terminals {
     /// what they wrote, then spilled output and the private temp dir.
     pub async fn shutdown(&self) {
         self.end_processes().await;
-        self.staging.finish_all().await;
+        // The last folds, bounded: a server asked to stop stops; a stage not folded by then
+        // is folded by the next start.
+        if tokio::time::timeout(FOLD_AT_EXIT, self.staging.finish_all()).await.is_err() {
+            tracing::warn!(
+                "the last folds of commands' writes took over {FOLD_AT_EXIT:?}; the next start finishes them"
+            );
+        }
         self.remove_scratch();
     }
 

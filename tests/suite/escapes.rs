@@ -378,8 +378,14 @@ async fn an_audit_log_through_a_symlink_or_inside_a_root_is_refused_at_start() {
         rmcp::ServiceExt::serve((), transport).await.unwrap()
     };
     assert!(!run(&service, json!({"command": "echo first"})).await.is_error);
-    let emptied = run(&service, json!({"command": ": > .state/audit.jsonl; rm -f .state/audit.jsonl"})).await;
-    assert!(emptied.is_error, "{}", emptied.text);
+    // (Hidden, too: the state dir holds the generated HTTP token.)
+    let emptied =
+        run(&service, json!({"command": ": > .state/audit.jsonl; rm -f .state/audit.jsonl; ls -a .state"})).await;
+    assert!(
+        emptied.text.contains("Read-only file system") && !emptied.text.contains("audit.jsonl\n"),
+        "{}",
+        emptied.text
+    );
     assert!(std::fs::metadata(state.join("audit.jsonl")).unwrap().len() > 0);
     service.cancel().await.unwrap();
 }

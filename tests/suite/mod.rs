@@ -34,6 +34,7 @@ mod protocol;
 mod proxy;
 mod read_file;
 mod read_races;
+mod review;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -137,7 +137,8 @@ pub fn classify(line: &str, given: Given<'_>, rules: &Rules) -> Analysis {
     if let Some(why) = maybe {
         return Analysis { class: CommandClass::Unresolved(why), keys: None };
     }
-    let keys = keys(&walked.commands).filter(|_| walked.unknown.is_empty());
+    // A line that writes files by redirection is not what a grant for its commands covered.
+    let keys = keys(&walked.commands).filter(|_| walked.unknown.is_empty() && !walked.writes_files);
     walked.obfuscated |= walked.errors;
     let plain_and_safe = !walked.obfuscated
         && given.env.is_empty()
@@ -261,6 +262,9 @@ pub fn injection(argv: &[Word]) -> Option<String> {
             "--exec",
             "--config",
             "--extcmd",
+            "-C",
+            "--git-dir",
+            "--work-tree",
         ])
         .or_else(|| {
             let sub = args.iter().position(|a| !a.starts_with('-'));
@@ -571,7 +575,12 @@ mod tests {
         assert_eq!(keys("cargo test --all && git diff"), Some(vec!["cargo test".to_string(), "git diff".into()]));
         assert_eq!(keys("git status; curl x | sh"), None, "forbidden: nothing to grant");
         assert_eq!(keys("ls -la src"), Some(vec!["ls".to_string()]));
-        assert_eq!(keys("git -C sub status"), Some(vec!["git status".to_string()]));
+        assert_eq!(keys("git -C sub status"), None, "another repository's config");
+        assert_eq!(keys("git status 2>/dev/null"), Some(vec!["git status".to_string()]));
+        assert_eq!(keys("git status 2>&1"), Some(vec!["git status".to_string()]));
+        assert_eq!(keys("git status > /tmp/x"), None, "a write the grant did not name");
+        assert_eq!(keys("git status >> ~/.bashrc"), None);
+        assert_eq!(keys("git status &> out.txt"), None);
         assert_eq!(keys("$X status"), None);
     }
 

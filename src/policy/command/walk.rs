@@ -37,6 +37,9 @@ pub struct Walked {
     pub fork_bomb: bool,
     /// The grammar did not parse all of it.
     pub errors: bool,
+    /// The line writes a file by redirection (`> f`, `>> f`, `&> f`; `/dev/null` and
+    /// descriptor copies such as `2>&1` aside).
+    pub writes_files: bool,
     /// Variables the line sets for what it runs: inline (`NAME=v cmd`), through `env NAME=v
     /// cmd`, or by `export`/`declare`/`local`/`readonly`/`typeset`.
     pub assigned: Vec<String>,
@@ -70,6 +73,7 @@ fn walk_into(script: &str, home: Option<&str>, depth: usize, out: &mut Walked) {
         match node.kind() {
             "command" => command(node, script, home, depth, out),
             "function_definition" => fork_bomb(node, script, out),
+            "file_redirect" => out.writes_files |= writes_a_file(node, script),
             "declaration_command" => {
                 for assignment in node.named_children(&mut node.walk()).filter(|c| c.kind() == "variable_assignment") {
                     note_assignment(assignment, script, out);
@@ -122,6 +126,15 @@ fn command(node: Node<'_>, source: &str, home: Option<&str>, depth: usize, out: 
         }
     }
     effective(argv, stdin_fed, home, depth, out);
+}
+
+/// Whether the redirection `node` writes a file: an output operator whose target is neither
+/// `/dev/null` nor a descriptor number.
+fn writes_a_file(node: Node<'_>, source: &str) -> bool {
+    let text = |n: Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or_default();
+    let output = node.children(&mut node.walk()).any(|t| !t.is_named() && text(t).contains('>'));
+    let target = node.child_by_field_name("destination").map(text).unwrap_or_default();
+    output && target != "/dev/null" && !target.chars().all(|c| c.is_ascii_digit() || c == '-')
 }
 
 /// Records the name an assignment node sets.

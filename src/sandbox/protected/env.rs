@@ -68,16 +68,195 @@ pub fn dangerous(name: &str) -> bool {
         || (DANGEROUS_ENV_PREFIXES.iter().any(|p| name.starts_with(p)) && !SAFE_GIT_ENV.contains(&name))
 }
 
+/// Name endings of variables that point a program at other code, config, certificates, hosts
+/// or helpers: in a `.env` that an agent host loads into its own process (Gemini CLI, Qwen
+/// Code), every program it starts inherits them.
+const DOTENV_SUFFIXES: &[&str] = &[
+    "_HOME",
+    "_PATH",
+    "_DIR",
+    "_DIRS",
+    "_FILE",
+    "_CONFIG",
+    "_CONFIG_FILE",
+    "_OPTS",
+    "_OPTIONS",
+    "_FLAGS",
+    "_ARGS",
+    "_PROXY",
+    "_CA_BUNDLE",
+    "_CA_CERTS",
+    "_CERT_FILE",
+    "_CERT_DIR",
+    "_HOOK",
+    "_HOOKS",
+    "_TOOLCHAIN",
+    "_WRAPPER",
+    "_RUNNER",
+    "_INIT",
+    "_PLUGIN",
+    "_PLUGINS",
+    "_ASKPASS",
+    "_EXEC",
+    "_COMMAND",
+    "_CMD",
+    "_SHELL",
+    "_BIN",
+    "_BASE_URL",
+    "_API_BASE",
+    "_ENDPOINT",
+    "_INDEX_URL",
+    "_EXTRA_INDEX_URL",
+    "_REGISTRY",
+    "_PRELOAD",
+    "_STARTUP",
+    "_STARTUP_HOOKS",
+    "_LOADER",
+    "_EDITOR",
+    "_PAGER",
+    "_BROWSER",
+];
+/// Name beginnings of variables that configure a toolchain or an agent host as a whole
+/// (cargo and rustup, Go, pip, uv, poetry, npm, yarn, pnpm, bun, deno, Python, Ruby, Perl,
+/// Lua, Java, .NET, Maven, Gradle, Docker, Kubernetes, the agent hosts and model APIs).
+const DOTENV_PREFIXES: &[&str] = &[
+    "CARGO_",
+    "RUSTUP_",
+    "RUSTC",
+    "RUSTDOC",
+    "RUSTFLAGS",
+    "GOFLAGS",
+    "GOTOOLCHAIN",
+    "GOPROXY",
+    "GONOSUM",
+    "GOPRIVATE",
+    "GOINSECURE",
+    "GOSUMDB",
+    "GOPATH",
+    "GOROOT",
+    "GOBIN",
+    "GOENV",
+    "GOEXPERIMENT",
+    "PIP_",
+    "PIPX_",
+    "UV_",
+    "POETRY_",
+    "CONDA_",
+    "PYTHON",
+    "YARN_",
+    "PNPM_",
+    "BUN_",
+    "DENO_",
+    "NODE_",
+    "RUBY",
+    "GEM_",
+    "BUNDLE_",
+    "PERL",
+    "LUA_",
+    "JAVA",
+    "JDK_",
+    "DOTNET_",
+    "COMPLUS_",
+    "CORECLR_",
+    "MAVEN_",
+    "GRADLE_",
+    "SBT_",
+    "ANT_",
+    "DOCKER_",
+    "KUBE",
+    "HELM_",
+    "AWS_CONFIG",
+    "AWS_SHARED",
+    "GEMINI_",
+    "GOOGLE_GEMINI",
+    "QWEN_",
+    "CLAUDE_",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "CODEX_",
+    "OPENCODE_",
+    "COPILOT_",
+    "CMAKE_",
+    "PKG_CONFIG",
+    "SSL_CERT",
+    "ELECTRON_",
+    "XDG_",
+    "SUDO_",
+];
+/// Whole names of that kind the endings and beginnings miss.
+const DOTENV_NAMES: &[&str] = &[
+    "SHELL",
+    "TERMINAL",
+    "BROWSER",
+    "CLASSPATH",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+    "AR",
+    "AS",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "LIBS",
+    "MAKE",
+    "KUBECONFIG",
+    "GNUPGHOME",
+    "SSH_AUTH_SOCK",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "TZDIR",
+    "LOCPATH",
+    "NLSPATH",
+    "RES_OPTIONS",
+    "HOSTALIASES",
+    "LOCALDOMAIN",
+    "MALLOC_CONF",
+    "GLIBC_TUNABLES",
+];
+
+/// Names the classes above would take that only tune output or select a mode.
+const DOTENV_SAFE: &[&str] =
+    &["NODE_ENV", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONHASHSEED"];
+
+/// Whether a `.env` must not set `name`: anything [`dangerous`] in a command's `env`, and the
+/// wider classes above, whose names say they point programs at other code, config,
+/// certificates, hosts or helpers. Compared without case (`http_proxy` is `HTTP_PROXY`).
+/// Application settings (`DATABASE_URL`, `PORT`, `API_KEY`) pass.
+pub fn dotenv_dangerous(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if DOTENV_SAFE.contains(&upper.as_str()) {
+        return false;
+    }
+    dangerous(name)
+        || dangerous(&upper)
+        || DOTENV_NAMES.contains(&upper.as_str())
+        || DOTENV_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
+        || DOTENV_PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
+}
+
 /// Why a `.env` file's text must not reach the programs that load it: the first variable it
-/// sets that changes which code they run (`NAME=…`, `export NAME=…`, as dotenv reads it).
+/// sets that [`dotenv_dangerous`] names, read the way the loosest loader reads it (npm's
+/// `dotenv`: a line ends at `\n`, `\r\n` or a lone `\r`; `NAME=value` or `NAME: value`, an
+/// optional `export`; a byte-order mark or any other blank before the name ignored). A name
+/// dotenv would not read as one is ignored too.
 pub fn judge_dotenv(text: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(text);
-    text.lines().find_map(|line| {
+    text.split(['\n', '\r']).find_map(|line| {
+        let line = line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+        let line = line.strip_prefix("export").filter(|rest| rest.starts_with(char::is_whitespace)).unwrap_or(line);
         let line = line.trim_start();
-        let line = line.strip_prefix("export ").map_or(line, str::trim_start);
-        let (name, _) = line.split_once('=')?;
-        let name = name.trim();
-        dangerous(name).then(|| format!("it sets `{name}`, which changes which code the programs that load it run"))
+        let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-'))?;
+        let (name, rest) = line.split_at(end);
+        let rest = rest.trim_start_matches([' ', '\t']);
+        let assigns = rest.starts_with('=') || rest.starts_with(':');
+        (assigns && !name.is_empty() && dotenv_dangerous(name))
+            .then(|| format!("it sets `{name}`, which points the programs that load it at other code, config or hosts"))
     })
 }
 
@@ -91,5 +270,52 @@ mod tests {
         assert!(judge_dotenv(b"PORT=1\nNODE_OPTIONS=--require ./x.js\n").is_some());
         assert!(judge_dotenv(b"  export LD_PRELOAD=/tmp/x.so").is_some());
         assert!(judge_dotenv(b"# GIT_SSH_COMMAND=x\nA=1").is_none());
+    }
+
+    #[test]
+    fn every_way_a_loader_reads_a_name_is_read() {
+        for text in [
+            &b"NODE_OPTIONS: --require ./evil.js\n"[..],
+            b"\xef\xbb\xbfNODE_OPTIONS=--require ./evil.js\n",
+            b"A=1\rLD_PRELOAD=./x.so\n",
+            b"export\tBASH_ENV=/tmp/x\n",
+            b"http_proxy=http://evil:8080\n",
+        ] {
+            assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn toolchains_hosts_and_helpers_are_refused_and_app_settings_pass() {
+        for name in [
+            "RUSTUP_TOOLCHAIN",
+            "CARGO_HOME",
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+            "GOFLAGS",
+            "KUBECONFIG",
+            "AWS_CONFIG_FILE",
+            "DOTNET_STARTUP_HOOKS",
+            "CLASSPATH",
+            "BROWSER",
+            "SHELL",
+            "SUDO_ASKPASS",
+            "TERMINAL",
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            "UV_CONFIG_FILE",
+            "PIP_CONFIG_FILE",
+            "PIP_INDEX_URL",
+            "TMPDIR",
+            "NODE_EXTRA_CA_CERTS",
+            "DOCKER_HOST",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_BASE_URL",
+        ] {
+            assert!(dotenv_dangerous(name), "{name}");
+        }
+        for name in
+            ["DATABASE_URL", "PORT", "API_KEY", "SECRET_KEY", "NODE_ENV", "DEBUG", "APP_NAME", "REDIS_URL", "LANG"]
+        {
+            assert!(!dotenv_dangerous(name), "{name}");
+        }
     }
 }

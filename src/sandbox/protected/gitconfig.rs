@@ -390,7 +390,8 @@ const ALLOWED: &[&str] = &[
 /// Keys whose value is a URL git fetches from: a `<transport>::<address>` URL runs the
 /// program `git-remote-<transport>` (`ext::` runs any command), so only plain URLs and paths
 /// pass.
-const URL_KEYS: &[&str] = &["remote.*.url", "remote.*.pushurl", "submodule.*.url"];
+const URL_KEYS: &[&str] =
+    &["remote.*.url", "remote.*.pushurl", "submodule.*.url", "branch.*.remote", "branch.*.pushremote"];
 
 /// The pattern of `entry` in [`ALLOWED`]'s terms: `section.key`, or `section.*.key`.
 fn pattern(entry: &Entry) -> Vec<u8> {
@@ -426,11 +427,19 @@ pub fn refused(entry: &Entry) -> Option<String> {
 /// Whether a URL makes git run a remote helper: `<transport>::<address>` (git's
 /// `transport_get` runs `git-remote-<transport>`), an option-like value, or a line break.
 fn url_runs_a_helper(url: &[u8]) -> bool {
-    let helper = url
-        .windows(2)
-        .position(|w| w == b"::")
-        .is_some_and(|at| at > 0 && url[..at].iter().all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c)));
-    helper || url.starts_with(b"-") || url.iter().any(|c| *c == b'\n' || *c == b'\r' || *c == 0)
+    let scheme_like =
+        |end: usize| end > 0 && url[..end].iter().all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c));
+    let helper = url.windows(2).position(|w| w == b"::").is_some_and(scheme_like);
+    // `<scheme>://…` with a scheme git has no transport of its own for runs
+    // `git-remote-<scheme>` (`ext://` too).
+    let foreign = url.windows(3).position(|w| w == b"://").is_some_and(|end| {
+        scheme_like(end)
+            && !matches!(
+                url[..end].to_ascii_lowercase().as_slice(),
+                b"http" | b"https" | b"ssh" | b"git" | b"file" | b"ftp" | b"ftps" | b"git+ssh" | b"ssh+git"
+            )
+    });
+    helper || foreign || url.starts_with(b"-") || url.iter().any(|c| *c == b'\n' || *c == b'\r' || *c == 0)
 }
 
 /// Why a config an agent wrote (`after`) must not reach git, comparing with what was there
@@ -444,6 +453,31 @@ pub fn judge_change(before: Option<&[u8]>, after: &[u8]) -> Option<String> {
     };
     let before = before.and_then(|bytes| parse(bytes).ok()).unwrap_or_default();
     after.iter().filter(|entry| !before.contains(entry)).find_map(refused)
+}
+
+/// The `remote.*.url` entries a config an agent wrote (`after`) adds or changes against what
+/// was there (`before`), as `name = value`.
+pub fn new_remote_urls(before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
+    let Ok(after) = parse(after) else { return Vec::new() };
+    let before = before.and_then(|bytes| parse(bytes).ok()).unwrap_or_default();
+    after
+        .iter()
+        .filter(|entry| !before.contains(entry) && pattern(entry) == b"remote.*.url")
+        .map(|entry| format!("{} = {}", entry.name_text(), entry.value_text()))
+        .collect()
+}
+
+/// The `core.worktree` values a config an agent wrote (`after`) adds or changes, against what
+/// was there (`before`): each must be checked where the config lies (`gitdir.rs`), since git
+/// checks files out there.
+pub fn new_worktrees(before: Option<&[u8]>, after: &[u8]) -> Vec<Vec<u8>> {
+    let Ok(after) = parse(after) else { return Vec::new() };
+    let before = before.and_then(|bytes| parse(bytes).ok()).unwrap_or_default();
+    after
+        .iter()
+        .filter(|entry| !before.contains(entry) && pattern(entry) == b"core.worktree")
+        .map(|entry| entry.value.clone().unwrap_or_default())
+        .collect()
 }
 
 /// A path a trusted config names that git reads or runs: the hooks directory, an included
@@ -507,12 +541,17 @@ pub fn named_paths(entries: &[Entry]) -> Vec<Named> {
         } else if (section == b"include" || section == b"includeif") && key == b"path" {
             (value, Base::ConfigFile)
         } else if PROGRAM_KEYS.iter().any(|k| k.as_bytes() == key) || section == b"alias" || section == b"pager" {
+            // The program given by its path, and every file its command line names (`python3
+            // tools/clean.py`, `sh ./fmt.sh`, `ssh -F ./ssh_config`): the interpreter runs it.
             let command = value.strip_prefix(b"!").unwrap_or(value);
-            let word = first_word(command);
-            if !word.contains(&b'/') {
-                continue;
+            for word in command_files(command) {
+                named.push(Named {
+                    path: std::path::PathBuf::from(word),
+                    base: Base::Worktree,
+                    key: entry.name_text(),
+                });
             }
-            (word, Base::Worktree)
+            continue;
         } else {
             continue;
         };
@@ -528,21 +567,31 @@ pub fn named_paths(entries: &[Entry]) -> Vec<Named> {
     named
 }
 
-/// The first word of a command line, without the quotes around it.
-fn first_word(command: &[u8]) -> &[u8] {
-    let command = command.trim_ascii_start();
-    let (quote, rest) = match command.first() {
-        Some(q @ (b'"' | b'\'')) => (Some(*q), &command[1..]),
-        _ => (None, command),
-    };
-    let end = rest
-        .iter()
-        .position(|c| match quote {
-            Some(q) => *c == q,
-            None => c.is_ascii_whitespace(),
-        })
-        .unwrap_or(rest.len());
-    &rest[..end]
+/// The words of a command line that name files: the first word when it is a path (one with a
+/// `/`; a bare name is looked up in `PATH`), and every later word that holds a `/` or looks
+/// like a file name (a `.` in it), options and git's `%` placeholders left out. Quotes are read
+/// as a shell reads them; a line that does not split is taken word by word at blanks.
+fn command_files(command: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(command);
+    let words = shlex::split(&text).unwrap_or_else(|| text.split_whitespace().map(str::to_string).collect());
+    let mut files = Vec::new();
+    for (i, word) in words.into_iter().enumerate() {
+        // `-F./x` and `--file=./x` name files too.
+        let word = word.split_once('=').map_or(word.as_str(), |(_, v)| v).trim_start_matches('-').to_string();
+        let word = if i > 0 && word.len() > 2 && words_flag(&word) { word[1..].to_string() } else { word };
+        let file = word.contains('/') || (i > 0 && word.contains('.') && !word.starts_with('.') && word != ".");
+        if word.is_empty() || word.contains('%') || !file {
+            continue;
+        }
+        files.push(word);
+    }
+    files
+}
+
+/// Whether `word` (its dashes taken off) was a one-letter option glued to its value (`F./x`).
+fn words_flag(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.next().is_some_and(|c| c == '.' || c == '/')
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub struct Known {
 /// The changes of `changes` (each under `known.root`) that must not reach git, judged on the
 /// tree before (`before`) and after (`after`).
 pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Change]) -> Vec<Refusal> {
-    let mut judge = Judge { known, before, after, refused: BTreeMap::new(), named: BTreeMap::new() };
+    let mut judge = Judge::new(known, before, after);
     let changed: std::collections::BTreeSet<&Path> = changes.iter().map(|c| c.path.as_path()).collect();
     let mut new_git_dirs = std::collections::BTreeSet::new();
     for change in changes {
@@ -98,7 +98,7 @@ pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Chan
 /// Whether a path that the config of a repository around `rel` (in `view`), or the user's
 /// own config, names lies at or above `rel`: hooks, includes, programs given by path.
 pub fn named(known: &Known, view: &dyn View, rel: &Path) -> bool {
-    let mut judge = Judge { known, before: view, after: view, refused: BTreeMap::new(), named: BTreeMap::new() };
+    let mut judge = Judge::new(known, view, view);
     judge.named_by_configs(&Change { path: rel.to_path_buf(), after: Some(Kind::File) });
     !judge.refused.is_empty()
 }
@@ -110,11 +110,66 @@ struct Judge<'a> {
     refused: BTreeMap<PathBuf, String>,
     /// Paths named by the configs of the repository a directory lies in (memoized by directory).
     named: BTreeMap<PathBuf, Vec<(PathBuf, String)>>,
+    /// The nearest git dir at or above each directory asked about (memoized: every change
+    /// asks about all of its ancestors).
+    nearest: std::cell::RefCell<std::collections::HashMap<PathBuf, Option<PathBuf>>>,
 }
 
-impl Judge<'_> {
+impl<'a> Judge<'a> {
+    fn new(known: &'a Known, before: &'a dyn View, after: &'a dyn View) -> Self {
+        Self { known, before, after, refused: BTreeMap::new(), named: BTreeMap::new(), nearest: Default::default() }
+    }
+
+    /// The nearest git dir at or above the directory `dir`, remembered.
+    fn nearest_git_dir(&self, dir: &Path) -> Option<PathBuf> {
+        if let Some(found) = self.nearest.borrow().get(dir) {
+            return found.clone();
+        }
+        // Up to the first ancestor already known (iterative: a deep tree must not recurse).
+        let mut unknown: Vec<&Path> = Vec::new();
+        let mut known: Option<PathBuf> = None;
+        for candidate in dir.ancestors() {
+            if let Some(found) = self.nearest.borrow().get(candidate) {
+                known = found.clone();
+                break;
+            }
+            unknown.push(candidate);
+        }
+        let mut nearest = self.nearest.borrow_mut();
+        for candidate in unknown.into_iter().rev() {
+            if self.holds_head(candidate) {
+                known = Some(candidate.to_path_buf());
+            }
+            nearest.insert(candidate.to_path_buf(), known.clone());
+        }
+        known
+    }
+
     fn refuse(&mut self, path: &Path, why: String) {
         self.refused.entry(path.to_path_buf()).or_insert(why);
+    }
+
+    /// Why a `core.worktree` value in the git dir `dir` must not reach git: checkouts write
+    /// there, so it must name a directory inside the root and outside every git dir (`.`
+    /// would make `git checkout` write into the git dir itself, `../..` outside the root).
+    fn worktree_outside(&self, dir: &Path, value: &[u8]) -> Option<String> {
+        let text = String::from_utf8_lossy(value).into_owned();
+        let git_dir = self.known.root.join(dir);
+        let target = crate::sandbox::paths::normalize(&git_dir.join(&text));
+        let shown = || format!("`core.worktree = {text}`");
+        if !target.starts_with(&self.known.root) {
+            return Some(format!("{} points outside the root: git would check files out there", shown()));
+        }
+        let relative = target.strip_prefix(&self.known.root).unwrap_or(&target);
+        // Inside this git dir, inside anything named `.git`, or inside a directory holding a
+        // `HEAD` (a git dir of another name).
+        let inside_git_dir = target.starts_with(&git_dir)
+            || relative.components().any(|c| c.as_os_str() == ".git")
+            || self.nearest_git_dir(relative).is_some();
+        if inside_git_dir {
+            return Some(format!("{} points into a git dir: git would check files out over its hooks", shown()));
+        }
+        None
     }
 
     /// Whether `dir` is a git dir, before or after: it holds a `HEAD`, or it is named `.git`
@@ -130,17 +185,10 @@ impl Judge<'_> {
     /// and `path` within it.
     fn git_dir_of(&self, path: &Path) -> Option<(PathBuf, PathBuf)> {
         let is_dir = |p: &Path| self.after.kind(p) == Some(Kind::Dir) || self.before.kind(p) == Some(Kind::Dir);
-        let mut candidates: Vec<&Path> = path.ancestors().skip(1).collect();
-        if is_dir(path) {
-            candidates.insert(0, path);
-        }
-        for dir in candidates {
-            if self.holds_head(dir) {
-                let inner = path.strip_prefix(dir).unwrap_or(path).to_path_buf();
-                return Some((dir.to_path_buf(), inner));
-            }
-        }
-        None
+        let start = if is_dir(path) { Some(path) } else { path.parent() };
+        let dir = start.and_then(|start| self.nearest_git_dir(start))?;
+        let inner = path.strip_prefix(&dir).unwrap_or(path).to_path_buf();
+        Some((dir, inner))
     }
 
     /// One change inside the git dir `dir` (`inner` is its path there).
@@ -160,6 +208,22 @@ impl Judge<'_> {
                 let was = if new { None } else { self.before.read(&change.path, READ_CAP) };
                 if let Some(why) = gitconfig::judge_change(was.as_deref(), &now) {
                     self.refuse(&change.path, why);
+                } else if let Some(why) = gitconfig::new_worktrees(was.as_deref(), &now)
+                    .iter()
+                    .find_map(|value| self.worktree_outside(dir, value))
+                {
+                    self.refuse(&change.path, why);
+                } else if dir == Path::new(".git")
+                    && !new
+                    && let Some(url) = gitconfig::new_remote_urls(was.as_deref(), &now).first()
+                {
+                    // The root's own repository (one that was there before): its remote names
+                    // the workspace whose todos and memories the next start sees. A new one
+                    // (`git init`, `git clone .`) may name any.
+                    self.refuse(
+                        &change.path,
+                        format!("`{url}` changes which repository this root is, and so whose todos and memories a server started here sees"),
+                    );
                 }
             }
             ("commondir", 1) if !self.worktree_commondir(dir, &change.path) => {

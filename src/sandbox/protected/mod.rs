@@ -117,6 +117,12 @@ pub fn in_dot_git(path: &Path) -> Option<Protection> {
 /// matched. Git's own files are not among them (`gitdir.rs` judges those).
 pub fn classify_rule(path: &Path, home: Option<&Path>) -> Option<(Protection, &'static str)> {
     let names = names(path);
+    if names.last().is_some_and(|name| name.to_string_lossy().ends_with(".code-workspace")) {
+        return Some((
+            Protection::Editor,
+            "VS Code and its forks: a workspace file's settings, tasks (some run when it opens) and launch configurations",
+        ));
+    }
     for rule in RULES {
         let rule_names: Vec<&str> = rule.path.split('/').collect();
         if matches(&rule_names, &names, rule.shape) {
@@ -135,6 +141,20 @@ pub fn classify_rule(path: &Path, home: Option<&Path>) -> Option<(Protection, &'
         return Some((Protection::UserConfig, "a file of your home directory's configuration or PATH"));
     }
     None
+}
+
+/// Whether a code-bearing path of `tables.rs` would lie beneath `path` if `path` were a
+/// directory (`.cargo` for `.cargo/config.toml`, `.config` for `.config/fish`): a symlink of
+/// that name would make the code-bearing path resolve into what it points at, which no rule
+/// names. The reason is the rule's.
+pub fn could_hold(path: &Path) -> Option<(Protection, &'static str)> {
+    let names = names(path);
+    RULES.iter().find_map(|rule| {
+        let rule_names: Vec<&str> = rule.path.split('/').collect();
+        (1..rule_names.len())
+            .any(|k| matches(&rule_names[..k], &names, Shape::File))
+            .then_some((rule.protection, rule.reason))
+    })
 }
 
 /// Why a file operation's write of `path` (absolute, beneath one of `roots`) is code-bearing
@@ -264,7 +284,15 @@ mod tests {
             assert!(classify_rule(Path::new(path), Some(home)).is_some(), "{path}");
         }
         assert!(classify_rule(Path::new("/ws/.ssh/config"), Some(home)).is_none());
-        assert!(classify_rule(Path::new("/home/u/.cache/pip/x"), Some(home)).is_none());
+        // Caches hold code that runs later (corepack's package managers, pre-commit's hooks).
+        for cached in
+            ["/home/u/.cache/node/corepack/v1/pnpm/9.0.0/bin/pnpm.cjs", "/home/u/.cargo/registry/src/x/build.rs"]
+        {
+            assert!(classify_rule(Path::new(cached), Some(home)).is_some(), "{cached}");
+        }
+        assert!(classify_rule(Path::new("/home/u/.local/share/Trash/files/x"), Some(home)).is_none());
+        assert!(classify_rule(Path::new("/home/u/go/pkg/mod/x/y.go"), Some(home)).is_some());
+        assert!(classify_rule(Path::new("/home/u/Library/LaunchAgents/x.plist"), Some(home)).is_some());
         assert!(classify_rule(Path::new("/home/u/projects/app/main.rs"), Some(home)).is_none());
         assert!(classify_rule(Path::new("/home/u/.local/share/x"), Some(home)).is_some(), "a dot-directory");
         assert!(classify_rule(Path::new("/home/u/bin/git"), Some(home)).is_some(), "on PATH");

@@ -95,6 +95,15 @@ pub const RULES: &[Rule] = &[
     rule(".amazonq", Tree, AgentHost, "Amazon Q: MCP servers and agents with hooks"),
     rule(".roo/mcp.json", File, AgentHost, "Roo Code: MCP servers"),
     rule(".continue", Tree, AgentHost, "Continue: MCP servers"),
+    rule(".kilocode", Tree, AgentHost, "Kilo Code: MCP servers and workflows"),
+    rule(".factory", Tree, AgentHost, "Factory's droid: settings, hooks and MCP servers"),
+    rule(".junie", Tree, AgentHost, "Junie: MCP servers (`mcp/mcp.json`)"),
+    rule(".trae", Tree, AgentHost, "Trae: MCP servers"),
+    rule(".augment", Tree, AgentHost, "Augment: settings and MCP servers"),
+    rule(".openhands", Tree, AgentHost, "OpenHands: `setup.sh` and hooks it runs when a session starts"),
+    rule("crush.json", File, AgentHost, "Crush: MCP servers and language servers it starts"),
+    rule(".crush.json", File, AgentHost, "Crush: MCP servers and language servers it starts"),
+    rule(".aider.conf.yml", File, AgentHost, "aider: `lint-cmd` and `test-cmd` it runs after edits"),
     // Editors and tools: what runs when the folder is opened or entered.
     rule(".vscode/settings.json", File, Editor, "VS Code: interpreter, formatter and tool paths its extensions run"),
     rule(
@@ -106,10 +115,17 @@ pub const RULES: &[Rule] = &[
     rule(".vscode/launch.json", File, Editor, "VS Code: debug configurations (preLaunchTask, programs)"),
     rule(".vscode/mcp.json", File, Editor, "VS Code: MCP servers, started as commands"),
     rule(".zed", Tree, Editor, "Zed: language servers, MCP servers, formatters, tasks"),
+    rule(".helix", Tree, Editor, "Helix: language servers and formatters it starts when a file opens"),
+    rule(".theia", Tree, Editor, "Theia: settings, tasks and launch configurations"),
+    rule(".lazy.lua", File, Editor, "LazyVim: Lua run on start in the directory"),
     rule(".idea", Tree, Editor, "JetBrains IDEs: run configurations, startup tasks, tool paths"),
     rule(".devcontainer", Tree, Editor, "Dev containers: lifecycle commands (initializeCommand runs on the host)"),
     rule(".devcontainer.json", File, Editor, "Dev containers: lifecycle commands"),
     rule(".envrc", File, Editor, "direnv: runs it on entering the directory"),
+    rule(".envrc.local", File, Editor, "direnv: sourced by an allowed `.envrc`, without asking again"),
+    rule(".hg/hgrc", File, Editor, "Mercurial: hooks and extensions run by any `hg` command"),
+    rule(".hg/hgrc-not-shared", File, Editor, "Mercurial: hooks and extensions run by any `hg` command"),
+    rule(".jj/repo/config.toml", File, Editor, "Jujutsu: aliases, pager, editor and fix tools it runs"),
     rule(".mise.toml", File, Editor, "mise: tasks, hooks and env it runs on entering"),
     rule("mise.toml", File, Editor, "mise: tasks, hooks and env it runs on entering"),
     rule(".mise.local.toml", File, Editor, "mise: local overrides"),
@@ -123,6 +139,7 @@ pub const RULES: &[Rule] = &[
     rule(".nvimrc", File, Editor, "Neovim with `exrc` set: commands run on start"),
     rule(".pdbrc", File, Editor, "pdb: commands run when the debugger starts here"),
     rule(".irbrc", File, Editor, "irb and rails console: Ruby run at start"),
+    rule(".pryrc", File, Editor, "pry: Ruby run at start in the directory"),
     rule(".Rprofile", File, Editor, "R and RStudio: R run at every start in the directory"),
     rule(".ripgreprc", File, Editor, "ripgrep with RIPGREP_CONFIG_PATH: `--pre` runs a program per file"),
     // Git hook managers: what `git commit` runs.
@@ -230,20 +247,16 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// Beneath a home directory a root holds, every entry whose name starts with `.` (configs of
-/// shells, editors, tools and agent hosts; credentials' helpers; directories on `PATH`) and
-/// `bin`, `go/bin` are code-bearing, except these caches of downloaded data.
-pub const HOME_DATA: &[&str] = &[
-    ".cache",
-    ".npm/_cacache",
-    ".cargo/registry",
-    ".cargo/git",
-    ".m2/repository",
-    ".gradle/caches",
-    ".rustup/downloads",
-    ".rustup/tmp",
-    ".local/share/Trash",
-];
+/// shells, editors, tools and agent hosts; credentials' helpers; directories on `PATH`; and
+/// the caches, which hold code that runs later: corepack's package managers, pre-commit's
+/// hook environments, cargo's registry sources whose build scripts a build runs, Maven's and
+/// Gradle's jars, pip's wheels, uv's and poetry's environments) is code-bearing, except
+/// these, which hold nothing that runs.
+pub const HOME_DATA: &[&str] = &[".local/share/Trash"];
 
 /// The entries of a home directory that are code-bearing although their names do not start
-/// with a dot: directories on a default `PATH`.
-pub const HOME_BIN: &[&str] = &["bin", "go/bin"];
+/// with a dot: directories on a default `PATH`, Go's module cache (builds use it as it is),
+/// and macOS's per-user launch agents (they run at login) and application settings (Claude
+/// Desktop's MCP servers, editors' settings).
+pub const HOME_BIN: &[&str] =
+    &["bin", "go/bin", "go/pkg", "Library/LaunchAgents", "Library/Application Support", "Library/Preferences"];

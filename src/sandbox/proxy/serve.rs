@@ -44,8 +44,11 @@ pub(super) async fn accept(listener: TcpListener, link: Weak<Link>) {
 struct Asked {
     host: Host,
     port: u16,
-    /// A plain HTTP request's head, rewritten for the origin (sent once connected).
+    /// A plain HTTP request's head, rewritten for the origin (sent once connected), with what
+    /// of its body came along.
     forward: Option<Vec<u8>>,
+    /// The bytes of a plain request's body still to come from the client.
+    body_left: u64,
 }
 
 async fn serve(mut stream: TcpStream, link: Arc<Link>) {
@@ -75,9 +78,22 @@ async fn serve(mut stream: TcpStream, link: Arc<Link>) {
         (Some(head), false) => upstream.write_all(head).await,
         (None, false) => stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await,
     };
-    if ready.is_ok() {
-        let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+    if ready.is_err() {
+        return;
     }
+    if asked.forward.is_some() {
+        // One request per connection: its body goes on, nothing after it (a second request
+        // on the same connection would reach this host with a `Host` nobody checked); then
+        // the answer comes back.
+        let (mut from_client, mut to_client) = stream.split();
+        let (mut from_upstream, mut to_upstream) = upstream.split();
+        let mut body = (&mut from_client).take(asked.body_left);
+        if tokio::io::copy(&mut body, &mut to_upstream).await.is_ok() {
+            let _ = tokio::io::copy(&mut from_upstream, &mut to_client).await;
+        }
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
 }
 
 /// Why a connection was not made, in each protocol's terms.
@@ -197,7 +213,7 @@ async fn socks_request(stream: &mut TcpStream) -> Result<Asked, String> {
     };
     let mut port = [0u8; 2];
     stream.read_exact(&mut port).await.map_err(|e| e.to_string())?;
-    Ok(Asked { host, port: u16::from_be_bytes(port), forward: None })
+    Ok(Asked { host, port: u16::from_be_bytes(port), forward: None, body_left: 0 })
 }
 
 /// HTTP: the request head, then `CONNECT host:port`, or a request for `http://host[:port]/…`
@@ -233,7 +249,7 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     }
     if method.eq_ignore_ascii_case("CONNECT") {
         let (host, port) = authority(target, None)?;
-        return Ok(Asked { host, port, forward: None });
+        return Ok(Asked { host, port, forward: None, body_left: 0 });
     }
     let rest = target
         .strip_prefix("http://")
@@ -242,8 +258,16 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     let (host, port) = authority(authority_text, Some(80))?;
     let path = if path.is_empty() { "/".to_string() } else { path.to_string() };
     let mut forward = format!("{method} {path} {version}\r\n");
+    let mut body: u64 = 0;
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
+        if name == "transfer-encoding" {
+            return Err("a request body sent in chunks; send its length (`Content-Length`), or use https".into());
+        }
+        if name == "content-length" {
+            let value = line.split_once(':').map(|(_, v)| v.trim()).unwrap_or_default();
+            body = value.parse().map_err(|_| format!("`Content-Length: {value}` is not a length"))?;
+        }
         if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
             continue;
         }
@@ -259,8 +283,10 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     }
     forward.push_str("Connection: close\r\n\r\n");
     let mut forward = forward.into_bytes();
-    forward.extend_from_slice(body_start);
-    Ok(Asked { host, port, forward: Some(forward) })
+    // Of what came after the head, only the body goes on (a request behind it does not).
+    let came = body_start.len().min(usize::try_from(body).unwrap_or(usize::MAX));
+    forward.extend_from_slice(&body_start[..came]);
+    Ok(Asked { host, port, forward: Some(forward), body_left: body - came as u64 })
 }
 
 /// `host:port` (or `[v6]:port`), the port defaulting to `default` when one is given.

@@ -6,10 +6,9 @@
 //! in at once (`RENAME_EXCHANGE`), and what it replaced (or what was removed) moves to the
 //! stage's `old/` area, where undo finds it. A refused change never reaches the real tree.
 //!
-//! `Mode::Live` folds a command that still runs (a background command or a PTY session, at the
-//! defined points): its upper layer is copied from, never moved, so the command keeps its
-//! view; `Mode::Final` folds one that ended, moving entries when upper and root share a file
-//! system (no copy) and copying otherwise.
+//! The layer folded is one nothing writes any more: an ended command's upper layer, or the
+//! snapshot a live fold took of a running one's (`snapshot.rs`). Entries are moved out of it
+//! when it and the root share a file system (no copy), copied otherwise.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -22,6 +21,10 @@ use crate::sandbox::protected::gitdir::{self, Change, Known, View};
 
 /// Files up to this size are compared byte for byte when their size and time match.
 const COMPARE_LIMIT: u64 = 64 << 20;
+
+/// How many directories below its root a change may lie. Nothing deeper is applied (or even
+/// looked at): a command that nests thousands of directories costs the fold nothing more.
+pub const MAX_DEPTH: usize = 100;
 
 /// What the judge knows besides the trees.
 #[derive(Debug, Clone, Default)]
@@ -54,9 +57,10 @@ impl Rules {
 /// Whether the command still runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// It runs: copy from its upper layer, leave the layer as it is.
+    /// It runs: what it changed is taken out of its upper layer first (`snapshot.rs`), and
+    /// the layer is left as it is.
     Live,
-    /// It ended: move from its upper layer.
+    /// It ended: its upper layer is folded itself.
     Final,
 }
 
@@ -116,8 +120,9 @@ pub struct Fold<'a> {
     old: &'a DirHandle,
     old_path: &'a Path,
     next_old: &'a mut u64,
-    mode: Mode,
     refused: BTreeMap<PathBuf, String>,
+    /// Directories at [`MAX_DEPTH`] with something in them: refused, not entered.
+    too_deep: Vec<PathBuf>,
     out: &'a mut Folded,
 }
 
@@ -132,7 +137,7 @@ pub struct OldArea<'a> {
 }
 
 /// Folds the upper layer `upper` of the root `root` into it, judging by `rules`.
-pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, mode: Mode, out: &mut Folded) {
+pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, out: &mut Folded) {
     let opened = DirHandle::open(root).and_then(|r| Ok((r, DirHandle::open(upper)?)));
     let (real, upper) = match opened {
         Ok(handles) => handles,
@@ -148,14 +153,16 @@ pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, mo
         old: old.dir,
         old_path: old.path,
         next_old: old.next,
-        mode,
         refused: BTreeMap::new(),
+        too_deep: Vec::new(),
         out,
     };
     let mut changes = Vec::new();
     let top = fold.upper.open_beneath(Path::new(""));
     if let Ok(top) = top {
-        fold.scan(&top, Some(fold.real.handle()), Path::new(""), &mut changes);
+        let mut deep = Vec::new();
+        fold.scan(&top, Some(fold.real.handle()), Path::new(""), &mut changes, &mut deep);
+        fold.too_deep = deep;
     }
     fold.judge(rules, &changes);
     if let Ok(top) = fold.upper.open_beneath(Path::new("")) {
@@ -175,7 +182,14 @@ pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, mo
 impl Fold<'_> {
     /// Lists the changes beneath `rel` (its upper directory `upper`, its real directory `real`
     /// when there is one).
-    fn scan(&self, upper: &DirHandle, real: Option<&DirHandle>, rel: &Path, out: &mut Vec<Change>) {
+    fn scan(
+        &self,
+        upper: &DirHandle,
+        real: Option<&DirHandle>,
+        rel: &Path,
+        out: &mut Vec<Change>,
+        deep: &mut Vec<PathBuf>,
+    ) {
         for (name, _) in upper.typed_entries().unwrap_or_default() {
             let path = rel.join(&name);
             let real_kind = real.and_then(|r| r.stat(&name).ok()).map(|s| s.kind);
@@ -191,6 +205,12 @@ impl Fold<'_> {
                         out.push(Change { path: path.clone(), after: Some(Kind::Dir) });
                     }
                     let Ok(inner) = upper.open_dir(&name) else { continue };
+                    if path.components().count() >= MAX_DEPTH {
+                        if !inner.entries().unwrap_or_default().is_empty() {
+                            deep.push(path);
+                        }
+                        continue;
+                    }
                     let real_inner =
                         if real_kind == Some(Kind::Dir) { real.and_then(|r| r.open_dir(&name).ok()) } else { None };
                     if opaque && let Some(real_inner) = &real_inner {
@@ -201,10 +221,10 @@ impl Fold<'_> {
                             }
                         }
                     }
-                    self.scan(&inner, real_inner.as_ref(), &path, out);
+                    self.scan(&inner, real_inner.as_ref(), &path, out, deep);
                 }
                 Upper::Other(kind) => {
-                    if self.changed(upper, &name, real, real_kind, kind) {
+                    if changed(upper, &name, real, real_kind, kind) {
                         out.push(Change { path, after: Some(kind) });
                     }
                 }
@@ -212,51 +232,29 @@ impl Fold<'_> {
         }
     }
 
-    /// Whether the upper entry `name` (of `kind`) differs from what the real directory holds:
-    /// a file copied up and left as it was (same size, time and mode, and, when small
-    /// enough, the same bytes) is no change.
-    fn changed(
-        &self,
-        upper: &DirHandle,
-        name: &OsStr,
-        real: Option<&DirHandle>,
-        real_kind: Option<Kind>,
-        kind: Kind,
-    ) -> bool {
-        let Some(real) = real else { return true };
-        if real_kind != Some(kind) {
-            return true;
-        }
-        match kind {
-            Kind::File => {
-                let (Ok(a), Ok(b)) = (upper.stat(name), real.stat(name)) else { return true };
-                let (Ok(ta), Ok(tb)) = (tree::mtime_and_mode(upper, name), tree::mtime_and_mode(real, name)) else {
-                    return true;
-                };
-                if a.len != b.len || ta.1 != tb.1 {
-                    return true;
-                }
-                if ta.0 == tb.0 && a.len > COMPARE_LIMIT {
-                    return false;
-                }
-                !tree::same_content(upper, name, real, name).unwrap_or(false)
-            }
-            Kind::Link => upper.read_link(name).ok() != real.read_link(name).ok(),
-            Kind::Dir | Kind::Other => false,
-        }
-    }
-
     /// Judges the changes as a whole: git's files by what they are, the rest by name and path.
     fn judge(&mut self, rules: &Rules, changes: &[Change]) {
         let known =
             Known { root: self.root.to_path_buf(), home: rules.home.clone(), user_named: rules.user_named.clone() };
-        let merged = Merged { lower: &self.real, upper: &self.upper };
+        let merged = Merged::new(&self.real, &self.upper);
         for refusal in gitdir::judge(&known, &self.real, &merged, changes) {
             self.refused.insert(refusal.path, refusal.why);
         }
+        for path in std::mem::take(&mut self.too_deep) {
+            self.refused.insert(
+                path,
+                format!("it lies {MAX_DEPTH} directories below the root, the deepest a command's writes are applied"),
+            );
+        }
         for change in changes {
             let absolute = self.root.join(&change.path);
-            let dotenv = change.after == Some(Kind::File) && change.path.file_name().is_some_and(|n| n == ".env");
+            let named_dotenv = change.path.file_name().is_some_and(|n| n == ".env");
+            if named_dotenv && change.after == Some(Kind::Link) {
+                self.refused.entry(change.path.clone()).or_insert_with(|| {
+                    "a `.env` that is a symlink: the programs that load it read whatever it points at".to_string()
+                });
+            }
+            let dotenv = change.after == Some(Kind::File) && named_dotenv;
             if dotenv {
                 let text = merged.read(&change.path, gitdir::READ_CAP);
                 let why = text.map_or_else(
@@ -274,6 +272,14 @@ impl Fold<'_> {
                 continue;
             }
             let why = match change.after {
+                Some(Kind::Link) => refusal_by_name(rules, &absolute).or_else(|| {
+                    crate::sandbox::protected::could_hold(&absolute).map(|(protection, reason)| {
+                        format!(
+                            "a symlink where code-bearing files are looked for, which would then be read from where it points ({reason}; {})",
+                            protection.why()
+                        )
+                    })
+                }),
                 None => rules
                     .own
                     .iter()
@@ -333,13 +339,12 @@ impl Fold<'_> {
                         }
                         continue;
                     }
-                    if self.mode == Mode::Final && !self.refused_beneath(&path) {
+                    if !self.refused_beneath(&path) {
                         drop(inner);
                         self.put(upper, &name, real, &path, real_kind, Kind::Dir);
                         continue;
                     }
-                    // Built here entry by entry: something beneath is refused, or the command
-                    // still runs and keeps its own.
+                    // Built here entry by entry: something beneath is refused.
                     let temp = tree::temp_name(&name);
                     if let Err(err) = real.create_dir(&temp) {
                         self.fail(&path, "create", &err);
@@ -355,7 +360,7 @@ impl Fold<'_> {
                     }
                 }
                 Upper::Other(kind) => {
-                    if self.is_refused(&path) || !self.changed(upper, &name, Some(real), real_kind, kind) {
+                    if self.is_refused(&path) || !changed(upper, &name, Some(real), real_kind, kind) {
                         continue;
                     }
                     self.put(upper, &name, real, &path, real_kind, kind);
@@ -373,8 +378,8 @@ impl Fold<'_> {
         }
     }
 
-    /// Puts the upper entry `name` at `name` in `real`: moved (final fold, one file system) or
-    /// copied beside it, then swapped in.
+    /// Puts the upper entry `name` at `name` in `real`: moved beside it (copied from another
+    /// file system), then swapped in.
     fn put(
         &mut self,
         upper: &DirHandle,
@@ -385,10 +390,7 @@ impl Fold<'_> {
         kind: Kind,
     ) {
         let temp = tree::temp_name(name);
-        let placed = match self.mode {
-            Mode::Final => tree::relocate(upper, name, real, &temp).map(|_| ()),
-            Mode::Live => tree::copy(upper, name, real, &temp),
-        };
+        let placed = tree::relocate(upper, name, real, &temp).map(|_| ());
         if let Err(err) = placed {
             let _ = tree::remove(real, &temp);
             return self.fail(path, "write", &err);
@@ -456,7 +458,7 @@ impl Fold<'_> {
     /// both are small text files (a new file counts as empty before).
     fn diff(&self, path: &Path) -> Option<String> {
         const CAP: u64 = 64 * 1024;
-        let merged = Merged { lower: &self.real, upper: &self.upper };
+        let merged = Merged::new(&self.real, &self.upper);
         let after = merged.read(path, CAP)?;
         let before = if self.real.kind(path).is_some() { self.real.read(path, CAP)? } else { Vec::new() };
         let (after, before) = (String::from_utf8(after).ok()?, String::from_utf8(before).ok()?);
@@ -468,6 +470,39 @@ impl Fold<'_> {
             lines.push("…");
         }
         Some(lines.join("\n"))
+    }
+}
+
+/// Whether the upper entry `name` (of `kind`) differs from what the real directory holds:
+/// a file copied up and left as it was (same size, time and mode, and, when small enough, the
+/// same bytes) is no change.
+pub(super) fn changed(
+    upper: &DirHandle,
+    name: &OsStr,
+    real: Option<&DirHandle>,
+    real_kind: Option<Kind>,
+    kind: Kind,
+) -> bool {
+    let Some(real) = real else { return true };
+    if real_kind != Some(kind) {
+        return true;
+    }
+    match kind {
+        Kind::File => {
+            let (Ok(a), Ok(b)) = (upper.stat(name), real.stat(name)) else { return true };
+            let (Ok(ta), Ok(tb)) = (tree::mtime_and_mode(upper, name), tree::mtime_and_mode(real, name)) else {
+                return true;
+            };
+            if a.len != b.len || ta.1 != tb.1 {
+                return true;
+            }
+            if ta.0 == tb.0 && a.len > COMPARE_LIMIT {
+                return false;
+            }
+            !tree::same_content(upper, name, real, name).unwrap_or(false)
+        }
+        Kind::Link => upper.read_link(name).ok() != real.read_link(name).ok(),
+        Kind::Dir | Kind::Other => false,
     }
 }
 

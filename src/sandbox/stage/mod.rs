@@ -14,6 +14,7 @@
 
 pub mod fold;
 pub mod layer;
+pub mod snapshot;
 pub mod tree;
 pub mod view;
 
@@ -29,6 +30,10 @@ use crate::sandbox::handle::DirHandle;
 const MANIFEST: &str = "layers.json";
 /// The suffix of a stage that was folded and is being removed.
 const DONE: &str = ".done";
+/// The suffix of a stage a later start is folding: if that start dies mid-fold, the next one
+/// removes the stage instead of folding it again (a fold that kills its server must not kill
+/// every later one).
+const RECOVERING: &str = ".recovering";
 
 pub use crate::sandbox::contract::StageLayer as Layer;
 
@@ -67,7 +72,12 @@ impl Stage {
     /// The stage left at `dir` by a server that is gone.
     fn open(dir: &Path) -> Option<Self> {
         let manifest = crate::sandbox::fs::read_state_file(&dir.join(MANIFEST)).ok()?;
-        let layers: Vec<Layer> = serde_json::from_slice(&manifest).ok()?;
+        let mut layers: Vec<Layer> = serde_json::from_slice(&manifest).ok()?;
+        // Each layer lies in the stage's directory, which may have been renamed since.
+        for (i, layer) in layers.iter_mut().enumerate() {
+            layer.upper = dir.join(i.to_string()).join("upper");
+            layer.work = dir.join(i.to_string()).join("work");
+        }
         let next = crate::sandbox::fs::file_names(&dir.join("old")).len() as u64 + 1_000_000;
         Some(Self { dir: dir.to_path_buf(), layers, next_old: Mutex::new(next) })
     }
@@ -91,7 +101,28 @@ impl Stage {
         };
         for layer in &self.layers {
             let area = fold::OldArea { dir: &old, path: &old_path, next: &mut next };
-            fold::fold_layer(&layer.root, &layer.upper, area, rules, mode, &mut folded);
+            if mode == Mode::Final {
+                fold::fold_layer(&layer.root, &layer.upper, area, rules, &mut folded);
+                continue;
+            }
+            // A running command keeps writing its layer: what it changed is taken out first,
+            // and that copy is what is judged and applied.
+            let snap = self.dir.join("snapshot");
+            remove_dir(&snap);
+            let taken = crate::sandbox::fs::create_private_dir(&snap).and_then(|()| {
+                // Readable handles (`open` only names a directory).
+                let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
+                let (upper, real, into) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&snap)?);
+                snapshot::take(&upper, &real, &into)
+            });
+            match taken {
+                Ok(()) => fold::fold_layer(&layer.root, &snap, area, rules, &mut folded),
+                Err(err) => folded.failed.push(format!(
+                    "cannot take the changes of a running command under `{}`: {err}",
+                    layer.root.display()
+                )),
+            }
+            remove_dir(&snap);
         }
         folded
     }
@@ -142,6 +173,19 @@ pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
             remove_dir(&dir);
             continue;
         }
+        if text.ends_with(RECOVERING) {
+            said.push(format!(
+                "removed without folding the stage of a command of server {pid}: a start that folded it before ended mid-fold; what it held was not applied"
+            ));
+            remove_dir(&dir);
+            continue;
+        }
+        let mut recovering = dir.clone().into_os_string();
+        recovering.push(RECOVERING);
+        let dir = match crate::sandbox::fs::rename_state(&dir, Path::new(&recovering)) {
+            Ok(()) => PathBuf::from(recovering),
+            Err(_) => continue,
+        };
         if let Some(stage) = Stage::open(&dir) {
             let folded = stage.fold(rules, Mode::Final);
             if folded.applied.is_empty() && folded.refused.is_empty() && folded.failed.is_empty() {

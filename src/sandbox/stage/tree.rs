@@ -12,26 +12,55 @@ use crate::sandbox::handle::{DirHandle, Kind, Replace};
 /// How deep a tree may nest (each level holds a directory open).
 const MAX_DEPTH: usize = 256;
 
-/// Removes `name` in `dir`, a file, a symlink or a whole directory tree.
+/// Removes `name` in `dir`, a file, a symlink or a whole directory tree of any depth: each
+/// directory met is emptied with its subdirectories moved up into the top one under fresh
+/// names, so at most two directories are open at once and nothing recurses (a command may
+/// leave thousands of nested directories).
 pub fn remove(dir: &DirHandle, name: &OsStr) -> io::Result<()> {
-    remove_at(dir, name, 0)
-}
-
-fn remove_at(dir: &DirHandle, name: &OsStr, depth: usize) -> io::Result<()> {
     if dir.stat(name)?.kind != Kind::Dir {
         return dir.remove_file(name);
     }
-    if depth > MAX_DEPTH {
-        return Err(io::Error::other(format!("directories nest more than {MAX_DEPTH} deep")));
-    }
     // A directory without write or search permission (a command's `chmod 0`) is opened up
     // first: it is being removed anyway.
-    let _ = rustix::fs::chmodat(dir.fd(), name, Mode::from_raw_mode(0o700), AtFlags::empty());
-    let inner = dir.open_dir(name)?;
-    for child in inner.entries()? {
-        remove_at(&inner, &child, depth + 1)?;
+    let open_up = |parent: &DirHandle, child: &OsStr| {
+        let _ = rustix::fs::chmodat(parent.fd(), child, Mode::from_raw_mode(0o700), AtFlags::empty());
+    };
+    open_up(dir, name);
+    let top = dir.open_dir(name)?;
+    let mut fresh = 0u64;
+    loop {
+        let entries = top.entries()?;
+        if entries.is_empty() {
+            break;
+        }
+        for entry in entries {
+            if top.stat(&entry)?.kind != Kind::Dir {
+                top.remove_file(&entry)?;
+                continue;
+            }
+            open_up(&top, &entry);
+            let inner = top.open_dir(&entry)?;
+            for child in inner.entries()? {
+                if inner.stat(&child)?.kind != Kind::Dir {
+                    inner.remove_file(&child)?;
+                    continue;
+                }
+                open_up(&inner, &child);
+                loop {
+                    fresh += 1;
+                    let moved = OsString::from(format!(".rm{fresh}"));
+                    match inner.rename(&child, &top, &moved, Replace::Never) {
+                        Ok(()) => break,
+                        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
+                        Err(err) => return Err(err),
+                    }
+                }
+            }
+            drop(inner);
+            top.remove_dir(&entry)?;
+        }
     }
-    drop(inner);
+    drop(top);
     dir.remove_dir(name)
 }
 

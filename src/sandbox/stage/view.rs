@@ -63,6 +63,26 @@ pub struct Merged<'a> {
     pub lower: &'a Real,
     /// The command's upper layer for this root.
     pub upper: &'a DirHandle,
+    /// What the upper layer holds at each path looked up so far: a judge asks about every
+    /// ancestor of every change, and each answer costs a few system calls.
+    seen: std::cell::RefCell<std::collections::HashMap<std::path::PathBuf, Upper>>,
+}
+
+impl<'a> Merged<'a> {
+    /// `upper` over `lower` (the upper layer must not change while this view is used).
+    pub fn new(lower: &'a Real, upper: &'a DirHandle) -> Self {
+        Self { lower, upper, seen: std::cell::RefCell::default() }
+    }
+
+    /// What the upper layer holds at `rel`, remembered.
+    fn upper_at(&self, rel: &Path) -> Upper {
+        if let Some(found) = self.seen.borrow().get(rel) {
+            return *found;
+        }
+        let found = upper_at(self.upper, rel);
+        self.seen.borrow_mut().insert(rel.to_path_buf(), found);
+        found
+    }
 }
 
 /// Where a path of the merged tree comes from.
@@ -82,7 +102,7 @@ impl Merged<'_> {
         for (i, name) in names.iter().enumerate() {
             prefix.push(name);
             let last = i + 1 == names.len();
-            match upper_at(self.upper, &prefix) {
+            match self.upper_at(&prefix) {
                 Upper::Whiteout => return Source::Gone,
                 Upper::Dir { opaque } => {
                     if last {
@@ -127,7 +147,7 @@ impl View for Merged<'_> {
             Source::Gone => Vec::new(),
             Source::Lower => self.lower.entries(rel),
             Source::Upper(Kind::Dir) => {
-                let opaque = matches!(upper_at(self.upper, rel), Upper::Dir { opaque: true });
+                let opaque = matches!(self.upper_at(rel), Upper::Dir { opaque: true });
                 let Ok(dir) = self.upper.open_beneath(rel) else { return Vec::new() };
                 let mut found: Vec<(OsString, Kind)> = Vec::new();
                 let mut hidden: Vec<OsString> = Vec::new();

@@ -156,7 +156,7 @@ impl Walk<'_> {
     /// Whether the walk keeps the entry `name` at `path`: what `ignore`'s `matched_dir_entry`
     /// and the builder's `.git` filter say.
     fn keeps(&self, name: &OsStr, path: &Path, kind: Kind) -> bool {
-        if name == ".git" {
+        if name == ".git" || self.options.hides(path) {
             return false;
         }
         let matched = if self.options.respect_gitignore { self.matched(path, kind == Kind::Dir) } else { Match::None };

@@ -41,7 +41,7 @@ fn listed(root: &Root, walked: &Resolved, options: WalkOptions) -> Result<Vec<(P
 /// `ignore`'s walker keeps.
 fn kept(root: &Path, from: &str, options: WalkOptions) -> Vec<String> {
     let walked = resolved(root, from);
-    let listed = listed(&Root::open(root).unwrap(), &walked, options).unwrap();
+    let listed = listed(&Root::open(root).unwrap(), &walked, options.clone()).unwrap();
     assert_eq!(listed, reference(&walked, options), "from `{from}`");
     listed.iter().map(|(path, _, _)| path.strip_prefix(root).unwrap().display().to_string()).collect()
 }
@@ -51,7 +51,7 @@ fn resolved(root: &Path, input: &str) -> Resolved {
 }
 
 fn options(include_hidden: bool, respect_gitignore: bool, depth: usize) -> WalkOptions {
-    WalkOptions { include_hidden, respect_gitignore, max_depth: Some(depth) }
+    WalkOptions { max_depth: Some(depth), ..WalkOptions::new(Some(include_hidden), Some(respect_gitignore), None) }
 }
 
 /// A temp root (canonical) and what is in it.
@@ -279,7 +279,7 @@ proptest! {
         let walked = resolved(&root, from);
         let options = WalkOptions { max_depth: (!unbounded).then_some(depth), ..options(hidden, respect, depth) };
         let held = Root::open(&root).unwrap();
-        let listed = listed(&held, &walked, options);
+        let listed = listed(&held, &walked, options.clone());
         prop_assert_eq!(listed, Ok(reference(&walked, options)), "files {:?}, ignores {:?}", files, ignores);
     }
 }

@@ -262,7 +262,7 @@ async fn quick(
     let again = fresh.emptied();
     let mut walked = fresh;
     let stop = || cancel.is_cancelled();
-    match walk::listing::walk(&held, dir, options, Some(QUICK), &stop, &mut |met| walked.met(met)) {
+    match walk::listing::walk(&held, dir, options.clone(), Some(QUICK), &stop, &mut |met| walked.met(met)) {
         Ok(()) => return Ok(Ok(walked)),
         Err(Declined::Stopped) => return Err(ToolError::Cancelled),
         Err(Declined::Unusual(_)) => return Ok(Err(held)),
@@ -293,17 +293,18 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
     }
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1));
+    let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1))
+        .hiding(crate::policy::hidden_paths(context));
     let roots = context.roots.clone();
     let cancel = context.signals.cancel.clone();
     // Walked from directory handles (see `walk::listing`); with `ignore`'s walker when that
     // declines, or off Linux.
     #[cfg(target_os = "linux")]
-    let (quick, held) = match quick(held, dir, options, Walked::new(None, roots.clone(), depth, limit), &cancel).await?
-    {
-        Ok(walked) => (Some(walked), None),
-        Err(held) => (None, Some(held)),
-    };
+    let (quick, held) =
+        match quick(held, dir, options.clone(), Walked::new(None, roots.clone(), depth, limit), &cancel).await? {
+            Ok(walked) => (Some(walked), None),
+            Err(held) => (None, Some(held)),
+        };
     #[cfg(not(target_os = "linux"))]
     let (quick, held) = (None, Some(held));
     let mut walked = match quick {
