@@ -20,8 +20,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, CommonArgs};
+use crate::cli::{Cli, Command};
 use crate::config::Config;
+use crate::config::args::CommonArgs;
 use crate::config::http::HttpConfig;
 
 /// glibc Linux builds allocate with mimalloc (Cargo.toml); the sandbox helper, this binary
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
 }
 
 /// Serves on stdio, or on HTTP when `--http` is given.
-fn serve(config: std::sync::Arc<Config>, args: &cli::HttpArgs) -> Result<bool, String> {
+fn serve(config: std::sync::Arc<Config>, args: &config::args::HttpArgs) -> Result<bool, String> {
     // No process of this user (a command run with `full-access`, another program) may read
     // the server's environment, memory or open files through `/proc`; nor dump its core.
     #[cfg(target_os = "linux")]

@@ -384,7 +384,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().to_str().unwrap().to_string();
         let env = move |key: &str| (key == "HOME").then(|| std::ffi::OsString::from(&home));
-        let config = crate::config::Config::resolve(&crate::cli::CommonArgs::default(), &env, tmp.path()).unwrap();
+        let config =
+            crate::config::Config::resolve(&crate::config::args::CommonArgs::default(), &env, tmp.path()).unwrap();
         let mut config = (*config).clone();
         (config.max_undo_bytes, config.max_undo_total_bytes) = (10_000, 2_500);
         let (one, two) = (Session::new(&config), Session::new(&config));

@@ -2,6 +2,7 @@
 //! another server) and drives an LLM through its tools. This file wires the pieces: the task,
 //! the provider, the connection, the loop, and what is printed at the end.
 
+mod args;
 mod calls;
 pub mod client;
 mod compact;
@@ -29,7 +30,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::cli::AgentArgs;
+pub use crate::agent::args::AgentArgs;
 use provider::{Block, Message, Role};
 use report::{Reporter, Transcript, thousands};
 use turns::{Agent, Limits, Run, Stop};

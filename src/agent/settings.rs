@@ -11,7 +11,8 @@ use super::mcp_config::{self, Declared};
 use super::provider::{Kind, Settings};
 use super::resume::{self, Invocation, Resumed};
 use super::tools::Filter;
-use crate::cli::{AgentArgs, CommonArgs};
+use crate::agent::AgentArgs;
+use crate::config::args::CommonArgs;
 
 /// The default Anthropic model.
 const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -273,12 +274,15 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// The agent's flags alone, parsed as `toolbelt-mcp agent` parses them.
+    #[derive(Debug, Parser)]
+    struct Agent {
+        #[command(flatten)]
+        args: AgentArgs,
+    }
+
     fn parse(line: &[&str]) -> AgentArgs {
-        let cli = crate::cli::Cli::parse_from(["toolbelt-mcp", "agent"].iter().chain(line));
-        match cli.command {
-            crate::cli::Command::Agent(args) => args,
-            _ => unreachable!(),
-        }
+        Agent::parse_from(["toolbelt-mcp-agent"].iter().chain(line)).args
     }
 
     fn env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {

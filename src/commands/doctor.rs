@@ -8,7 +8,7 @@ use crate::tools;
 
 /// Prints the report.
 pub fn run(config: &Config) -> Result<(), String> {
-    let tools = tools::specs(config.tool_layout, config.sandbox == crate::cli::SandboxMode::ReadOnly)
+    let tools = tools::specs(config.tool_layout, config.sandbox == crate::sandbox::mode::SandboxMode::ReadOnly)
         .map_err(|e| e.to_string())?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut report = String::new();
@@ -79,8 +79,8 @@ fn sandbox_report(config: &Config) -> String {
         "approval:      {} (clients without elicitation: {}; unanswered after {} s: deny)\n",
         config.approval.as_str(),
         match config.approval_fallback {
-            crate::cli::Fallback::Deny => "deny",
-            crate::cli::Fallback::Allow => "allow",
+            crate::config::args::Fallback::Deny => "deny",
+            crate::config::args::Fallback::Allow => "allow",
         },
         config.approval_timeout.as_secs()
     ));

@@ -4,14 +4,14 @@
 #[cfg(target_os = "linux")]
 use std::path::{Path, PathBuf};
 
-#[cfg(target_os = "linux")]
-use crate::cli::Network;
 use crate::config::Config;
 use crate::sandbox::contract::{Bind, Contract};
 #[cfg(target_os = "linux")]
 use crate::sandbox::exec::Confinement;
 #[cfg(target_os = "linux")]
 use crate::sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
+#[cfg(target_os = "linux")]
+use crate::sandbox::mode::Network;
 use crate::terminal::Terminals;
 
 /// The report's sandbox lines.

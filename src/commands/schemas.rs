@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::cli::{SchemasArgs, ToolLayout};
+use crate::cli::SchemasArgs;
+use crate::config::args::ToolLayout;
 use crate::sandbox::fs;
 use crate::tools::{self, OperationDef, TOOLS};
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::cli::HttpArgs;
 use crate::config::EnvLookup;
+use crate::config::args::HttpArgs;
 use crate::error::ConfigError;
 use crate::sandbox::fs;
 

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::cli::{Approval, CommonArgs, Fallback, Network, SandboxMode, ToolLayout};
+use crate::config::args::{Approval, CommonArgs, Fallback, ToolLayout};
 use crate::error::ConfigError;
 use crate::policy::audit::AuditLog;
 use crate::sandbox::fs;
+use crate::sandbox::mode::{Network, SandboxMode};
 
+pub mod args;
 mod budget;
 pub mod http;
 pub mod sandbox;

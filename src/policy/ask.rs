@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::cli::Fallback;
+use crate::config::args::Fallback;
 use crate::error::ToolError;
 use crate::policy::approve::Answer;
 

@@ -32,7 +32,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Approval, SandboxMode};
+use crate::config::args::Approval;
+use crate::sandbox::mode::SandboxMode;
 
 /// Where a path lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

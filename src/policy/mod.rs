@@ -16,7 +16,7 @@ pub mod visible;
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::Fallback;
+use crate::config::args::Fallback;
 use crate::error::ToolError;
 use crate::policy::approve::{Answer, Question};
 use crate::policy::ask::Outcome;

@@ -11,8 +11,8 @@ pub fn policy_report(config: &Config, session: &Session) -> String {
     out.push_str(&format!("- approval: `{}`\n", config.approval.as_str()));
     out.push_str(&format!("- sandbox: `{}`\n", config.sandbox.as_str()));
     let fallback = match config.approval_fallback {
-        crate::cli::Fallback::Deny => "deny",
-        crate::cli::Fallback::Allow => "allow",
+        crate::config::args::Fallback::Deny => "deny",
+        crate::config::args::Fallback::Allow => "allow",
     };
     out.push_str(&format!("- clients that cannot ask: `{fallback}`\n"));
     out.push_str(&format!("- unanswered questions are denied after {} s\n", config.approval_timeout.as_secs()));

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::Network;
+use crate::sandbox::mode::Network;
 
 /// The hidden subcommand of the Linux sandbox's helper.
 #[cfg(target_os = "linux")]

@@ -7,11 +7,11 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Network, SandboxMode};
 use crate::sandbox::backend;
 use crate::sandbox::contract::{Bind, Contract, Limits, PerCommand, TEMP_DIRS};
 use crate::sandbox::fs;
 use crate::sandbox::guard::{Finding, Guard};
+use crate::sandbox::mode::{Network, SandboxMode};
 
 pub use crate::sandbox::contract::{SETUP_FAILED, SETUP_PREFIX};
 

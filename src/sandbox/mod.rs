@@ -14,6 +14,7 @@ pub mod journal;
 pub mod landlock;
 #[cfg(target_os = "linux")]
 pub mod linux;
+pub mod mode;
 pub mod paths;
 pub mod protected;
 #[cfg(unix)]

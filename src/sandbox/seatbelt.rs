@@ -15,8 +15,8 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::cli::Network;
 use crate::sandbox::contract::{Bind, Contract};
+use crate::sandbox::mode::Network;
 use crate::sandbox::protected::{RULES, Shape};
 
 /// Where macOS keeps `sandbox-exec` (never looked up on `PATH`).

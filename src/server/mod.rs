@@ -178,7 +178,7 @@ impl Server {
     fn tools(&self) -> Result<&Vec<Tool>, McpError> {
         let config = &self.shared.config;
         let built = self.shared.tools.get_or_init(|| {
-            tools::specs(config.tool_layout, config.sandbox == crate::cli::SandboxMode::ReadOnly)
+            tools::specs(config.tool_layout, config.sandbox == crate::sandbox::mode::SandboxMode::ReadOnly)
                 .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
                 .map_err(|e| e.to_string())
         });

@@ -240,7 +240,7 @@ impl Terminals {
             ))
         })?;
         let rules = crate::sandbox::proxy::Rules {
-            public: config.network == crate::cli::Network::Allow,
+            public: config.network == crate::sandbox::mode::Network::Allow,
             allowed: config
                 .network_allow
                 .iter()

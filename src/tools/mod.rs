@@ -497,11 +497,11 @@ pub async fn blocking_unless_short<T: Send + 'static>(
 /// Finds the operation a call names, with its tool's operations (consolidated layout; none in
 /// the granular one). `Ok(None)` means no such tool (a protocol error).
 pub fn dispatch(
-    layout: crate::cli::ToolLayout,
+    layout: crate::config::args::ToolLayout,
     tool: &str,
     args: &mut Map<String, Value>,
 ) -> Result<Option<(&'static OperationDef, &'static [OperationDef])>, ToolError> {
-    use crate::cli::ToolLayout;
+    use crate::config::args::ToolLayout;
     match layout {
         ToolLayout::Granular => Ok(TOOLS.iter().find_map(|t| {
             let operation = tool.strip_prefix(t.granular_prefix)?;

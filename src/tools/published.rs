@@ -3,7 +3,7 @@
 //! `toolbelt-mcp schemas`, and the golden test (`schemas --check`) and the test below keep the
 //! two equal.
 
-use crate::cli::ToolLayout;
+use crate::config::args::ToolLayout;
 use crate::tools::spec::ToolSpec;
 use crate::tools::{EffectKind, TOOLS};
 

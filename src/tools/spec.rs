@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::cli::ToolLayout;
+use crate::config::args::ToolLayout;
 use crate::schema::{self, Part, SchemaError};
 use crate::tools::{EffectKind, EscalationArgs, OperationDef, TOOLS, ToolDef};
 

@@ -36,7 +36,9 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves MCP on `http.addr` until a signal asks it to stop.
 pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> {
-    if config.network == crate::cli::Network::Host && config.sandbox != crate::cli::SandboxMode::FullAccess {
+    if config.network == crate::sandbox::mode::Network::Host
+        && config.sandbox != crate::sandbox::mode::SandboxMode::FullAccess
+    {
         return Err("`--network host` cannot be used with `serve --http`: commands would share this machine's loopback, where this server listens, and could call it themselves (and answer its questions); use `--network allow` (the default: other hosts through the proxy) and list the local services commands need with `--network-allow 127.0.0.1:PORT`".into());
     }
     super::sweep_leftovers(&config);

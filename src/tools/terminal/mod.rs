@@ -15,9 +15,9 @@ mod start_session;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use crate::cli::SandboxMode;
 use crate::error::ToolError;
 use crate::sandbox::Resolved;
+use crate::sandbox::mode::SandboxMode;
 use crate::terminal::env::{self, Terminal};
 use crate::terminal::process::Launch;
 use crate::tools::{Context, OperationDef, ToolDef};
