@@ -407,3 +407,32 @@ pub enum ConfigError {
     #[error("cannot determine the current directory ({0}); pass `--root DIR`")]
     NoCurrentDir(#[source] std::io::Error),
 }
+
+/// The sandbox's facts in the model's words (the same texts and next steps as ever).
+impl From<crate::sandbox::Error> for ToolError {
+    fn from(err: crate::sandbox::Error) -> Self {
+        use crate::sandbox::Error as E;
+        use crate::units::human_size;
+        match err {
+            E::OutsideRoots { path, roots, first_root } => Self::OutsideRoots { path, roots, first_root },
+            E::SymlinkEscape { path, target, roots } => Self::SymlinkEscape { path, target, roots },
+            E::BadTarget { path, problem } => Self::BadTarget { path, problem },
+            E::SymlinkTarget { path, link } => Self::SymlinkTarget { path, link },
+            E::AlreadyExists { path, what } => Self::AlreadyExists { path, what },
+            E::StaleHash { path, expected, actual } => Self::StaleHash { path, expected, actual },
+            E::Locked { path, seconds } => Self::Locked { path, seconds },
+            E::NotFound { path } => Self::NotFound { path },
+            E::IsADirectory { path } => Self::IsADirectory { path },
+            E::NotADirectory { path } => Self::NotADirectory { path },
+            E::TooLarge { path, size, limit, what } => Self::TooLarge {
+                path,
+                size: size.map_or_else(|| format!("over {}", human_size(limit)), human_size),
+                limit: human_size(limit),
+                what,
+            },
+            E::Io { action, path, source } => Self::Io { action, path, source },
+            E::Cancelled => Self::Cancelled,
+            E::Internal(message) => Self::Internal(message),
+        }
+    }
+}

@@ -14,6 +14,7 @@ mod session;
 mod store;
 mod terminal;
 mod tools;
+mod units;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;

@@ -211,13 +211,13 @@ struct Classified {
 fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError> {
     let roots = &context.roots;
     let mut outside_error = None;
-    let mut outside = |input: &str, err: ToolError| {
+    let mut outside = |input: &str, err: crate::sandbox::Error| {
         let path = match &err {
-            ToolError::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
-            ToolError::SymlinkEscape { target, .. } => target.clone(),
-            _ => return Err(err),
+            crate::sandbox::Error::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
+            crate::sandbox::Error::SymlinkEscape { target, .. } => target.clone(),
+            _ => return Err(ToolError::from(err)),
         };
-        outside_error.get_or_insert(err);
+        outside_error.get_or_insert(ToolError::from(err));
         Ok(path)
     };
     let mut subjects = Vec::new();

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod beneath;
 pub mod contract;
+pub mod error;
 pub mod exec;
 pub mod fs;
 pub mod guard;
@@ -28,3 +29,5 @@ pub mod walk;
 pub mod write;
 
 pub use paths::{Resolved, Roots};
+
+pub use error::Error;

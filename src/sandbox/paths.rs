@@ -3,7 +3,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::ToolError;
+use crate::sandbox::Error;
 use crate::sandbox::fs;
 
 /// The canonical root directories of a session. Relative paths resolve against the first.
@@ -61,16 +61,16 @@ impl Roots {
     }
 
     /// Resolves a path given by the model to an existing location inside the roots.
-    pub fn resolve(&self, input: &str) -> Result<Resolved, ToolError> {
+    pub fn resolve(&self, input: &str) -> Result<Resolved, Error> {
         let joined = self.first().join(input);
         let lexical = normalize(&joined);
         windows_names(input, &lexical)?;
         if !self.contains(&lexical) {
             return Err(self.outside(input));
         }
-        let real = fs::canonicalize(&lexical).map_err(|err| ToolError::io("resolve", input, err))?;
+        let real = fs::canonicalize(&lexical).map_err(|err| Error::io("resolve", input, err))?;
         if !self.contains(&real) {
-            return Err(ToolError::SymlinkEscape { path: input.to_string(), target: real, roots: self.joined() });
+            return Err(Error::SymlinkEscape { path: input.to_string(), target: real, roots: self.joined() });
         }
         let root = self.roots.iter().filter(|root| beneath(&real, root)).max_by_key(|root| root.as_os_str().len());
         let root = root.cloned().unwrap_or_else(|| real.clone());
@@ -96,8 +96,8 @@ impl Roots {
     }
 
     /// The error for a path outside every root.
-    pub fn outside(&self, input: &str) -> ToolError {
-        ToolError::OutsideRoots {
+    pub fn outside(&self, input: &str) -> Error {
+        Error::OutsideRoots {
             path: input.to_string(),
             roots: self.joined(),
             first_root: self.first().display().to_string(),
@@ -137,7 +137,7 @@ fn beneath(path: &Path, root: &Path) -> bool {
 /// a device (`CON`, `NUL`, `COM1`, also with an extension), or a name whose trailing dots or
 /// spaces Windows drops (so it names another file); and characters no Windows name may hold.
 /// Checked on the lexical path (after the prefix) of every path a tool is given, on Windows.
-pub(crate) fn windows_names(input: &str, lexical: &Path) -> Result<(), ToolError> {
+pub(crate) fn windows_names(input: &str, lexical: &Path) -> Result<(), Error> {
     if !cfg!(windows) {
         return Ok(());
     }
@@ -145,7 +145,7 @@ pub(crate) fn windows_names(input: &str, lexical: &Path) -> Result<(), ToolError
         if let Component::Normal(name) = component
             && let Some(problem) = windows_name_problem(&name.to_string_lossy())
         {
-            return Err(ToolError::BadTarget { path: input.to_string(), problem });
+            return Err(Error::BadTarget { path: input.to_string(), problem });
         }
     }
     Ok(())
@@ -257,14 +257,14 @@ mod tests {
     fn refuses_dotdot_prefix_tricks_and_symlinks_out() {
         let (_tmp, roots, root) = setup();
         for bad in ["../outside.txt", "sub/../../outside.txt", "/etc/passwd"] {
-            assert!(matches!(roots.resolve(bad), Err(ToolError::OutsideRoots { .. })), "{bad}");
+            assert!(matches!(roots.resolve(bad), Err(Error::OutsideRoots { .. })), "{bad}");
         }
         // `/x/root-evil` shares a string prefix with `/x/root` but is not inside it.
         let evil = root.parent().unwrap().join("root-evil/secret");
-        assert!(matches!(roots.resolve(evil.to_str().unwrap()), Err(ToolError::OutsideRoots { .. })));
-        assert!(matches!(roots.resolve("escape"), Err(ToolError::SymlinkEscape { .. })));
-        assert!(matches!(roots.resolve("sub/dirlink/secret"), Err(ToolError::SymlinkEscape { .. })));
-        assert!(matches!(roots.resolve("missing"), Err(ToolError::NotFound { .. })));
+        assert!(matches!(roots.resolve(evil.to_str().unwrap()), Err(Error::OutsideRoots { .. })));
+        assert!(matches!(roots.resolve("escape"), Err(Error::SymlinkEscape { .. })));
+        assert!(matches!(roots.resolve("sub/dirlink/secret"), Err(Error::SymlinkEscape { .. })));
+        assert!(matches!(roots.resolve("missing"), Err(Error::NotFound { .. })));
     }
 
     #[test]

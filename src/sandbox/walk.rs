@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ignore::WalkBuilder;
 
-use crate::error::ToolError;
+use crate::sandbox::Error;
 use crate::sandbox::{Resolved, fs};
 
 mod above;
@@ -89,7 +89,7 @@ pub fn builder(dir: &Resolved, options: WalkOptions) -> WalkBuilder {
 /// re-check each entry instead (file contents are opened beneath the root anyway:
 /// [`fs::walk_root`]). A new thread each time, as `work` borrows from the caller; see
 /// [`confined_kept`] for work that owns what it uses.
-pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> Result<T, ToolError> {
+pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> Result<T, Error> {
     let root = walked.root();
     let above = above::ignore_files(root);
     #[cfg(target_os = "linux")]
@@ -98,7 +98,7 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
             scope
                 .spawn(|| {
                     crate::sandbox::landlock::restrict_reads(&[root], &above).map_err(|err| {
-                        ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display()))
+                        Error::Internal(format!("cannot confine the walk to `{}`: {err}", root.display()))
                     })?;
                     Ok(work())
                 })
@@ -121,7 +121,7 @@ pub fn confined<T: Send>(walked: &Resolved, work: impl FnOnce() -> T + Send) -> 
 async fn confined_kept<T: Send + 'static>(
     walked: &Resolved,
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ToolError> {
+) -> Result<T, Error> {
     #[cfg(target_os = "linux")]
     if crate::sandbox::backend::confines_walks() {
         let root = walked.root();
@@ -131,10 +131,10 @@ async fn confined_kept<T: Send + 'static>(
         let confinement = worker::Confinement { root: root.to_path_buf(), above, inodes };
         return worker::run(confinement, work)
             .await
-            .map_err(|err| ToolError::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())));
+            .map_err(|err| Error::Internal(format!("cannot confine the walk to `{}`: {err}", root.display())));
     }
     let _ = walked;
-    tokio::task::spawn_blocking(work).await.map_err(|err| ToolError::Internal(format!("the walk failed: {err}")))
+    tokio::task::spawn_blocking(work).await.map_err(|err| Error::Internal(format!("the walk failed: {err}")))
 }
 
 /// Where the kernel cannot confine a walk ([`confined`]: no Landlock), each entry is checked
@@ -143,11 +143,11 @@ async fn confined_kept<T: Send + 'static>(
 struct Recheck(Option<crate::sandbox::beneath::Root>);
 
 impl Recheck {
-    fn new(walked: &Resolved) -> Result<Self, ToolError> {
+    fn new(walked: &Resolved) -> Result<Self, Error> {
         if crate::sandbox::backend::confines_walks() {
             return Ok(Self(None));
         }
-        let root = fs::walk_root(walked).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
+        let root = fs::walk_root(walked).map_err(|e| Error::io("walk", walked.shown(), e))?;
         Ok(Self(Some(root)))
     }
 
@@ -165,7 +165,7 @@ pub async fn visit_in_order<S: Send + 'static>(
     stop: impl Fn() -> bool + Send + 'static,
     state: S,
     visit: impl Fn(&mut S, Result<&ignore::DirEntry, &ignore::Error>) + Send + 'static,
-) -> Result<S, ToolError> {
+) -> Result<S, Error> {
     let recheck = Recheck::new(walked)?;
     // Built here, unconfined: building reads the global git excludes (`core.excludesFile`).
     let walk = builder.build();
@@ -184,7 +184,7 @@ pub async fn visit_in_order<S: Send + 'static>(
         (state, stop())
     })
     .await?;
-    if stopped { Err(ToolError::Cancelled) } else { Ok(state) }
+    if stopped { Err(Error::Cancelled) } else { Ok(state) }
 }
 
 /// An entry a walk found, as the visitors of [`visit_parallel`] see it.
@@ -212,8 +212,8 @@ fn few(
     options: WalkOptions,
     budget: usize,
     stop: &dyn Fn() -> bool,
-) -> Result<Few, ToolError> {
-    let meta = root.symlink_metadata(walked.real()).map_err(|e| ToolError::io("walk", walked.shown(), e))?;
+) -> Result<Few, Error> {
+    let meta = root.symlink_metadata(walked.real()).map_err(|e| Error::io("walk", walked.shown(), e))?;
     if !meta.is_dir() {
         // `ignore`'s walker yields a file it is given, whatever the ignore files say.
         return Ok(Some((vec![(walked.real().to_path_buf(), 0, meta.is_file())], 0)));
@@ -225,7 +225,7 @@ fn few(
     });
     match outcome {
         Ok(()) => Ok(Some((found, errors))),
-        Err(listing::Declined::Stopped) => Err(ToolError::Cancelled),
+        Err(listing::Declined::Stopped) => Err(Error::Cancelled),
         Err(listing::Declined::Larger | listing::Declined::Unusual(_)) => Ok(None),
     }
 }
@@ -250,7 +250,7 @@ pub fn visit_parallel<S, M, F>(
     stop: &(dyn Fn() -> bool + Sync),
     make: M,
     visit: F,
-) -> Result<(Vec<S>, u64), ToolError>
+) -> Result<(Vec<S>, u64), Error>
 where
     S: Send,
     M: Fn() -> S + Sync,
@@ -310,7 +310,7 @@ where
         let mut state = make();
         for (path, depth, is_file) in &found {
             if stop() {
-                return Err(ToolError::Cancelled);
+                return Err(Error::Cancelled);
             }
             visit(&Found { path, depth: *depth, is_file: *is_file }, &mut state);
         }
@@ -325,7 +325,7 @@ where
     let walk = builder(walked, options).threads(threads()).build_parallel();
     confined(walked, || walk.visit(&mut &shared))?;
     if stop() {
-        return Err(ToolError::Cancelled);
+        return Err(Error::Cancelled);
     }
     let errors = shared.errors.load(Ordering::Relaxed);
     Ok((shared.states.into_inner().unwrap_or_default(), errors))

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::ToolError;
+use crate::sandbox::Error;
 use crate::sandbox::handle::{self, DirHandle};
 use crate::sandbox::paths::normalize;
 use crate::sandbox::{Roots, fs};
@@ -51,20 +51,20 @@ pub struct Existing {
 impl Target {
     /// Resolves `input` for writing: inside a root, through no symlink that leads out, and
     /// not itself a symlink (writes never follow one).
-    pub fn resolve(roots: &Roots, input: &str) -> Result<Self, ToolError> {
+    pub fn resolve(roots: &Roots, input: &str) -> Result<Self, Error> {
         let lexical = normalize(&roots.first().join(input));
         crate::sandbox::paths::windows_names(input, &lexical)?;
         if !roots.contains(&lexical) {
             return Err(roots.outside(input));
         }
         let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
-            return Err(ToolError::BadTarget {
+            return Err(Error::BadTarget {
                 path: input.into(),
                 problem: "is a root directory itself; give a path inside it".into(),
             });
         };
         if roots.list().iter().any(|root| root == &lexical) {
-            return Err(ToolError::BadTarget {
+            return Err(Error::BadTarget {
                 path: input.into(),
                 problem: "is a root directory itself; give a path inside it".into(),
             });
@@ -77,26 +77,26 @@ impl Target {
                 Ok(real) => break real,
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {
                     let Some(component) = ancestor.file_name().map(OsStr::to_os_string) else {
-                        return Err(ToolError::io("resolve", input, err));
+                        return Err(Error::io("resolve", input, err));
                     };
                     missing.push(component);
                     if !ancestor.pop() {
-                        return Err(ToolError::io("resolve", input, err));
+                        return Err(Error::io("resolve", input, err));
                     }
                 }
-                Err(err) => return Err(ToolError::io("resolve", input, err)),
+                Err(err) => return Err(Error::io("resolve", input, err)),
             }
         };
         missing.reverse();
         let Some(root) = roots.list().iter().find(|root| ancestor_real.starts_with(root)) else {
-            return Err(ToolError::SymlinkEscape { path: input.into(), target: ancestor_real, roots: roots.joined() });
+            return Err(Error::SymlinkEscape { path: input.into(), target: ancestor_real, roots: roots.joined() });
         };
         if !fs::is_dir(&ancestor_real) {
-            return Err(ToolError::NotADirectory { path: roots.show(&ancestor_real) });
+            return Err(Error::NotADirectory { path: roots.show(&ancestor_real) });
         }
         let relative = ancestor_real.strip_prefix(root).unwrap_or(Path::new(""));
         let dir = crate::sandbox::beneath::open_dir(root, relative)
-            .map_err(|err| ToolError::io("open the directory of", input, err))?;
+            .map_err(|err| Error::io("open the directory of", input, err))?;
         let mut real = ancestor_real.clone();
         real.extend(&missing);
         real.push(name);
@@ -110,7 +110,7 @@ impl Target {
         };
         if target.kind() == Some(Kind::Link) {
             let link = target.dir.read_link(&target.name).map(|l| l.to_string_lossy().into_owned()).unwrap_or_default();
-            return Err(ToolError::SymlinkTarget { path: target.shown, link });
+            return Err(Error::SymlinkTarget { path: target.shown, link });
         }
         Ok(target)
     }
@@ -128,7 +128,7 @@ impl Target {
     /// The current regular file at the target, if any, read whole up to `limit` bytes. The
     /// target keeps it locked against other processes' edits until it is dropped, and a
     /// commit checks it still holds what was read.
-    pub fn read_existing(&self, limit: u64) -> Result<Option<Existing>, ToolError> {
+    pub fn read_existing(&self, limit: u64) -> Result<Option<Existing>, Error> {
         if !self.missing.is_empty() {
             return Ok(None);
         }
@@ -136,34 +136,34 @@ impl Target {
             Ok(Some(held)) => held,
             Ok(None) => return Ok(None),
             Err(lock::LockError::Busy) => {
-                return Err(ToolError::Locked { path: self.shown.clone(), seconds: lock::LOCK_WAIT.as_secs() });
+                return Err(Error::Locked { path: self.shown.clone(), seconds: lock::LOCK_WAIT.as_secs() });
             }
-            Err(lock::LockError::Io(err)) => return Err(ToolError::io("read", &self.shown, err)),
+            Err(lock::LockError::Io(err)) => return Err(Error::io("read", &self.shown, err)),
         };
-        let meta = held.file.metadata().map_err(|e| ToolError::io("read", &self.shown, e))?;
+        let meta = held.file.metadata().map_err(|e| Error::io("read", &self.shown, e))?;
         if meta.is_dir() {
-            return Err(ToolError::IsADirectory { path: self.shown.clone() });
+            return Err(Error::IsADirectory { path: self.shown.clone() });
         }
         if !meta.is_file() {
-            return Err(ToolError::BadTarget { path: self.shown.clone(), problem: "is not a regular file".into() });
+            return Err(Error::BadTarget { path: self.shown.clone(), problem: "is not a regular file".into() });
         }
         let size = meta.len();
         if size > limit {
-            return Err(ToolError::TooLarge {
+            return Err(Error::TooLarge {
                 path: self.shown.clone(),
-                size: crate::tools::file::human_size(size),
-                limit: crate::tools::file::human_size(limit),
+                size: Some(size),
+                limit,
                 what: "edits (set `max_edit_bytes` in the config file to raise it)",
             });
         }
-        let bytes = read_from_start(&held.file, limit).map_err(|e| ToolError::io("read", &self.shown, e))?;
+        let bytes = read_from_start(&held.file, limit).map_err(|e| Error::io("read", &self.shown, e))?;
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some((held, sha256(&bytes)));
         Ok(Some(Existing { bytes, mode: handle::permission_bits(&meta) }))
     }
 
     /// Fails if the file this target read was replaced or changed since (by a program that
     /// does not take our lock: an editor, a command); nothing to check if it read none.
-    fn check_unchanged_since_read(&self) -> Result<(), ToolError> {
+    fn check_unchanged_since_read(&self) -> Result<(), Error> {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let Some((held, read)) = held.as_ref() else { return Ok(()) };
         let now = if held.still_at(&self.dir, &self.name) {
@@ -174,7 +174,7 @@ impl Target {
         if now.as_ref() == Some(read) {
             return Ok(());
         }
-        Err(ToolError::StaleHash {
+        Err(Error::StaleHash {
             path: self.shown.clone(),
             expected: hex::encode(read),
             actual: now.map_or_else(|| "a different file".to_string(), hex::encode),
@@ -187,7 +187,7 @@ impl Target {
     }
 
     /// Creates the missing parent directories; returns those created, outermost first.
-    pub fn create_parents(&mut self) -> Result<Vec<PathBuf>, ToolError> {
+    pub fn create_parents(&mut self) -> Result<Vec<PathBuf>, Error> {
         let mut created = Vec::new();
         let mut path = self.real.clone();
         path.pop();
@@ -201,18 +201,18 @@ impl Target {
             match self.dir.create_dir(&component) {
                 Ok(()) => created.push(full),
                 Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(err) => return Err(ToolError::io("create the directory", &self.shown, err)),
+                Err(err) => return Err(Error::io("create the directory", &self.shown, err)),
             }
             self.dir = self
                 .dir
                 .open_dir(&component)
-                .map_err(|err| ToolError::io("open the new directory of", &self.shown, err))?;
+                .map_err(|err| Error::io("open the new directory of", &self.shown, err))?;
         }
         Ok(created)
     }
 
     /// Creates the target as a directory (and its parents). `Ok(false)` if it already was one.
-    pub fn create_dir(&mut self) -> Result<(bool, Vec<PathBuf>), ToolError> {
+    pub fn create_dir(&mut self) -> Result<(bool, Vec<PathBuf>), Error> {
         let mut created = self.create_parents()?;
         match self.dir.create_dir(&self.name) {
             Ok(()) => {
@@ -221,9 +221,9 @@ impl Target {
             }
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists && self.is_dir() => Ok((false, created)),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-                Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "a file" })
+                Err(Error::AlreadyExists { path: self.shown.clone(), what: "a file" })
             }
-            Err(err) => Err(ToolError::io("create the directory", &self.shown, err)),
+            Err(err) => Err(Error::io("create the directory", &self.shown, err)),
         }
     }
 
@@ -236,7 +236,7 @@ impl Target {
         mode: Option<u32>,
         replace: Replace,
         journal: &TempJournal,
-    ) -> Result<Vec<PathBuf>, ToolError> {
+    ) -> Result<Vec<PathBuf>, Error> {
         let created = self.create_parents()?;
         let temp = temp_name(&self.name);
         if let Some(parent) = self.real.parent() {
@@ -260,8 +260,8 @@ impl Target {
         bytes: &[u8],
         mode: Option<u32>,
         replace: Replace,
-    ) -> Result<(), ToolError> {
-        let io_err = |action, err| ToolError::io(action, &self.shown, err);
+    ) -> Result<(), Error> {
+        let io_err = |action, err| Error::io(action, &self.shown, err);
         let mut file = self.dir.create_new(temp, mode).map_err(|e| io_err("create a temp file for", e))?;
         file.write_all(bytes).map_err(|e| io_err("write", e))?;
         file.sync_all().map_err(|e| io_err("flush", e))?;
@@ -273,7 +273,7 @@ impl Target {
         match self.dir.rename(temp, &self.dir, &self.name, replace) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(ToolError::AlreadyExists { path: self.shown.clone(), what: "something" });
+                return Err(Error::AlreadyExists { path: self.shown.clone(), what: "something" });
             }
             Err(e) => return Err(io_err("replace", e)),
         }
@@ -281,15 +281,15 @@ impl Target {
     }
 
     /// Removes the file at the target (used by undo of a creation).
-    pub fn remove_file(&self) -> Result<(), ToolError> {
+    pub fn remove_file(&self) -> Result<(), Error> {
         self.check_unchanged_since_read()?;
         #[cfg(windows)]
         drop(self.held.lock().unwrap_or_else(|p| p.into_inner()).take());
-        self.dir.remove_file(&self.name).map_err(|e| ToolError::io("remove", &self.shown, e))
+        self.dir.remove_file(&self.name).map_err(|e| Error::io("remove", &self.shown, e))
     }
 
     /// Removes the directory at the target if it is empty; `Ok(false)` if it is not.
-    pub fn remove_empty_dir(&self) -> Result<bool, ToolError> {
+    pub fn remove_empty_dir(&self) -> Result<bool, Error> {
         match self.dir.remove_dir(&self.name) {
             Ok(()) => Ok(true),
             Err(e)
@@ -300,7 +300,7 @@ impl Target {
             {
                 Ok(false)
             }
-            Err(e) => Err(ToolError::io("remove the directory", &self.shown, e)),
+            Err(e) => Err(Error::io("remove the directory", &self.shown, e)),
         }
     }
 }
@@ -315,21 +315,21 @@ impl Target {
     }
 
     /// Creates a symlink at the target (undo of a removed tree).
-    pub fn symlink(&mut self, link: &Path) -> Result<(), ToolError> {
+    pub fn symlink(&mut self, link: &Path) -> Result<(), Error> {
         self.create_parents()?;
-        self.dir.symlink(link, &self.name).map_err(|e| ToolError::io("create the symlink", &self.shown, e))
+        self.dir.symlink(link, &self.name).map_err(|e| Error::io("create the symlink", &self.shown, e))
     }
 
     /// Renames the target to `destination` (a file or a whole directory); returns the parent
     /// directories it created for the destination.
-    pub fn rename_to(&self, destination: &mut Target, replace: Replace) -> Result<Vec<PathBuf>, ToolError> {
+    pub fn rename_to(&self, destination: &mut Target, replace: Replace) -> Result<Vec<PathBuf>, Error> {
         let created = destination.create_parents()?;
         match self.dir.rename(&self.name, &destination.dir, &destination.name, replace) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(ToolError::AlreadyExists { path: destination.shown.clone(), what: "something" });
+                return Err(Error::AlreadyExists { path: destination.shown.clone(), what: "something" });
             }
-            Err(e) => return Err(ToolError::io("rename", &self.shown, e)),
+            Err(e) => return Err(Error::io("rename", &self.shown, e)),
         }
         let _ = destination.dir.sync();
         let _ = self.dir.sync();
@@ -400,11 +400,11 @@ mod tests {
                 use std::io::Write;
                 std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(b"theirs\n").unwrap();
             }
-            let err = target.write_atomic(b"ours\n", None, Replace::Allowed, &journal).unwrap_err().to_string();
-            assert!(err.contains("changed since it was read"), "{err}");
+            let err = target.write_atomic(b"ours\n", None, Replace::Allowed, &journal).unwrap_err();
+            assert!(matches!(err, Error::StaleHash { .. }), "{err}");
             assert!(std::fs::read_to_string(&file).unwrap().contains("theirs"));
-            let err = target.remove_file().unwrap_err().to_string();
-            assert!(err.contains("changed since it was read"), "{err}");
+            let err = target.remove_file().unwrap_err();
+            assert!(matches!(err, Error::StaleHash { .. }), "{err}");
             assert!(file.exists());
         }
     }

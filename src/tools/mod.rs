@@ -28,7 +28,8 @@ use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots};
 use crate::session::Session;
 
-pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, push_decimal, split_lines, view_cost};
+pub use crate::units::push_decimal;
+pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
 pub use spec::{ToolSpec, fields, generate, specs};
 
 /// Every tool, in the order they are listed.

@@ -112,23 +112,6 @@ impl Lines {
     }
 }
 
-/// Appends `number` in decimal: `write!`'s result, without the formatting machinery (rows of
-/// listings and numbered lines are written by the thousand).
-pub fn push_decimal(out: &mut String, number: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = number;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&digit| char::from(digit)));
-}
-
 /// Lines as text, each ending with a newline.
 pub fn join_lines(lines: &[String]) -> String {
     let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
@@ -367,15 +350,6 @@ mod tests {
     struct Data {
         count: u32,
         absent: Option<u32>,
-    }
-
-    #[test]
-    fn push_decimal_writes_what_display_writes() {
-        for number in [0, 7, 10, 99, 100, 65_536, 12_345_678_901, u64::MAX] {
-            let mut out = String::from("n=");
-            push_decimal(&mut out, number);
-            assert_eq!(out, format!("n={number}"));
-        }
     }
 
     #[test]

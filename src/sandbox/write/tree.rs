@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use super::Target;
-use crate::error::ToolError;
+use crate::sandbox::Error;
 use crate::sandbox::handle::{self, DirHandle, Kind};
 
 /// How deep a tree may nest for undo and removal (each level holds a directory open).
@@ -33,9 +33,9 @@ impl Tree {
 impl Target {
     /// Reads the directory tree at the target (never following symlinks), stopping once its
     /// files exceed `limit` bytes.
-    pub fn read_tree(&self, limit: u64) -> Result<Tree, ToolError> {
+    pub fn read_tree(&self, limit: u64) -> Result<Tree, Error> {
         let mut tree = Tree::default();
-        let io_err = |e| ToolError::io("read", &self.shown, e);
+        let io_err = |e| Error::io("read", &self.shown, e);
         let top = self.dir.open_dir(&self.name).map_err(io_err)?;
         let mut pending = vec![(top, self.real.clone(), 0)];
         while let Some((dir, real, depth)) = pending.pop() {
@@ -54,10 +54,10 @@ impl Target {
                         let mut file = dir.open_read(&name).map_err(io_err)?;
                         let meta = file.metadata().map_err(io_err)?;
                         if tree.bytes() + meta.len() > limit {
-                            return Err(ToolError::TooLarge {
+                            return Err(Error::TooLarge {
                                 path: self.shown.clone(),
-                                size: format!("over {}", crate::tools::file::human_size(limit)),
-                                limit: crate::tools::file::human_size(limit),
+                                size: None,
+                                limit,
                                 what: "what one session keeps for undo (delete smaller parts, or raise `max_undo_bytes`)",
                             });
                         }
@@ -66,7 +66,7 @@ impl Target {
                         tree.files.push((real_child, bytes, handle::permission_bits(&meta)));
                     }
                     Kind::Other => {
-                        return Err(ToolError::BadTarget {
+                        return Err(Error::BadTarget {
                             path: self.shown.clone(),
                             problem: format!(
                                 "holds `{}`, which is not a file, directory or symlink",
@@ -82,8 +82,8 @@ impl Target {
     }
 
     /// Removes the directory tree at the target (symlinks inside are removed, not followed).
-    pub fn remove_tree(&self) -> Result<(), ToolError> {
-        let io_err = |e| ToolError::io("remove", &self.shown, e);
+    pub fn remove_tree(&self) -> Result<(), Error> {
+        let io_err = |e| Error::io("remove", &self.shown, e);
         let top = self.dir.open_dir(&self.name).map_err(io_err)?;
         self.empty_dir(&top, 0)?;
         drop(top);
@@ -91,11 +91,11 @@ impl Target {
     }
 
     /// Removes everything in `dir`, depth first, through handles only.
-    fn empty_dir(&self, dir: &DirHandle, depth: usize) -> Result<(), ToolError> {
+    fn empty_dir(&self, dir: &DirHandle, depth: usize) -> Result<(), Error> {
         if depth > MAX_DEPTH {
             return Err(self.too_deep());
         }
-        let io_err = |e| ToolError::io("remove", &self.shown, e);
+        let io_err = |e| Error::io("remove", &self.shown, e);
         for name in dir.entries().map_err(io_err)? {
             let name: &OsStr = &name;
             if dir.stat(name).map_err(io_err)?.kind == Kind::Dir {
@@ -108,8 +108,8 @@ impl Target {
         Ok(())
     }
 
-    fn too_deep(&self) -> ToolError {
-        ToolError::BadTarget {
+    fn too_deep(&self) -> Error {
+        Error::BadTarget {
             path: self.shown.clone(),
             problem: format!("nests directories more than {MAX_DEPTH} deep; remove its deepest parts first"),
         }

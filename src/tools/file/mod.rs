@@ -45,33 +45,4 @@ pub const TOOL: ToolDef = ToolDef {
     granular_prefix: "",
 };
 
-/// `1.2 KiB`-style sizes for the model.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        let mut size = String::with_capacity(22);
-        crate::tools::push_decimal(&mut size, bytes);
-        size.push_str(" B");
-        size
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn human_size_picks_units() {
-        assert_eq!(super::human_size(0), "0 B");
-        assert_eq!(super::human_size(12), "12 B");
-        assert_eq!(super::human_size(1023), "1023 B");
-        assert_eq!(super::human_size(1536), "1.5 KiB");
-        assert_eq!(super::human_size(5 * 1024 * 1024), "5.0 MiB");
-    }
-}
+pub use crate::units::human_size;

@@ -83,7 +83,7 @@ impl Operation for Undo {
 }
 
 fn target(context: &Context, path: &std::path::Path) -> Result<Target, ToolError> {
-    Target::resolve(&context.roots, &path.to_string_lossy())
+    Ok(Target::resolve(&context.roots, &path.to_string_lossy())?)
 }
 
 /// Checks every change against the disk first (so a refusal changes nothing), then reverts
@@ -152,7 +152,8 @@ fn revert_checked(change: &Change, context: &Context, held: Option<Target>) -> R
     let session = &context.session;
     let write_back = |path: &std::path::Path, before: &Before| -> Result<(), ToolError> {
         let bytes = session.read_before(before)?;
-        target(context, path)?.write_atomic(&bytes, Some(before.mode), Replace::Allowed, &session.journal).map(|_| ())
+        target(context, path)?.write_atomic(&bytes, Some(before.mode), Replace::Allowed, &session.journal)?;
+        Ok(())
     };
     let action = match &change.kind {
         ChangeKind::Wrote { before: Some(before), created_dirs, .. } => {
