@@ -289,7 +289,7 @@ pub enum ToolError {
     },
     /// The todo and memory store failed, or a request broke one of its rules.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(StoreFailure),
     /// The client cancelled the call and it stopped.
     #[error("cancelled: the client cancelled this call and it stopped; call it again to get the answer")]
     Cancelled,
@@ -434,5 +434,24 @@ impl From<crate::sandbox::Error> for ToolError {
             E::Cancelled => Self::Cancelled,
             E::Internal(message) => Self::Internal(message),
         }
+    }
+}
+
+/// A failure of the todo and memory store in its own words (what happened and what to do),
+/// and whether it is a rule the request broke rather than the store failing.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct StoreFailure {
+    /// The store's text.
+    pub message: String,
+    /// A rule the request broke (a bad name, a full list): the model's to fix, not the
+    /// server's failure.
+    pub rule: bool,
+}
+
+impl StoreFailure {
+    /// Whether a request broke one of the store's rules.
+    pub fn is_rule(&self) -> bool {
+        self.rule
     }
 }

@@ -118,6 +118,13 @@ impl StoreError {
     }
 }
 
+/// The store's failure as the model is told it.
+impl From<StoreError> for crate::error::ToolError {
+    fn from(err: StoreError) -> Self {
+        Self::Store(crate::error::StoreFailure { rule: err.is_rule(), message: err.to_string() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,9 +64,10 @@ impl Operation for Update {
             }
         }
         if fields.is_empty() {
-            return Err(ToolError::Store(crate::store::StoreError::Rule(
+            return Err(crate::store::StoreError::Rule(
                 "nothing to update; give at least one of `content`, `title` or `tags`".into(),
-            )));
+            )
+            .into());
         }
         let workspace = call.context.workspace();
         let id = args.id;
