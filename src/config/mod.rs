@@ -8,12 +8,13 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::config::args::{Approval, CommonArgs, Fallback, ToolLayout};
+use crate::config::audit::AuditSettings;
 use crate::error::ConfigError;
-use crate::policy::audit::AuditLog;
 use crate::sandbox::fs;
 use crate::sandbox::mode::{Network, SandboxMode};
 
 pub mod args;
+pub mod audit;
 mod budget;
 pub mod http;
 pub mod sandbox;
@@ -35,6 +36,10 @@ pub const DEFAULT_SESSION_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_MAX_SESSIONS: usize = 16;
 /// The audit log is rotated past this size.
 pub const DEFAULT_AUDIT_BYTES: u64 = 10 * 1024 * 1024;
+/// Default cap on the bytes of undo blobs one session keeps.
+pub const DEFAULT_UNDO_BYTES: u64 = 256 * 1024 * 1024;
+/// Default cap on the bytes of undo blobs all the sessions of one server keep together.
+pub const DEFAULT_UNDO_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
 /// Largest accepted image cap.
 const MAX_IMAGE_LIMIT: usize = 7 * 1024 * 1024;
 
@@ -102,7 +107,7 @@ pub struct Config {
     /// before they reach the real tree (Linux; `false`: commands write the roots directly).
     pub stage_writes: bool,
     /// The audit log (off when its path is `None`).
-    pub audit: AuditLog,
+    pub audit: AuditSettings,
     /// The PostgreSQL database todo lists and memories are kept in (else SQLite in the state dir).
     pub store: Option<StoreUrl>,
     /// The workspace named for todo lists and memories (else the first root's git remote,
@@ -331,7 +336,7 @@ impl Config {
         if let Some(path) = &audit_path {
             check_audit_path(path, &state_dir, roots.iter().chain(&writable_roots))?;
         }
-        let audit = AuditLog::new(audit_path, file.audit_log_max_bytes.unwrap_or(DEFAULT_AUDIT_BYTES));
+        let audit = AuditSettings::new(audit_path, file.audit_log_max_bytes.unwrap_or(DEFAULT_AUDIT_BYTES));
         let shell = match file.shell {
             Some(shell) if !shell.trim().is_empty() => shell,
             Some(_) => {
@@ -378,8 +383,8 @@ impl Config {
             output_budget,
             max_image_bytes,
             max_edit_bytes: file.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
-            max_undo_bytes: file.max_undo_bytes.unwrap_or(crate::session::DEFAULT_UNDO_BYTES),
-            max_undo_total_bytes: file.max_undo_total_bytes.unwrap_or(crate::session::DEFAULT_UNDO_TOTAL_BYTES),
+            max_undo_bytes: file.max_undo_bytes.unwrap_or(DEFAULT_UNDO_BYTES),
+            max_undo_total_bytes: file.max_undo_total_bytes.unwrap_or(DEFAULT_UNDO_TOTAL_BYTES),
             config_file,
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,

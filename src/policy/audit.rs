@@ -4,33 +4,22 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::config::audit::{AuditSettings, KEEP};
 use crate::sandbox::fs;
 
-/// Rotated files kept (`audit.jsonl.1` … `.3`).
-const KEEP: u32 = 3;
-
-/// Where records go (`None`: `--audit-log off`). The file stays open between records.
+/// The audit log's writer: its settings and, between records, the open file. One per process
+/// (`server::Shared`), shared by every call.
 #[derive(Debug, Clone)]
 pub struct AuditLog {
-    path: Option<PathBuf>,
-    max_bytes: u64,
+    settings: AuditSettings,
     open: Arc<Mutex<Option<(File, u64)>>>,
 }
-
-impl PartialEq for AuditLog {
-    fn eq(&self, other: &Self) -> bool {
-        (&self.path, self.max_bytes) == (&other.path, other.max_bytes)
-    }
-}
-
-impl Eq for AuditLog {}
 
 /// How the gate ruled on a call, filled in as it decides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,41 +98,9 @@ impl AuditLog {
         }
     }
 
-    /// A log at `path` (none when `None`), rotated past `max_bytes`.
-    pub fn new(path: Option<PathBuf>, max_bytes: u64) -> Self {
-        Self { path, max_bytes, open: Arc::new(Mutex::new(None)) }
-    }
-
-    /// The file, unless the log is off.
-    pub fn path(&self) -> Option<&std::path::Path> {
-        self.path.as_deref()
-    }
-
-    /// Whether `path` is the log or one of its rotated files (`audit.jsonl.1`, …).
-    pub fn is_log_file(&self, path: &std::path::Path) -> bool {
-        let Some(log) = &self.path else { return false };
-        if path == log {
-            return true;
-        }
-        let (Some(name), Some(log_name)) = (path.file_name(), log.file_name()) else { return false };
-        path.parent() == log.parent()
-            && name.to_str().zip(log_name.to_str()).is_some_and(|(name, log_name)| {
-                name.strip_prefix(log_name)
-                    .and_then(|rest| rest.strip_prefix('.'))
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            })
-    }
-
-    /// The log and its rotated files, as paths (whether they exist or not).
-    pub fn files(&self) -> Vec<PathBuf> {
-        let Some(log) = &self.path else { return Vec::new() };
-        let mut files = vec![log.clone()];
-        files.extend((1..=KEEP).map(|n| {
-            let mut name = log.as_os_str().to_owned();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
-        }));
-        files
+    /// A writer for the log `settings` name.
+    pub fn new(settings: AuditSettings) -> Self {
+        Self { settings, open: Arc::new(Mutex::new(None)) }
     }
 
     /// Records a call that named no tool or operation of this server, or whose `operation`
@@ -172,7 +129,7 @@ impl AuditLog {
     /// Appends `record`. A log that cannot be written is reported on stderr and does not fail
     /// the call.
     pub fn write(&self, record: &Record<'_>) {
-        let Some(path) = &self.path else { return };
+        let Some(path) = self.settings.path() else { return };
         let mut line = match serde_json::to_vec(record) {
             Ok(line) => line,
             Err(err) => {
@@ -191,7 +148,7 @@ impl AuditLog {
     /// this process has seen: other servers sharing the file add to it unseen).
     fn append(&self, path: &std::path::Path, line: &[u8]) -> std::io::Result<()> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if open.as_ref().is_some_and(|(_, size)| *size > self.max_bytes) {
+        if open.as_ref().is_some_and(|(_, size)| *size > self.settings.max_bytes) {
             *open = None;
             fs::rotate_log(path, KEEP)?;
         }
@@ -260,7 +217,7 @@ mod tests {
     #[test]
     fn appends_lines_and_rotates() {
         let dir = tempfile::tempdir().unwrap();
-        let log = AuditLog::new(Some(dir.path().join("a/audit.jsonl")), 300);
+        let log = AuditLog::new(AuditSettings::new(Some(dir.path().join("a/audit.jsonl")), 300));
         let record = Record {
             time: now(),
             session: "1-0",

@@ -5,9 +5,11 @@
 //! applies the configured fallback when the client cannot ask), and hands the operation only
 //! what was approved.
 
+pub mod approvals;
 pub mod approve;
 pub mod ask;
 pub mod audit;
+mod caller;
 pub mod command;
 pub mod decide;
 pub mod redact;
@@ -16,7 +18,9 @@ pub mod visible;
 
 use std::path::{Path, PathBuf};
 
+use crate::config::Config;
 use crate::config::args::Fallback;
+use crate::effect::{Effect, Severity};
 use crate::error::ToolError;
 use crate::policy::approve::{Answer, Question};
 use crate::policy::ask::Outcome;
@@ -24,7 +28,8 @@ use crate::policy::audit::Verdict;
 use crate::policy::decide::{Decision, Location, Policy, Request, Subject};
 use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots, paths, protected};
-use crate::tools::{Context, Effect};
+
+pub use caller::Caller;
 
 /// The gate every call passes before its operation runs.
 pub struct Gate;
@@ -56,21 +61,21 @@ impl Gate {
         operation: &'static str,
         effect: &Effect,
         escalation: &Escalation,
-        context: &Context,
+        caller: &Caller<'_>,
         verdict: &mut Verdict,
     ) -> Result<Approved, ToolError> {
-        let config = &context.config;
+        let config = &caller.config;
         verdict.effect = effect.kind();
         verdict.escalate = escalation.escalate;
         verdict.justification.clone_from(&escalation.justification);
         verdict.decision = "deny";
         verdict.decided_by = "policy";
-        let Classified { subjects, outside_error, resolved } = match classify(effect, context) {
+        let Classified { subjects, outside_error, resolved } = match classify(effect, caller) {
             Ok(classified) => classified,
             Err(err) => {
                 // The call failed before anything was decided (a path that does not exist, a
                 // cwd that is a file): record what the policy rules for such a call.
-                record_unresolved(effect, context, verdict);
+                record_unresolved(effect, caller, verdict);
                 return Err(err);
             }
         };
@@ -83,7 +88,7 @@ impl Gate {
             sandbox: config.sandbox,
             commands_confined: crate::sandbox::backend::CONFINES_COMMANDS,
         };
-        let grants = context.session.grants();
+        let grants = caller.approvals.grants();
         let decision = decide::decide(&policy, &request, &grants);
         // Allowed with grants but not without them: a grant decided (only re-decided when the
         // session has grants at all).
@@ -104,17 +109,17 @@ impl Gate {
                 let question = Question {
                     operation,
                     reason: reason.clone(),
-                    details: details(effect, &resolved, context),
+                    details: details(effect, &resolved, caller),
                     stdin: shown_stdin(effect)?,
                     justification: escalation.justification.clone(),
                     session_scope: report::describe(&scope),
                 };
-                verdict.decided_by = if context.signals.approver.is_some() { "user" } else { "fallback" };
-                let how_to_allow = || ask::how_to_allow(&context.signals.client, &fallback_hint(context));
-                let Some(approver) = &context.signals.approver else {
+                verdict.decided_by = if caller.approver.is_some() { "user" } else { "fallback" };
+                let how_to_allow = || ask::how_to_allow(caller.client, &fallback_hint(caller));
+                let Some(approver) = caller.approver else {
                     if config.approval_fallback == Fallback::Allow {
                         verdict.decision = "allow";
-                        return resolve_approved(effect, escalation, context, resolved, outside_error);
+                        return resolve_approved(effect, escalation, caller, resolved, outside_error);
                     }
                     return Err(ToolError::NoApprover { reason, how_to_allow: how_to_allow() });
                 };
@@ -130,16 +135,16 @@ impl Gate {
                 match ask::outcome(answer, took, config.approval_timeout) {
                     Outcome::Allow { grant } => {
                         if grant {
-                            context.session.grant(scope);
+                            caller.approvals.grant(scope);
                         }
                     }
                     Outcome::Declined(note) => return Err(ToolError::UserDenied { reason, note }),
                     Outcome::NotAsked(why) => {
                         verdict.decided_by = "fallback";
-                        if let Some(notify) = &context.signals.notify {
+                        if let Some(notify) = caller.notify {
                             let fallback = if config.approval_fallback == Fallback::Allow { "allow" } else { "deny" };
                             notify(
-                                crate::tools::Severity::Notice,
+                                Severity::Notice,
                                 format!(
                                     "`{operation}` needed the user's approval but nobody was asked ({why}); the fallback `{fallback}` decided"
                                 ),
@@ -153,12 +158,12 @@ impl Gate {
             }
         }
         verdict.decision = "allow";
-        resolve_approved(effect, escalation, context, resolved, outside_error)
+        resolve_approved(effect, escalation, caller, resolved, outside_error)
     }
 
     /// Whether `path` may be written by history replay (undo): the same protections apply.
-    pub fn check_protected(path: &Path, shown: &str, context: &Context) -> Result<(), ToolError> {
-        match protection(path, context) {
+    pub fn check_protected(path: &Path, shown: &str, caller: &Caller<'_>) -> Result<(), ToolError> {
+        match protection(path, caller) {
             Some((_, why)) => Err(ToolError::Protected { path: shown.into(), why }),
             None => Ok(()),
         }
@@ -168,8 +173,8 @@ impl Gate {
 /// Fills the verdict of a call whose paths did not resolve (missing, not a directory): what
 /// the policy rules for the same call on paths inside the roots, `allow` by the policy for a
 /// read under every approval but `always`; `invalid` when it would have asked.
-fn record_unresolved(effect: &Effect, context: &Context, verdict: &mut Verdict) {
-    let root = context.roots.first();
+fn record_unresolved(effect: &Effect, caller: &Caller<'_>, verdict: &mut Verdict) {
+    let root = caller.roots.first();
     let shown = |input: &String| paths::normalize(&root.join(input));
     let subjects: Vec<Subject> = match effect {
         Effect::Read(inputs) => inputs.iter().map(|i| Subject::Read(shown(i), Location::Inside)).collect(),
@@ -177,7 +182,7 @@ fn record_unresolved(effect: &Effect, context: &Context, verdict: &mut Verdict) 
             .iter()
             .map(|i| {
                 let path = shown(i);
-                let location = protection(&path, context).map_or(Location::Inside, |(l, _)| l);
+                let location = protection(&path, caller).map_or(Location::Inside, |(l, _)| l);
                 Subject::Write(path, location)
             })
             .collect(),
@@ -186,12 +191,12 @@ fn record_unresolved(effect: &Effect, context: &Context, verdict: &mut Verdict) 
     };
     verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
     let policy = Policy {
-        approval: context.config.approval,
-        sandbox: context.config.sandbox,
+        approval: caller.config.approval,
+        sandbox: caller.config.sandbox,
         commands_confined: crate::sandbox::backend::CONFINES_COMMANDS,
     };
     let request = Request { subjects, escalate: verdict.escalate, justification: verdict.justification.clone() };
-    verdict.decision = match decide::decide(&policy, &request, &context.session.grants()) {
+    verdict.decision = match decide::decide(&policy, &request, &caller.approvals.grants()) {
         Decision::Allow => "allow",
         Decision::Deny { .. } => "deny",
         Decision::Ask { .. } => "invalid",
@@ -208,8 +213,8 @@ struct Classified {
 }
 
 /// The effect's subjects with where they lie (and commands classified).
-fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError> {
-    let roots = &context.roots;
+fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolError> {
+    let roots = &caller.roots;
     let mut outside_error = None;
     let mut outside = |input: &str, err: crate::sandbox::Error| {
         let path = match &err {
@@ -227,7 +232,8 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
             for input in inputs {
                 subjects.push(match roots.resolve(input) {
                     Ok(path) => {
-                        let location = if hidden(path.real(), context) { Location::Hidden } else { Location::Inside };
+                        let location =
+                            if hidden(path.real(), caller.config) { Location::Hidden } else { Location::Inside };
                         let subject = Subject::Read(path.real().to_path_buf(), location);
                         resolved.subjects.push(path);
                         subject
@@ -240,14 +246,14 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
             for input in inputs {
                 subjects.push(match Target::resolve(roots, input) {
                     Ok(target) => {
-                        let location = protection(target.real(), context).map_or(Location::Inside, |(l, _)| l);
+                        let location = protection(target.real(), caller).map_or(Location::Inside, |(l, _)| l);
                         let subject = Subject::Write(target.real().to_path_buf(), location);
                         resolved.targets.push(target);
                         subject
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
-                        let own = matches!(protection(&path, context), Some((Location::Own, _)));
+                        let own = matches!(protection(&path, caller), Some((Location::Own, _)));
                         Subject::Write(path, if own { Location::Own } else { Location::Outside })
                     }
                 });
@@ -271,7 +277,7 @@ fn classify(effect: &Effect, context: &Context) -> Result<Classified, ToolError>
                     Err(err) => Subject::Read(outside(dir, err)?, Location::Outside),
                 });
             }
-            let config = &context.config;
+            let config = &caller.config;
             let home = std::env::var_os("HOME").map(PathBuf::from);
             let rules = command::Rules::new(&config.forbidden_commands, config.forbid_catastrophic, home, roots.list());
             let given = command::Given { env, stdin: stdin.as_deref() };
@@ -328,9 +334,9 @@ pub const MAX_SHOWN_STDIN: usize = 4000;
 
 /// The lines a question adds about what would run: a command's working directory (always,
 /// the default one too) and each environment entry it sets.
-fn details(effect: &Effect, resolved: &Approved, context: &Context) -> Vec<String> {
+fn details(effect: &Effect, resolved: &Approved, caller: &Caller<'_>) -> Vec<String> {
     let Effect::Exec { env, .. } = effect else { return Vec::new() };
-    let dir = resolved.cwd.as_ref().map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
+    let dir = resolved.cwd.as_ref().map_or_else(|| caller.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
     let mut details = vec![format!("Working directory: `{}`", dir.display())];
     if !env.is_empty() {
         let entries: Vec<String> = env.iter().map(|entry| format!("`{entry}`")).collect();
@@ -384,7 +390,7 @@ fn resolve(effect: &Effect, roots: &Roots, escalated: bool) -> Result<Approved, 
 fn resolve_approved(
     effect: &Effect,
     escalation: &Escalation,
-    context: &Context,
+    caller: &Caller<'_>,
     resolved: Approved,
     outside_error: Option<ToolError>,
 ) -> Result<Approved, ToolError> {
@@ -392,7 +398,7 @@ fn resolve_approved(
         // Everything lies inside the roots and is resolved already.
         return Ok(Approved { unsandboxed: escalation.escalate && matches!(effect, Effect::Exec { .. }), ..resolved });
     }
-    let widened = Roots::new(vec![context.roots.first().to_path_buf(), PathBuf::from("/")]);
+    let widened = Roots::new(vec![caller.roots.first().to_path_buf(), PathBuf::from("/")]);
     resolve(effect, &widened, escalation.escalate)
 }
 
@@ -401,26 +407,26 @@ fn resolve_approved(
 /// reach anyway), in the server's state dir (its generated HTTP token, other sessions'
 /// records, the todo and memory database), or is a file the server holds a secret in (the
 /// HTTP server's `--auth-token-file`), wherever those lie, inside a root too.
-pub fn hidden(path: &Path, context: &Context) -> bool {
-    hidden_paths(context).iter().any(|hidden| path.starts_with(hidden))
+pub fn hidden(path: &Path, config: &Config) -> bool {
+    hidden_paths(config).iter().any(|hidden| path.starts_with(hidden))
 }
 
 /// What [`hidden`] hides, as paths (for the walks of `list_dir`, `grep_search` and
 /// `file_search`, which leave them out).
-pub fn hidden_paths(context: &Context) -> Vec<PathBuf> {
-    let mut paths = context.config.sandbox_settings.deny_read.clone();
-    paths.push(context.config.state_dir.clone());
+pub fn hidden_paths(config: &Config) -> Vec<PathBuf> {
+    let mut paths = config.sandbox_settings.deny_read.clone();
+    paths.push(config.state_dir.clone());
     paths.extend(crate::config::sandbox::own_secrets());
     paths
 }
 
 /// What the user can change on the server so that such calls run without a question.
-fn fallback_hint(context: &Context) -> String {
-    let file = context
+fn fallback_hint(caller: &Caller<'_>) -> String {
+    let file = caller
         .config
         .config_file
         .as_ref()
-        .map_or_else(|| format!("{}/config.toml", context.config.config_dir.display()), |f| f.display().to_string());
+        .map_or_else(|| format!("{}/config.toml", caller.config.config_dir.display()), |f| f.display().to_string());
     format!(
         "The user can allow such calls without a question by adding `approval_fallback = \"allow\"` to `{file}`, or by restarting the server with a looser `--approval` policy"
     )
@@ -430,9 +436,9 @@ fn fallback_hint(context: &Context) -> String {
 /// internals at any depth, editor and shell startup files; writing them asks, and no grant
 /// covers them), a root repository's `core.hooksPath`, and the server's own config, state and
 /// audit log (never written).
-fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)> {
-    let config = &context.config;
-    if hidden(path, context) {
+fn protection(path: &Path, caller: &Caller<'_>) -> Option<(Location, &'static str)> {
+    let config = &caller.config;
+    if hidden(path, config) {
         return Some((
             Location::Hidden,
             "it is hidden from the agent (`deny_read`, or the server's own state and secrets)",
@@ -454,7 +460,7 @@ fn protection(path: &Path, context: &Context) -> Option<(Location, &'static str)
     if let Some((protection, _)) = protected::classify_rule(path, home.as_deref()) {
         return Some((Location::Protected, protection.why()));
     }
-    if let Some(why) = protected::judge_write(context.roots.list(), path, home.as_deref()) {
+    if let Some(why) = protected::judge_write(caller.roots.list(), path, home.as_deref()) {
         return Some((Location::Protected, why));
     }
     None

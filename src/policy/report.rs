@@ -2,11 +2,11 @@
 //! resource so the user (and the agent) can see what runs without asking.
 
 use crate::config::Config;
+use crate::policy::approvals::Approvals;
 use crate::policy::decide::Scope;
-use crate::session::Session;
 
 /// The report: policy, sandbox, fallback, forbidden rules, grants, audit log.
-pub fn policy_report(config: &Config, session: &Session) -> String {
+pub fn policy_report(config: &Config, session_id: &str, approvals: &Approvals) -> String {
     let mut out = String::from("# toolbelt-mcp policy\n\n");
     out.push_str(&format!("- approval: `{}`\n", config.approval.as_str()));
     out.push_str(&format!("- sandbox: `{}`\n", config.sandbox.as_str()));
@@ -26,8 +26,8 @@ pub fn policy_report(config: &Config, session: &Session) -> String {
     for rule in rules {
         out.push_str(&format!("- {rule}\n"));
     }
-    out.push_str(&format!("\n## Granted for this session ({})\n\n", session.id));
-    let grants = session.grants();
+    out.push_str(&format!("\n## Granted for this session ({session_id})\n\n"));
+    let grants = approvals.grants();
     if grants.is_empty() {
         out.push_str("nothing yet (an \"allow for this session\" answer adds a grant here)\n");
     }

@@ -77,7 +77,7 @@ fn codec() -> Option<&'static rmcp::model::RequestStateCodec> {
 pub fn input_required_approver(
     responses: Option<InputResponses>,
     state: Option<String>,
-    questions: Arc<crate::session::Session>,
+    questions: Arc<crate::tools::session::Session>,
     binding: String,
     ttl: Duration,
 ) -> Option<Approver> {
@@ -87,14 +87,14 @@ pub fn input_required_approver(
         let answered = (|| {
             let value = responses.as_ref()?.get(KEY)?;
             let nonce = codec.open_with(state.as_deref()?, bound.as_bytes()).ok()?;
-            let took = questions.take_question(&String::from_utf8(nonce).ok()?)?;
+            let took = questions.approvals.take_question(&String::from_utf8(nonce).ok()?)?;
             Some(Response { answer: answer_of_result(value), took: Some(took) })
         })();
         let response = answered.unwrap_or_else(|| {
             let mut nonce = [0u8; 16];
             let _ = getrandom::fill(&mut nonce);
             let nonce = hex::encode(nonce);
-            questions.note_question(&nonce);
+            questions.approvals.note_question(&nonce);
             let options = rmcp::model::SealOptions::new().associated_data(bound.as_bytes()).ttl(ttl);
             let state = codec.seal_with(nonce.as_bytes(), &options);
             Response { answer: Answer::Pending { message: question.message(), state }, took: None }

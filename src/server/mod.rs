@@ -30,10 +30,12 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::error::ToolError;
+use crate::meta::READ_ONLY_OPERATIONS;
+use crate::policy::audit::AuditLog;
 use crate::sandbox::Roots;
-use crate::session::Session;
 use crate::store::Store;
 use crate::terminal::foreground::Progress;
+use crate::tools::session::Session;
 use crate::tools::{self, Context, Signals, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
@@ -45,6 +47,8 @@ const INSTRUCTIONS: &str = "Prefer these tools for files and commands: they stay
 pub struct Shared {
     config: Arc<Config>,
     store: Arc<Store>,
+    /// The audit log's one writer.
+    audit: AuditLog,
     tools: OnceLock<Result<Vec<Tool>, String>>,
     calls: TaskTracker,
     sessionless: Option<Arc<Session>>,
@@ -60,7 +64,8 @@ impl Shared {
         let sessionless = sessionless.then(|| Arc::new(Session::new(&config)));
         let (tools, calls, open) = (OnceLock::new(), TaskTracker::new(), Mutex::default());
         let sessionless_used = Mutex::new(Instant::now());
-        Arc::new(Self { config, store, tools, calls, sessionless, sessionless_used, open })
+        let audit = AuditLog::new(config.audit.clone());
+        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open })
     }
 
     /// The sessionless state, if no request has used it for `idle` (and no call runs).
@@ -68,6 +73,11 @@ impl Shared {
         let used = *self.sessionless_used.lock().unwrap_or_else(PoisonError::into_inner);
         let idle = used.elapsed() >= idle && self.calls.is_empty();
         self.sessionless.clone().filter(|_| idle)
+    }
+
+    /// The audit log's writer.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
     }
 
     /// The calls in flight (closed and awaited on shutdown).
@@ -216,7 +226,7 @@ pub fn sweep_leftovers(config: &Config) {
             }
             let swept = tokio::task::spawn_blocking(move || {
                 let temp_files = crate::sandbox::write::TempJournal::new(&state_dir).sweep();
-                let dirs = crate::session::sweep_undo(&state_dir)
+                let dirs = crate::tools::session::sweep_undo(&state_dir)
                     + crate::terminal::sweep_dead_servers_output_and_temp(&state_dir);
                 (temp_files, dirs)
             });
@@ -248,10 +258,6 @@ fn to_rmcp_tool(spec: ToolSpec) -> Tool {
     tool.with_meta(rmcp::model::MetaObject(meta))
 }
 
-/// The tool `_meta` key listing the `operation` values that only read (see
-/// `ToolSpec::read_only_operations`); the agent runs such calls in parallel.
-pub const READ_ONLY_OPERATIONS: &str = "toolbelt-mcp/readOnlyOperations";
-
 fn to_result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text)];
     content.extend(output.images.into_iter().map(|image| ContentBlock::image(image.base64, image.mime_type)));
@@ -276,7 +282,7 @@ fn signals(
     timeout: std::time::Duration,
     responses: Retry,
     logger: logging::Logger,
-    session: &Arc<crate::session::Session>,
+    session: &Arc<crate::tools::session::Session>,
 ) -> Signals {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
@@ -544,7 +550,7 @@ impl ServerHandler for Server {
         let refused = |outcome: &str| {
             let session = self.session_for(&context.meta);
             let operation = named.as_deref().unwrap_or_default();
-            config.audit.refused(&session.id, &context.id.to_string(), &request.name, operation, outcome);
+            self.shared.audit.refused(&session.id, &context.id.to_string(), &request.name, operation, outcome);
         };
         let (operation, siblings) = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
             Ok(Some(found)) => found,
@@ -581,6 +587,7 @@ impl ServerHandler for Server {
             roots,
             session,
             store: self.shared.store.clone(),
+            audit: self.shared.audit.clone(),
             signals,
             budget,
         });

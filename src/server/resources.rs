@@ -7,8 +7,8 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 
 use crate::server::Server;
-use crate::session::Session;
 use crate::store::{GLOBAL, StoreError, memory};
+use crate::tools::session::Session;
 use crate::tools::{memory as memory_tool, todo};
 
 /// The resource showing the policy and the session's grants.
@@ -137,7 +137,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
 pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<ResourceContents>, McpError> {
     match parse(uri).ok_or_else(|| not_found(uri))? {
         Target::Policy => {
-            let text = crate::policy::report::policy_report(&server.shared.config, session);
+            let text = crate::policy::report::policy_report(&server.shared.config, &session.id, &session.approvals);
             Ok(vec![ResourceContents::text(text, uri).with_mime_type("text/markdown")])
         }
         Target::Todo(name) => {

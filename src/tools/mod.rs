@@ -7,6 +7,8 @@ mod lenient;
 pub mod memory;
 mod output;
 mod published;
+pub mod schema;
+pub mod session;
 mod spec;
 pub mod terminal;
 pub mod todo;
@@ -26,55 +28,15 @@ use crate::policy::Gate;
 use crate::policy::audit::{self, Verdict};
 use crate::sandbox::write::Target;
 use crate::sandbox::{Resolved, Roots};
-use crate::session::Session;
+use crate::tools::session::Session;
 
+pub use crate::effect::{Effect, Notify, Severity};
 pub use crate::units::push_decimal;
 pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
 pub use spec::{ToolSpec, fields, generate, specs};
 
 /// Every tool, in the order they are listed.
 pub static TOOLS: &[ToolDef] = &[file::TOOL, terminal::TOOL, todo::TOOL, memory::TOOL];
-
-/// What an operation does to the world, with its subjects. The gate decides on this.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Reads the given paths (as the model gave them; the gate resolves them).
-    Read(Vec<String>),
-    /// Creates, changes or removes the given paths.
-    Write(Vec<String>),
-    /// Changes files the session's own history names (undo): each is confined at run time.
-    History,
-    /// Runs a command line under the sandbox (a new process, or input typed into a running
-    /// session), in `cwd` when given (confined to the roots).
-    Exec {
-        /// The command line or input.
-        command: String,
-        /// The working directory as the model gave it.
-        cwd: Option<String>,
-        /// `NAME=value` entries added to its environment.
-        env: Vec<String>,
-        /// Text written to its stdin.
-        stdin: Option<String>,
-    },
-    /// Acts on a running session of this connection (sends it a signal).
-    Control,
-    /// Changes the server's own records (todo lists, memories), never a file of the workspace.
-    Record,
-}
-
-impl Effect {
-    /// `read`, `write`, `history`, `exec` or `control`, for the audit log.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Read(_) => "read",
-            Self::Write(_) => "write",
-            Self::History => "history",
-            Self::Exec { .. } => "exec",
-            Self::Control => "control",
-            Self::Record => "record",
-        }
-    }
-}
 
 /// The kind of an operation's effect, known without its arguments (for annotations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +103,8 @@ pub struct Context {
     pub session: Arc<Session>,
     /// The todo and memory store, shared by every connection of the process.
     pub store: Arc<crate::store::Store>,
+    /// The audit log, one writer for the process.
+    pub audit: crate::policy::audit::AuditLog,
     /// This call's cancellation and progress reporting.
     pub signals: Signals,
     /// Bytes each view of this call's result may take (see `config::OutputBudget`).
@@ -166,23 +130,19 @@ pub struct Signals {
     pub notify: Option<Arc<Notify>>,
 }
 
-/// How serious a message to the client's log is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    /// Worth knowing.
-    Info,
-    /// Normal but significant.
-    Notice,
-    /// Something is wrong, work goes on.
-    Warning,
-    /// A call failed for a reason on the server's side.
-    Error,
-}
-
-/// Sends a message to the client's log.
-pub type Notify = dyn Fn(Severity, String) + Send + Sync;
-
 impl Context {
+    /// Who is calling, as the gate needs to know it.
+    pub fn caller(&self) -> crate::policy::Caller<'_> {
+        crate::policy::Caller {
+            config: &self.config,
+            roots: &self.roots,
+            approvals: &self.session.approvals,
+            approver: self.signals.approver.as_ref(),
+            client: &self.signals.client,
+            notify: self.signals.notify.as_deref(),
+        }
+    }
+
     /// The key of this workspace's todo lists and memories (`store::workspace`).
     pub fn workspace(&self) -> String {
         self.store.workspace_key(self.config.workspace.as_deref(), self.roots.first())
@@ -247,8 +207,8 @@ impl OperationDef {
             description: O::DESCRIPTION,
             kind: O::KIND,
             on_workspace: O::ON_WORKSPACE,
-            input_schema: crate::schema::input_schema::<O::Args>,
-            output_schema: crate::schema::output_schema::<O::Output>,
+            input_schema: crate::tools::schema::input_schema::<O::Args>,
+            output_schema: crate::tools::schema::output_schema::<O::Output>,
             invoke: invoke::<O>,
         }
     }
@@ -327,7 +287,7 @@ async fn gate_and_run<O: Operation>(
         }
         EffectKind::Read | EffectKind::Exec | EffectKind::Record { .. } => None,
     };
-    let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context, verdict).await?;
+    let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context.caller(), verdict).await?;
     let budget = context.budget;
     // Protected paths this call may write with approval: not a command's doing afterwards.
     let protected_writes: Vec<std::path::PathBuf> = approved
@@ -390,7 +350,7 @@ fn audit<O: Operation>(
     if verdict.decision != "invalid" {
         crate::metrics::approval(verdict.decision, verdict.decided_by);
     }
-    context.config.audit.write(&audit::Record {
+    context.audit.write(&audit::Record {
         time: audit::now(),
         session: &context.session.id,
         request: &context.signals.request,
@@ -445,13 +405,13 @@ fn split_escalation<O: Operation>(
         serde_json::from_value(Value::Object(common)).map_err(|err| ToolError::InvalidArguments {
             operation: O::NAME,
             message: err.to_string(),
-            accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
+            accepted: spec::accepted_fields(&crate::tools::schema::input_schema::<O::Args>()),
         })?;
     if parsed.escalate && !O::ON_WORKSPACE {
         return Err(ToolError::InvalidArguments {
             operation: O::NAME,
             message: "`escalate` has nothing to do here: todos and memories are the server's own records, outside any sandbox".into(),
-            accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
+            accepted: spec::accepted_fields(&crate::tools::schema::input_schema::<O::Args>()),
         });
     }
     Ok((args, crate::policy::Escalation { escalate: parsed.escalate, justification: parsed.justification }))
@@ -470,7 +430,7 @@ fn parse<O: Operation>(args: Map<String, Value>, siblings: &'static [OperationDe
     serde_json::from_value(Value::Object(args)).map_err(|err| ToolError::InvalidArguments {
         operation: O::NAME,
         message: err.to_string(),
-        accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
+        accepted: spec::accepted_fields(&crate::tools::schema::input_schema::<O::Args>()),
     })
 }
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::config::args::ToolLayout;
-use crate::schema::{self, Part, SchemaError};
+use crate::tools::schema::{self, Part, SchemaError};
 use crate::tools::{EffectKind, EscalationArgs, OperationDef, TOOLS, ToolDef};
 
 /// A tool as listed to clients, free of any protocol type (the server converts it).

@@ -114,7 +114,7 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     if tokio::time::timeout(DRAIN, serving).await.is_err() {
         tracing::debug!("connections still open after the drain period are dropped");
     }
-    config.audit.flush();
+    shared.audit().flush();
     outcome
 }
 

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::sandbox::write::{Existing, Kind, Replace, Target};
-use crate::session::ChangeKind;
 use crate::tools::file::edit::{self, Diff, Landing, Text, diff, push_diff};
 use crate::tools::file::patch::{self, FilePatch};
+use crate::tools::session::ChangeKind;
 use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, split_lines};
 
 /// The `apply_patch` operation.

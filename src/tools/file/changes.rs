@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::sandbox::paths::normalize;
 use crate::sandbox::write::Target;
-use crate::session::{Change, ChangeKind};
 use crate::tools::file::edit::{diff, push_diff};
+use crate::tools::session::{Change, ChangeKind};
 use crate::tools::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
 
 /// The `changes` operation.

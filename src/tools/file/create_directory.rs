@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
-use crate::session::ChangeKind;
+use crate::tools::session::ChangeKind;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `create_directory` operation.

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::sandbox::write::Kind;
-use crate::session::ChangeKind;
 use crate::tools::file::human_size;
+use crate::tools::session::ChangeKind;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `delete_file` operation.

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::ToolError;
 use crate::sandbox::write::{Existing, Replace, Target};
-use crate::session::ChangeKind;
+use crate::tools::session::ChangeKind;
 use crate::tools::{Context, Lines, RESERVE, Reply, split_lines};
 
 /// Structured result of every write operation.

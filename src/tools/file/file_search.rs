@@ -96,7 +96,7 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let by_mtime = args.sort == Some(Sort::Mtime);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None)
-        .hiding(crate::policy::hidden_paths(context));
+        .hiding(crate::policy::hidden_paths(&context.config));
     let total = AtomicU64::new(0);
     let base = dir.real();
     // Newest first, then path; `Reverse` on the time makes "smallest" mean "newest".

@@ -268,7 +268,7 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
     let multiline = args.multiline.unwrap_or(false);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None)
-        .hiding(crate::policy::hidden_paths(context));
+        .hiding(crate::policy::hidden_paths(&context.config));
     let held = fs::walk_root(target).map_err(|e| ToolError::io("search", target.shown(), e))?;
     let base = if held.symlink_metadata(target.real()).map_err(|e| ToolError::io("search", target.shown(), e))?.is_dir()
     {

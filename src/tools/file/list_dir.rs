@@ -294,7 +294,7 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1))
-        .hiding(crate::policy::hidden_paths(context));
+        .hiding(crate::policy::hidden_paths(&context.config));
     let roots = context.roots.clone();
     let cancel = context.signals.cancel.clone();
     // Walked from directory handles (see `walk::listing`); with `ignore`'s walker when that

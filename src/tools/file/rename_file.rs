@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 use crate::sandbox::write::{Kind, Replace};
-use crate::session::ChangeKind;
+use crate::tools::session::ChangeKind;
 use crate::tools::{Call, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `rename_file` operation.

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ToolError;
 use crate::policy::Gate;
 use crate::sandbox::write::{Kind, Replace, Target};
-use crate::session::{Before, Change, ChangeKind};
 use crate::tools::file::edit::sha256_hex;
+use crate::tools::session::{Before, Change, ChangeKind};
 use crate::tools::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
 
 /// The `undo` operation.
@@ -95,7 +95,7 @@ fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Repl
     // can land between the check and the revert (and be overwritten by it).
     let mut checked: Vec<Option<Target>> = Vec::with_capacity(changes.len());
     for change in changes {
-        Gate::check_protected(&change.path, &change.shown, context)?;
+        Gate::check_protected(&change.path, &change.shown, &context.caller())?;
         let decided = change.path.ancestors().any(|a| touched.contains(a));
         checked.push(if !decided && !force { check_unchanged(change, context)? } else { None });
         touched.insert(&change.path);

@@ -13,12 +13,6 @@ use crate::terminal::Terminals;
 
 mod ledger;
 
-/// Default cap on the bytes of undo blobs one session keeps.
-pub const DEFAULT_UNDO_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Default cap on the bytes of undo blobs all the sessions of one server keep together.
-pub const DEFAULT_UNDO_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
-
 /// Stamps changes in the order they were made, across sessions: the oldest goes first.
 static NEXT_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -36,11 +30,8 @@ pub struct Session {
     pub terminals: Terminals,
     /// Cancelled when the connection ends: tasks serving it (subscriptions) stop.
     pub closed: tokio_util::sync::CancellationToken,
-    /// What the user allowed for the rest of the session.
-    grants: Mutex<Vec<crate::policy::decide::Scope>>,
-    /// Questions put to a protocol 2026-07-28 client (their fingerprints), with when: the
-    /// answer comes with a retried call, and how long it took tells a person from a program.
-    questions: Mutex<VecDeque<(String, std::time::Instant)>>,
+    /// What the user allowed for the rest of the session, and the questions awaiting answers.
+    pub approvals: crate::policy::approvals::Approvals,
     history: std::sync::Arc<Mutex<History>>,
     undo_dir: PathBuf,
     cap: u64,
@@ -206,8 +197,7 @@ impl Session {
             cap,
             total_cap: config.max_undo_total_bytes,
             terminals: Terminals::new(config),
-            grants: Mutex::new(Vec::new()),
-            questions: Mutex::new(VecDeque::new()),
+            approvals: crate::policy::approvals::Approvals::default(),
             closed: tokio_util::sync::CancellationToken::new(),
         }
     }
@@ -217,33 +207,6 @@ impl Session {
     pub async fn close(&self) {
         self.closed.cancel();
         self.terminals.shutdown().await;
-    }
-
-    /// The grants "allow for this session" answers created.
-    pub fn grants(&self) -> Vec<crate::policy::decide::Scope> {
-        self.grants.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Notes that a question naming `nonce` was put to the client now.
-    pub fn note_question(&self, nonce: &str) {
-        let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
-        if questions.len() >= 64 {
-            questions.pop_front();
-        }
-        questions.push_back((nonce.to_string(), std::time::Instant::now()));
-    }
-
-    /// Uses up the question naming `nonce`: how long ago it was put, if it was and has not been
-    /// answered yet (an answer is taken once).
-    pub fn take_question(&self, nonce: &str) -> Option<std::time::Duration> {
-        let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
-        let at = questions.iter().position(|(asked, _)| asked == nonce)?;
-        questions.remove(at).map(|(_, asked)| asked.elapsed())
-    }
-
-    /// Records a grant.
-    pub fn grant(&self, scope: crate::policy::decide::Scope) {
-        self.grants.lock().unwrap_or_else(|p| p.into_inner()).push(scope);
     }
 
     fn history(&self) -> std::sync::MutexGuard<'_, History> {
