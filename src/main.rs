@@ -9,7 +9,6 @@ mod error;
 mod meta;
 mod metrics;
 mod policy;
-mod sandbox;
 mod server;
 mod store;
 mod terminal;
@@ -20,6 +19,8 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
+/// The sandbox crate under its old module name, so `crate::sandbox::…` paths keep working.
+pub(crate) use toolbelt_mcp_sandbox as sandbox;
 
 use crate::cli::{Cli, Command};
 use crate::config::Config;

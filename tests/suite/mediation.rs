@@ -225,12 +225,13 @@ async fn nothing_outside_the_roots_is_followed_or_moved() {
     service.cancel().await.unwrap();
 }
 
-/// The code-bearing entries of `src/sandbox/protected/tables.rs`, read from its source (so
+/// The code-bearing entries of `crates/sandbox/src/protected/tables.rs`, read from its source (so
 /// this table grows with it), each as a file path to write: a file rule's path, or a file
 /// in a directory rule's.
 fn table_entries() -> Vec<String> {
     let source =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sandbox/protected/tables.rs")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/sandbox/src/protected/tables.rs"))
+            .unwrap();
     let mut entries = Vec::new();
     for line in source.lines().map(str::trim).filter(|l| l.starts_with("rule(\"")) {
         let (path, shape) = line["rule(\"".len()..].split_once("\", ").unwrap();

@@ -1,0 +1,340 @@
+//! Network by name: sandboxed commands have a network namespace of their own (loopback only)
+//! and reach other hosts through this proxy, which runs in the server, outside their
+//! namespace. It speaks HTTP (`CONNECT`, and plain requests in absolute form) and SOCKS5 on
+//! one port of each command's loopback (`register.rs` puts the listener there), resolves
+//! names itself (a command cannot resolve or reach anything else: no DNS to exfiltrate
+//! through), checks every address a name resolved to, and connects to an address it checked.
+//!
+//! What may be reached is the [`Rules`]': in `allow` mode every public address; in
+//! `allowlist` mode the names and addresses listed; in both, loopback, private, link-local
+//! (cloud metadata) and multicast addresses only when listed as exactly that address, and
+//! never the server's own listening addresses. What is refused is remembered per command, so
+//! its result can say why `npm install` failed.
+
+pub mod addr;
+pub mod register;
+mod serve;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+pub use addr::{Class, Host};
+
+/// The port of a command's loopback the proxy listens on (`HTTP_PROXY=http://127.0.0.1:PORT`).
+pub const PORT: u16 = 3128;
+
+/// Most connections one command may have open through the proxy at once.
+const MAX_CONNECTIONS: usize = 256;
+
+/// What a command may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rules {
+    /// Every public address (`allow`), or only what `allowed` lists (`allowlist`).
+    pub public: bool,
+    /// Hosts (and ports) the user allowed: `name`, `*.suffix`, an IP, each with an optional
+    /// `:port`.
+    pub allowed: Vec<Allowed>,
+    /// The server's own listening addresses: never reached.
+    pub own: Vec<SocketAddr>,
+}
+
+/// One entry of the user's list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// The host pattern.
+    pub host: Pattern,
+    /// The port, or any.
+    pub port: Option<u16>,
+}
+
+/// A host pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    /// Exactly this name.
+    Name(String),
+    /// This name's subdomains (`*.example.com`: `a.example.com`, not `example.com`).
+    Suffix(String),
+    /// Exactly this address (which may then be a loopback or private one).
+    Ip(IpAddr),
+}
+
+impl Allowed {
+    /// Reads `name`, `*.suffix`, an IPv4 address or `[IPv6]`, each with an optional `:port`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (host, port) = split_port(text)?;
+        let host = match host.strip_prefix("*.") {
+            Some(suffix) => match addr::parse_host(suffix)? {
+                Host::Name(name) => Pattern::Suffix(name),
+                Host::Ip(_) => return Err(format!("`{text}`: a wildcard needs a name after `*.`")),
+            },
+            None => match addr::parse_host(host)? {
+                Host::Name(name) => Pattern::Name(name),
+                Host::Ip(ip) => Pattern::Ip(ip),
+            },
+        };
+        Ok(Self { host, port })
+    }
+
+    fn port_matches(&self, port: u16) -> bool {
+        self.port.is_none_or(|p| p == port)
+    }
+}
+
+/// `host[:port]` (an IPv6 address in brackets), the port checked.
+fn split_port(text: &str) -> Result<(&str, Option<u16>), String> {
+    let bad = || format!("`{text}` is not `host`, `host:port`, `*.domain` or `[IPv6]:port`");
+    if let Some(rest) = text.strip_prefix('[') {
+        let end = rest.find(']').ok_or_else(bad)?;
+        let port = match &rest[end + 1..] {
+            "" => None,
+            tail => Some(tail.strip_prefix(':').ok_or_else(bad)?.parse().map_err(|_| bad())?),
+        };
+        return Ok((&text[..end + 2], port));
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => Ok((host, Some(port.parse().map_err(|_| bad())?))),
+        Some(_) => Ok((text, None)),
+        None => Ok((text, None)),
+    }
+}
+
+impl Rules {
+    /// Whether `host:port` may be asked for at all (before resolving): listed, or any name
+    /// in `allow` mode.
+    fn host_allowed(&self, host: &Host, port: u16) -> bool {
+        self.public
+            || self.allowed.iter().any(|allowed| {
+                allowed.port_matches(port)
+                    && match (&allowed.host, host) {
+                        (Pattern::Name(name), Host::Name(asked)) => name == asked,
+                        (Pattern::Suffix(suffix), Host::Name(asked)) => {
+                            asked.strip_suffix(suffix.as_str()).is_some_and(|head| head.ends_with('.'))
+                        }
+                        (Pattern::Ip(ip), Host::Ip(asked)) => ip == asked,
+                        _ => false,
+                    }
+            })
+    }
+
+    /// Why `ip:port` (a name resolved to it, or an IP literal) may not be reached, if so: the
+    /// server's own address; a non-public address not listed as exactly that.
+    fn address_refusal(&self, ip: IpAddr, port: u16) -> Option<String> {
+        let unmapped = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let own = self.own.iter().any(|own| own.port() == port && (own.ip() == unmapped || own.ip().is_unspecified()));
+        if own {
+            return Some("it is this server's own listening address".into());
+        }
+        let class = addr::classify(ip);
+        let listed =
+            self.allowed.iter().any(|allowed| allowed.port_matches(port) && allowed.host == Pattern::Ip(unmapped));
+        (class != Class::Public && !listed).then(|| {
+            format!(
+                "{ip} is {}; add `network_allow = [\"{}:{port}\"]` to allow exactly that",
+                class.words(),
+                Host::Ip(unmapped)
+            )
+        })
+    }
+}
+
+/// One command's use of the proxy: its rules, and what it was refused.
+#[derive(Debug)]
+pub struct Link {
+    token: String,
+    socket: PathBuf,
+    rules: Rules,
+    refused: Mutex<Vec<String>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    /// The accept loop on the command's listener (aborted when the link goes).
+    task: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Link {
+    /// The token the helper names the command by.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The server's registration socket, where the helper hands the listener over.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The destinations refused so far (`host:port (why)`), each once.
+    pub fn refused(&self) -> Vec<String> {
+        self.refused.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn note(list: &Mutex<Vec<String>>, line: String) {
+        let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
+        if list.len() < 64 && !list.contains(&line) {
+            list.push(line);
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            task.abort();
+        }
+    }
+}
+
+/// The server's proxy: the registration socket, and the commands it serves.
+#[derive(Debug)]
+pub struct Hub {
+    socket: PathBuf,
+    links: Mutex<HashMap<String, Weak<Link>>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Hub {
+    /// Starts the proxy: binds the registration socket at `socket` (in the state dir, where
+    /// commands cannot reach) and takes registrations on a thread of its own; connections
+    /// are served on the current runtime.
+    pub fn start(socket: &Path) -> std::io::Result<Arc<Self>> {
+        if let Some(dir) = socket.parent() {
+            crate::fs::create_private_dir(dir)?;
+        }
+        let listener = register::bind(socket)?;
+        let hub = Arc::new(Self {
+            socket: socket.to_path_buf(),
+            links: Mutex::new(HashMap::new()),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        let weak = Arc::downgrade(&hub);
+        std::thread::Builder::new().name("proxy-registrations".into()).spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let Some(hub) = weak.upgrade() else { return };
+                let taken = match register::receive(&stream) {
+                    Ok((token, fd)) => hub.take(&token, fd),
+                    Err(err) => {
+                        tracing::debug!(%err, "a proxy registration could not be read");
+                        false
+                    }
+                };
+                register::answer(&stream, taken);
+            }
+        })?;
+        Ok(hub)
+    }
+
+    /// A new link for one command, under a fresh token.
+    pub fn link(&self, rules: Rules) -> Arc<Link> {
+        let mut bytes = [0u8; 16];
+        let _ = getrandom::fill(&mut bytes);
+        let token = hex::encode(bytes);
+        let link = Arc::new(Link {
+            token: token.clone(),
+            socket: self.socket.clone(),
+            rules,
+            refused: Mutex::default(),
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
+            task: Mutex::new(None),
+        });
+        let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+        links.retain(|_, weak| weak.strong_count() > 0);
+        links.insert(token, Arc::downgrade(&link));
+        link
+    }
+
+    /// Takes a command's listening socket: serves it until the command's link goes.
+    fn take(&self, token: &str, fd: std::os::fd::OwnedFd) -> bool {
+        let link = self.links.lock().unwrap_or_else(|p| p.into_inner()).remove(token).and_then(|weak| weak.upgrade());
+        let Some(link) = link else { return false };
+        let listener = std::net::TcpListener::from(fd);
+        if listener.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let weak = Arc::downgrade(&link);
+        let _guard = self.runtime.enter();
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return false };
+        let task = self.runtime.spawn(serve::accept(listener, weak));
+        *link.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
+        true
+    }
+}
+
+/// The process's hub, started on first use with its socket in `state_dir` (one per process:
+/// every connection's commands register there).
+pub fn hub(state_dir: &Path) -> std::io::Result<Arc<Hub>> {
+    static HUB: std::sync::OnceLock<Arc<Hub>> = std::sync::OnceLock::new();
+    if let Some(hub) = HUB.get() {
+        return Ok(hub.clone());
+    }
+    let socket = state_dir.join("proxy").join(format!("{}.sock", std::process::id()));
+    let hub = Hub::start(&socket)?;
+    Ok(HUB.get_or_init(|| hub).clone())
+}
+
+/// The addresses this server listens on (`serve --http`): commands never reach them.
+pub fn own_listeners() -> Vec<SocketAddr> {
+    OWN.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Notes an address this server listens on.
+pub fn note_own_listener(address: SocketAddr) {
+    OWN.lock().unwrap_or_else(|p| p.into_inner()).push(address);
+}
+
+static OWN: Mutex<Vec<SocketAddr>> = Mutex::new(Vec::new());
+
+/// The environment that points a command's programs at its proxy: the upper- and lower-case
+/// variables curl, git, pip, npm, cargo, Go and Node (with `NODE_USE_ENV_PROXY`) read, and the
+/// local names that stay direct.
+pub fn environment() -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{PORT}");
+    let socks = format!("socks5h://127.0.0.1:{PORT}");
+    let local = "localhost,127.0.0.1,::1".to_string();
+    vec![
+        ("HTTP_PROXY".into(), http.clone()),
+        ("HTTPS_PROXY".into(), http.clone()),
+        ("http_proxy".into(), http.clone()),
+        ("https_proxy".into(), http),
+        ("ALL_PROXY".into(), socks.clone()),
+        ("all_proxy".into(), socks),
+        ("NO_PROXY".into(), local.clone()),
+        ("no_proxy".into(), local),
+        ("NODE_USE_ENV_PROXY".into(), "1".into()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_matches_names_suffixes_addresses_and_ports() {
+        let rules = Rules {
+            public: false,
+            allowed: ["registry.npmjs.org", "*.pythonhosted.org", "crates.io:443", "127.0.0.1:8080", "[::1]:9"]
+                .iter()
+                .map(|t| Allowed::parse(t).unwrap())
+                .collect(),
+            own: vec!["127.0.0.1:7000".parse().unwrap()],
+        };
+        let name = |n: &str| Host::Name(n.into());
+        assert!(rules.host_allowed(&name("registry.npmjs.org"), 443));
+        assert!(rules.host_allowed(&name("files.pythonhosted.org"), 443));
+        assert!(!rules.host_allowed(&name("pythonhosted.org"), 443), "a wildcard is subdomains only");
+        assert!(!rules.host_allowed(&name("evilpythonhosted.org"), 443));
+        assert!(rules.host_allowed(&name("crates.io"), 443) && !rules.host_allowed(&name("crates.io"), 80));
+        assert!(!rules.host_allowed(&name("example.com"), 443));
+        assert!(rules.address_refusal("127.0.0.1".parse().unwrap(), 8080).is_none(), "listed exactly");
+        assert!(rules.address_refusal("::ffff:127.0.0.1".parse().unwrap(), 8080).is_none());
+        assert!(rules.address_refusal("127.0.0.1".parse().unwrap(), 8081).is_some());
+        assert!(rules.address_refusal("169.254.169.254".parse().unwrap(), 80).is_some());
+        assert!(rules.address_refusal("127.0.0.1".parse().unwrap(), 7000).unwrap().contains("own"));
+        assert!(rules.address_refusal("93.184.216.34".parse().unwrap(), 443).is_none());
+        for bad in ["", "a b", "*.1.2.3.4", "[::1", "host:port", "*."] {
+            assert!(Allowed::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

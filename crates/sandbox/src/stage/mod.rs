@@ -1,0 +1,205 @@
+//! The staging layer: everything a sandboxed command writes under the roots lands in an
+//! upper layer of its own (an overlay of each root, mounted in the command's mount namespace
+//! by the helper), and reaches the real tree only through [`Stage::fold`], which lists every
+//! change (the upper layer holds exactly those, so the cost follows what changed, not the
+//! tree), judges them as a whole (`protected`) and applies what passes. That is the one point
+//! every write of a command passes, whatever road it took: a renamed parent, a symlink, a
+//! hard link, a new repository at any depth. What a change replaced or removed is kept in the
+//! stage's `old/` area, for undo.
+//!
+//! A stage lives in `<state>/stage/<pid>-<n>` (or under the private temp dir when the state
+//! dir lies in a root: an overlay's upper layer may not lie in its lower one). A server that
+//! dies mid-command leaves its stages; the next start folds them (judged like any other) and
+//! says so in its log.
+
+pub mod fold;
+pub mod layer;
+pub mod snapshot;
+pub mod tree;
+pub mod view;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub use fold::{Folded, Mode, Rules};
+
+use crate::handle::DirHandle;
+
+/// The manifest of a stage: what each of its layers stages (read back by a later start).
+const MANIFEST: &str = "layers.json";
+/// The suffix of a stage that was folded and is being removed.
+const DONE: &str = ".done";
+/// The suffix of a stage a later start is folding: if that start dies mid-fold, the next one
+/// removes the stage instead of folding it again (a fold that kills its server must not kill
+/// every later one).
+const RECOVERING: &str = ".recovering";
+
+pub use crate::contract::StageLayer as Layer;
+
+/// The staging of one command.
+#[derive(Debug)]
+pub struct Stage {
+    dir: PathBuf,
+    layers: Vec<Layer>,
+    /// The next number in the old area, and a lock that keeps folds of this stage apart.
+    next_old: Mutex<u64>,
+}
+
+impl Stage {
+    /// A new stage under `base` for `roots` (canonical, not nested in each other).
+    pub fn create(base: &Path, roots: &[PathBuf]) -> io::Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        crate::fs::create_private_dir(base)?;
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("{}-{n}", std::process::id()));
+        crate::fs::create_private_dir(&dir)?;
+        let mut layers = Vec::new();
+        for (i, root) in roots.iter().enumerate() {
+            let layer = dir.join(i.to_string());
+            let (upper, work) = (layer.join("upper"), layer.join("work"));
+            for made in [&layer, &upper, &work] {
+                crate::fs::create_private_dir(made)?;
+            }
+            layers.push(Layer { root: root.clone(), upper, work });
+        }
+        crate::fs::create_private_dir(&dir.join("old"))?;
+        let manifest = serde_json::to_vec(&layers).map_err(io::Error::other)?;
+        crate::fs::write_private(&dir, &dir.join(MANIFEST), &manifest)?;
+        Ok(Self { dir, layers, next_old: Mutex::new(0) })
+    }
+
+    /// The stage left at `dir` by a server that is gone.
+    fn open(dir: &Path) -> Option<Self> {
+        let manifest = crate::fs::read_state_file(&dir.join(MANIFEST)).ok()?;
+        let mut layers: Vec<Layer> = serde_json::from_slice(&manifest).ok()?;
+        // Each layer lies in the stage's directory, which may have been renamed since.
+        for (i, layer) in layers.iter_mut().enumerate() {
+            layer.upper = dir.join(i.to_string()).join("upper");
+            layer.work = dir.join(i.to_string()).join("work");
+        }
+        let next = crate::fs::file_names(&dir.join("old")).len() as u64 + 1_000_000;
+        Some(Self { dir: dir.to_path_buf(), layers, next_old: Mutex::new(next) })
+    }
+
+    /// Its layers, one per staged root.
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    /// Judges what the command wrote so far and applies what passes (see the module doc).
+    pub fn fold(&self, rules: &Rules, mode: Mode) -> Folded {
+        let mut next = self.next_old.lock().unwrap_or_else(|p| p.into_inner());
+        let mut folded = Folded::default();
+        let old_path = self.dir.join("old");
+        let old = match DirHandle::open(&old_path) {
+            Ok(old) => old,
+            Err(err) => {
+                folded.failed.push(format!("cannot open the stage's old area `{}`: {err}", old_path.display()));
+                return folded;
+            }
+        };
+        for layer in &self.layers {
+            let area = fold::OldArea { dir: &old, path: &old_path, next: &mut next };
+            if mode == Mode::Final {
+                fold::fold_layer(&layer.root, &layer.upper, area, rules, &mut folded);
+                continue;
+            }
+            // A running command keeps writing its layer: what it changed is taken out first,
+            // and that copy is what is judged and applied.
+            let snap = self.dir.join("snapshot");
+            remove_dir(&snap);
+            let taken = crate::fs::create_private_dir(&snap).and_then(|()| {
+                // Readable handles (`open` only names a directory).
+                let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
+                let (upper, real, into) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&snap)?);
+                snapshot::take(&upper, &real, &into)
+            });
+            match taken {
+                Ok(()) => fold::fold_layer(&layer.root, &snap, area, rules, &mut folded),
+                Err(err) => folded.failed.push(format!(
+                    "cannot take the changes of a running command under `{}`: {err}",
+                    layer.root.display()
+                )),
+            }
+            remove_dir(&snap);
+        }
+        folded
+    }
+
+    /// Removes the stage (its leftovers: refused entries, the old area): renamed to
+    /// `NAME.done` at once (a later start removes such a one without folding it again), then
+    /// deleted on a thread of its own, so a command that removed a large tree does not wait for
+    /// its deletion.
+    pub fn discard(self) {
+        let mut done = self.dir.clone().into_os_string();
+        done.push(DONE);
+        let dir = match crate::fs::rename_state(&self.dir, std::path::Path::new(&done)) {
+            Ok(()) => PathBuf::from(done),
+            Err(_) => self.dir,
+        };
+        let _ = std::thread::Builder::new().name("stage-discard".into()).spawn(move || remove_dir(&dir));
+    }
+}
+
+/// Removes a stage's directory, opening up what overlayfs left without permissions (its work
+/// directory's `work`).
+fn remove_dir(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else { return };
+    if let Ok(parent) = DirHandle::open(parent) {
+        let _ = tree::remove(&parent, name);
+    }
+}
+
+/// Where the stages of a server go: `<state>/stage`, unless that lies in a root or a root in
+/// it (an overlay's layers may not overlap), then `<fallback>/stage`; `None` if both overlap.
+pub fn base(state_dir: &Path, fallback: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let overlaps = |dir: &Path| roots.iter().any(|root| dir.starts_with(root) || root.starts_with(dir));
+    [state_dir, fallback].into_iter().map(|dir| dir.join("stage")).find(|dir| !overlaps(dir))
+}
+
+/// Folds the stages that servers which are gone left under `base` (each judged as any fold
+/// is), then removes them. Returns a line per stage for the log.
+pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
+    let mut said = Vec::new();
+    for name in crate::fs::file_names(base) {
+        let text = name.to_string_lossy();
+        let Some(pid) = text.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() || crate::fs::process_alive(pid) {
+            continue;
+        }
+        let dir = base.join(&name);
+        if text.ends_with(DONE) {
+            remove_dir(&dir);
+            continue;
+        }
+        if text.ends_with(RECOVERING) {
+            said.push(format!(
+                "removed without folding the stage of a command of server {pid}: a start that folded it before ended mid-fold; what it held was not applied"
+            ));
+            remove_dir(&dir);
+            continue;
+        }
+        let mut recovering = dir.clone().into_os_string();
+        recovering.push(RECOVERING);
+        let dir = match crate::fs::rename_state(&dir, Path::new(&recovering)) {
+            Ok(()) => PathBuf::from(recovering),
+            Err(_) => continue,
+        };
+        if let Some(stage) = Stage::open(&dir) {
+            let folded = stage.fold(rules, Mode::Final);
+            if folded.applied.is_empty() && folded.refused.is_empty() && folded.failed.is_empty() {
+                remove_dir(&dir);
+                continue;
+            }
+            said.push(format!(
+                "finished the fold of a command of server {pid} that ended mid-command: {} changes applied, {} refused, {} failed (they cannot be undone with `undo`)",
+                folded.applied.len(),
+                folded.refused.len(),
+                folded.failed.len()
+            ));
+        }
+        remove_dir(&dir);
+    }
+    said
+}
