@@ -1,26 +1,21 @@
 //! Entry point: parse the command line, set up logging on stderr, run the subcommand.
 
-mod agent;
 mod cli;
 mod commands;
-mod config;
-mod effect;
-mod error;
-mod meta;
-mod metrics;
-mod policy;
-mod server;
-mod store;
-mod terminal;
-mod tools;
-mod units;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
+/// The settings and shared words under their old module names.
+pub(crate) use toolbelt_mcp_core::{config, error, metrics};
 /// The sandbox crate under its old module name, so `crate::sandbox::…` paths keep working.
 pub(crate) use toolbelt_mcp_sandbox as sandbox;
+pub(crate) use {toolbelt_mcp_agent as agent, toolbelt_mcp_server as server};
+pub(crate) use {
+    toolbelt_mcp_policy as policy, toolbelt_mcp_store as store, toolbelt_mcp_terminal as terminal,
+    toolbelt_mcp_tools as tools,
+};
 
 use crate::cli::{Cli, Command};
 use crate::config::Config;
@@ -66,7 +61,7 @@ fn main() -> ExitCode {
     let http = matches!(&cli.command, Command::Serve(args) if args.http.http.is_some());
     // Over HTTP, a line per session opened and closed at `info` (each request at `debug`); on
     // stdio, warnings only.
-    let _logging = init_logging(if http { "warn,toolbelt_mcp::server::http=info" } else { "warn" });
+    let _logging = init_logging(if http { "warn,toolbelt_mcp_server::http=info" } else { "warn" });
     let outcome = match &cli.command {
         Command::Serve(args) => resolve(&args.common).and_then(|config| serve(config, &args.http)),
         Command::Doctor(args) => resolve(args).and_then(|config| commands::doctor::run(&config)).map(|()| true),

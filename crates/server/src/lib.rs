@@ -1,0 +1,636 @@
+//! The MCP server: the only layer (with `agent/`) that names rmcp types. It lists the
+//! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
+
+pub(crate) use toolbelt_mcp_core::{config, error, meta, metrics};
+/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
+pub(crate) use {
+    toolbelt_mcp_policy as policy, toolbelt_mcp_sandbox as sandbox, toolbelt_mcp_store as store,
+    toolbelt_mcp_terminal as terminal, toolbelt_mcp_tools as tools,
+};
+
+mod approve;
+pub mod http;
+mod jsonrpc;
+mod lines;
+mod logging;
+mod params;
+mod resources;
+mod roots;
+mod signals;
+pub mod stdio;
+mod subscriptions;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::error::ToolError;
+use crate::meta::READ_ONLY_OPERATIONS;
+use crate::policy::audit::AuditLog;
+use crate::sandbox::Roots;
+use crate::store::Store;
+use crate::terminal::foreground::Progress;
+use crate::tools::session::Session;
+use crate::tools::{Context, Signals, ToolOutput, ToolSpec};
+
+/// Guidance sent to clients in `initialize`.
+const INSTRUCTIONS: &str = "Prefer these tools for files and commands: they stay in the workspace roots, run commands sandboxed, and make every edit undoable. file_operations: read_file, grep_search, replace_string, apply_patch. terminal_operations: run_command. Plan with todo_operations; remember across sessions with memory_operations (search it first). Results that were cut say how to see the rest.";
+
+/// What every connection of the process shares: the configuration, the store, the tool
+/// listing, the calls in flight, and (over HTTP) the state of sessionless requests and the
+/// open sessions' state by transport session id.
+pub struct Shared {
+    config: Arc<Config>,
+    store: Arc<Store>,
+    /// The audit log's one writer.
+    audit: AuditLog,
+    tools: OnceLock<Result<Vec<Tool>, String>>,
+    calls: TaskTracker,
+    sessionless: Option<Arc<Session>>,
+    /// When a request last used the sessionless state.
+    sessionless_used: Mutex<Instant>,
+    open: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Shared {
+    /// The shared part of a server. `sessionless` is the state of protocol 2026-07-28 requests
+    /// when they carry no connection (HTTP); on stdio the connection's own state serves them.
+    pub fn new(config: Arc<Config>, store: Arc<Store>, sessionless: bool) -> Arc<Self> {
+        let sessionless = sessionless.then(|| Arc::new(Session::new(&config)));
+        let (tools, calls, open) = (OnceLock::new(), TaskTracker::new(), Mutex::default());
+        let sessionless_used = Mutex::new(Instant::now());
+        let audit = AuditLog::new(config.audit.clone());
+        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open })
+    }
+
+    /// The sessionless state, if no request has used it for `idle` (and no call runs).
+    pub fn idle_sessionless(&self, idle: std::time::Duration) -> Option<Arc<Session>> {
+        let used = *self.sessionless_used.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = used.elapsed() >= idle && self.calls.is_empty();
+        self.sessionless.clone().filter(|_| idle)
+    }
+
+    /// The audit log's writer.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// The calls in flight (closed and awaited on shutdown).
+    pub fn calls(&self) -> &TaskTracker {
+        &self.calls
+    }
+
+    /// Remembers the state of the transport session `key` until [`Shared::take_session`].
+    fn register_session(&self, key: String, session: Arc<Session>) {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(key, session);
+    }
+
+    /// How many transport sessions are open.
+    pub fn open_sessions(&self) -> usize {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// The state of the transport session `key`.
+    pub fn session_of(&self, key: &str) -> Option<Arc<Session>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
+    }
+
+    /// The state of the transport session `key`, forgotten.
+    pub fn take_session(&self, key: &str) -> Option<Arc<Session>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(key)
+    }
+
+    /// Every state that may hold running commands: open sessions' and the sessionless one.
+    pub fn take_all_sessions(&self) -> Vec<Arc<Session>> {
+        let mut all: Vec<Arc<Session>> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
+        all.extend(self.sessionless.clone());
+        all
+    }
+}
+
+/// One MCP connection (or, over HTTP, one session or one sessionless request): its roots and
+/// state, over what the process shares.
+#[derive(Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+    roots: Arc<roots::SessionRoots>,
+    session: Arc<OnceLock<Arc<Session>>>,
+    subscriptions: Arc<subscriptions::Subscriptions>,
+    log_level: logging::LogLevel,
+    /// Roots already reported missing to the client's log.
+    missing_roots: Arc<Mutex<Vec<std::path::PathBuf>>>,
+}
+
+impl Server {
+    /// A server for one connection.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let roots = Arc::new(roots::SessionRoots::new(Roots::new(shared.config.roots.clone())));
+        Self {
+            shared,
+            roots,
+            session: Arc::default(),
+            subscriptions: Arc::default(),
+            log_level: logging::LogLevel::default(),
+            missing_roots: Arc::default(),
+        }
+    }
+
+    /// The workspace key of todo lists and memories (`store::workspace`).
+    async fn workspace(&self) -> String {
+        let roots = self.roots.current().await;
+        self.shared.store.workspace_key(self.shared.config.workspace.as_deref(), roots.first())
+    }
+
+    /// The connection's own state (created on first use).
+    pub fn session(&self) -> Arc<Session> {
+        self.session.get_or_init(|| Arc::new(Session::new(&self.shared.config))).clone()
+    }
+
+    /// The state a request works on: a protocol 2026-07-28 request over HTTP has no
+    /// connection and uses the sessionless state; any other, the connection's own.
+    fn session_for(&self, meta: &rmcp::model::RequestMetaObject) -> Arc<Session> {
+        let modern = meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        match &self.shared.sessionless {
+            Some(sessionless) if modern => {
+                *self.shared.sessionless_used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+                sessionless.clone()
+            }
+            _ => self.session(),
+        }
+    }
+
+    /// Tells the client's log, once per root, that a root no longer exists.
+    fn report_missing_roots(&self, roots: &Roots, logger: &logging::Logger) {
+        for root in roots.list() {
+            if crate::sandbox::fs::is_dir(root) {
+                continue;
+            }
+            let mut reported = self.missing_roots.lock().unwrap_or_else(PoisonError::into_inner);
+            if !reported.contains(root) {
+                reported.push(root.clone());
+                let message = format!(
+                    "the root `{}` no longer exists (moved or deleted); calls on it fail until it is back or the server restarts with another `--root`",
+                    root.display()
+                );
+                tracing::warn!("{message}");
+                logger.log(crate::tools::Severity::Warning, message);
+            }
+        }
+    }
+
+    /// The registry's tools as rmcp tools, built on first use and kept.
+    fn tools(&self) -> Result<&Vec<Tool>, McpError> {
+        let config = &self.shared.config;
+        let built = self.shared.tools.get_or_init(|| {
+            tools::specs(config.tool_layout, config.sandbox == crate::sandbox::mode::SandboxMode::ReadOnly)
+                .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
+                .map_err(|e| e.to_string())
+        });
+        built.as_ref().map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
+    }
+}
+
+/// How often a running server looks again for what killed servers left.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes, off the startup path and then every `SWEEP_EVERY`, what servers that were killed
+/// left: temp files of interrupted writes, undo blobs, spilled output and private temp dirs.
+pub fn sweep_leftovers(config: &Config) {
+    let state_dir = config.state_dir.clone();
+    let mut own = vec![config.state_dir.clone(), config.config_dir.clone()];
+    own.extend(config.config_file.clone());
+    own.extend(config.audit.files());
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            every.tick().await;
+            let state_dir = state_dir.clone();
+            // What a command wrote before its server was killed is folded first (judged like
+            // any fold), so the temp dirs' sweep below finds nothing of it to remove.
+            #[cfg(target_os = "linux")]
+            {
+                let (state_dir, own) = (state_dir.clone(), own.clone());
+                if let Ok(said) =
+                    tokio::task::spawn_blocking(move || crate::terminal::recover_stages(&state_dir, &own)).await
+                {
+                    for line in said {
+                        tracing::warn!("{line}");
+                    }
+                }
+            }
+            let swept = tokio::task::spawn_blocking(move || {
+                let temp_files = crate::sandbox::write::TempJournal::new(&state_dir).sweep();
+                let dirs = crate::tools::session::sweep_undo(&state_dir)
+                    + crate::terminal::sweep_dead_servers_output_and_temp(&state_dir);
+                (temp_files, dirs)
+            });
+            if let Ok((temp_files, dirs)) = swept.await
+                && temp_files + dirs > 0
+            {
+                tracing::info!(temp_files, dirs, "removed what servers that were killed left behind");
+            }
+        }
+    });
+}
+
+fn to_rmcp_tool(spec: ToolSpec) -> Tool {
+    // The title is the tool's own `title`: a second copy in the annotations only costs bytes.
+    let annotations = ToolAnnotations::new()
+        .read_only(spec.annotations.read_only_hint)
+        .destructive(spec.annotations.destructive_hint)
+        .idempotent(spec.annotations.idempotent_hint)
+        .open_world(spec.annotations.open_world_hint);
+    let tool = Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
+        .with_title(spec.title)
+        .with_raw_output_schema(Arc::new(spec.output_schema))
+        .with_annotations(annotations);
+    if spec.read_only_operations.is_empty() {
+        return tool;
+    }
+    let mut meta = rmcp::model::JsonObject::new();
+    meta.insert(READ_ONLY_OPERATIONS.into(), spec.read_only_operations.into());
+    tool.with_meta(rmcp::model::MetaObject(meta))
+}
+
+fn to_result(output: ToolOutput) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(output.text)];
+    content.extend(output.images.into_iter().map(|image| ContentBlock::image(image.base64, image.mime_type)));
+    let mut result = if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    result.structured_content = Some(serde_json::Value::Object(output.structured));
+    result
+}
+
+/// What a retried (protocol 2026-07-28) call carries: the client's answers and the echoed state.
+struct Retry {
+    input_responses: Option<rmcp::model::InputResponses>,
+    request_state: Option<String>,
+    /// The tool and its arguments, which an answer is bound to.
+    tool: String,
+    arguments: Option<rmcp::model::JsonObject>,
+}
+
+/// The call's cancellation, progress notifications when the client sent a progress token, and
+/// the approver when the client can answer elicitations.
+fn signals(
+    context: &RequestContext<RoleServer>,
+    timeout: std::time::Duration,
+    responses: Retry,
+    logger: logging::Logger,
+    session: &Arc<crate::tools::session::Session>,
+) -> Signals {
+    let progress = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let send: Arc<Progress> = Arc::new(move |elapsed: f64, message: String| {
+            let (peer, param) =
+                (peer.clone(), ProgressNotificationParam::new(token.clone(), elapsed).with_message(message));
+            tokio::spawn(async move {
+                if let Err(err) = peer.notify_progress(param).await {
+                    tracing::debug!(%err, "progress notification not sent");
+                }
+            });
+        });
+        send
+    });
+    // Protocol 2026-07-28 forbids server-to-client requests: ask through an input-required
+    // result instead, if the request says its client can answer elicitations.
+    let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let approver = if modern {
+        let elicits = context.meta.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        let binding = approve::binding(&session.id, &responses.tool, responses.arguments.as_ref());
+        elicits
+            .then(|| {
+                approve::input_required_approver(
+                    responses.input_responses,
+                    responses.request_state,
+                    session.clone(),
+                    binding,
+                    timeout,
+                )
+            })
+            .flatten()
+    } else {
+        approve::approver(&context.peer, timeout)
+    };
+    let client = client_name(context).unwrap_or_default();
+    Signals {
+        cancel: context.ct.clone(),
+        progress,
+        approver,
+        request: context.id.to_string(),
+        tool: String::new(),
+        client,
+        notify: logger.notifier(),
+    }
+}
+
+/// The name the client gave itself: in `initialize`, or (protocol 2026-07-28) in the request.
+fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
+    let from_request = context.meta.client_info().map(|info| info.name);
+    from_request.or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
+}
+
+/// The cancellation the HTTP front door gave a session's call (see `http::CallCancel`).
+fn front_door_cancel(context: &RequestContext<RoleServer>) -> Option<tokio_util::sync::CancellationToken> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<http::CallCancel>().map(|cancel| cancel.0.clone())
+}
+
+/// The answer to a method of a capability this server does not advertise.
+fn not_offered(method: &str, capability: &str) -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: `{method}` (this server has no `{capability}` capability)"),
+        None,
+    )
+}
+
+fn error_result(error: &ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+}
+
+impl ServerHandler for Server {
+    #[allow(deprecated, reason = "logging is deprecated by SEP-2577 but current hosts still show it")]
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        if let Some(http::SessionKey(key)) = context.extensions.get::<http::SessionKey>() {
+            self.shared.register_session(key.clone(), self.session());
+        }
+        if !self.shared.config.roots_explicit && request.capabilities.roots.is_some() {
+            self.roots.expect_client_roots();
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.roots.awaiting_client() {
+            let (roots, peer, level) = (self.roots.clone(), context.peer.clone(), self.log_level.clone());
+            tokio::spawn(async move { roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level)).await });
+        }
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if !self.shared.config.roots_explicit {
+            let (roots, peer, level) = (self.roots.clone(), context.peer.clone(), self.log_level.clone());
+            tokio::spawn(async move { roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level)).await });
+        }
+    }
+
+    #[allow(deprecated, reason = "logging is deprecated by SEP-2577 but current hosts still show it")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level.set(request.level);
+        Ok(())
+    }
+
+    /// Not offered (no `prompts` capability): answered like every method this server lacks.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        Err(not_offered("prompts/list", "prompts"))
+    }
+
+    /// Not offered (no `completions` capability).
+    async fn complete(
+        &self,
+        _request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        Err(not_offered("completion/complete", "completions"))
+    }
+
+    /// rmcp hands over, as a custom request, every method it does not know and every known
+    /// method whose params did not parse (its request enum is untagged): the latter are
+    /// invalid params (-32602) with what was wrong, not an unknown method (-32601).
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        let rmcp::model::CustomRequest { method, params, .. } = request;
+        match params::why_invalid(&method, params) {
+            Some(why) => Err(McpError::invalid_params(format!("invalid params for `{method}`: {why}"), None)),
+            None => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: `{method}` is not a method this server offers"),
+                None,
+            )),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()?.clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources::list(self).await))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let contents = resources::read(self, &request.uri, &self.session_for(&context.meta)).await?;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(contents)))
+    }
+
+    #[allow(deprecated, reason = "clients before protocol 2026-07-28 subscribe this way")]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !resources::subscribable(&request.uri) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`{}` cannot be subscribed to; subscribe to `todo://{{list}}` or `memory://{{collection}}`",
+                    request.uri
+                ),
+                None,
+            ));
+        }
+        self.subscriptions.subscribe(self, request.uri, context.peer, self.session().closed.clone());
+        Ok(())
+    }
+
+    #[allow(deprecated, reason = "clients before protocol 2026-07-28 unsubscribe this way")]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let uris = requested.resource_subscriptions.iter().flatten().filter(|uri| resources::subscribable(uri));
+        Some(SubscriptionFilter::builder().resource_subscriptions(uris.cloned().collect::<Vec<_>>()).build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let wanted = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let watched = wanted.clone();
+        let mut changes = subscriptions::Changes::new(self, Arc::new(move || watched.clone()));
+        loop {
+            let uri = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                next = changes.next() => match next {
+                    Some(uri) => uri,
+                    None => return Ok(()),
+                },
+            };
+            if wanted.contains(&uri) && context.sink().notify_resource_updated(uri).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().ok()?.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let started = Instant::now();
+        let front_door = front_door_cancel(&context);
+        // What an approval's answer is bound to: the call's arguments as the client sent them.
+        let sent_arguments = request.arguments.clone();
+        let mut args = request.arguments.unwrap_or_default();
+        let config = &self.shared.config;
+        let named = args.get("operation").map(|op| op.as_str().map_or_else(|| op.to_string(), str::to_string));
+        // A call that names nothing this server has is recorded too: probing is worth seeing.
+        let refused = |outcome: &str| {
+            let session = self.session_for(&context.meta);
+            let operation = named.as_deref().unwrap_or_default();
+            self.shared.audit.refused(&session.id, &context.id.to_string(), &request.name, operation, outcome);
+        };
+        let (operation, siblings) = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                refused("error:UnknownTool");
+                let names: Vec<String> = self.tools()?.iter().map(|t| format!("`{}`", t.name)).collect();
+                return Err(McpError::invalid_params(
+                    format!("unknown tool `{}`; this server has {}", request.name, names.join(", ")),
+                    None,
+                ));
+            }
+            Err(err) => {
+                refused(&format!("error:{}", crate::policy::audit::error_kind(&format!("{err:?}"))));
+                return Ok(error_result(&err).into());
+            }
+        };
+        let roots = self.roots.current().await;
+        let retry = Retry {
+            input_responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
+            tool: request.name.to_string(),
+            arguments: sent_arguments,
+        };
+        let logger = logging::Logger::for_request(&context, &self.log_level);
+        self.report_missing_roots(&roots, &logger);
+        let session = self.session_for(&context.meta);
+        let signals = Signals {
+            tool: request.name.to_string(),
+            ..signals(&context, config.approval_timeout, retry, logger.clone(), &session)
+        };
+        let budget = config.output_budget.for_client(client_name(&context).as_deref());
+        let context = Arc::new(Context {
+            config: config.clone(),
+            roots,
+            session,
+            store: self.shared.store.clone(),
+            audit: self.shared.audit.clone(),
+            signals,
+            budget,
+        });
+        // A session's call over HTTP can be cancelled by the front door (see http/calls.rs):
+        // it cancels the call here, and the call answers "request cancelled".
+        if let Some(token) = &front_door {
+            let (token, call) = (token.clone(), context.signals.cancel.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = token.cancelled() => call.cancel(),
+                    () = call.cancelled() => {}
+                }
+            });
+        }
+        // Tracked so that a graceful shutdown lets it finish.
+        let outcome = self.shared.calls.track_future(operation.call(args, siblings, context)).await;
+        if front_door.is_some_and(|token| token.is_cancelled()) {
+            return Err(McpError::new(rmcp::model::ErrorCode(-32800), "request cancelled", None));
+        }
+        let elapsed = started.elapsed();
+        match outcome {
+            Ok(output) => {
+                tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, bytes = output.text.len(), "call ok");
+                Ok(to_result(output).into())
+            }
+            Err(ToolError::InputRequired { message, state }) => match approve::input_required(message, state) {
+                Ok(asked) => Ok(CallToolResponse::InputRequired(asked)),
+                Err(err) => Err(McpError::internal_error(format!("cannot build the approval form: {err}"), None)),
+            },
+            Err(err) => {
+                tracing::debug!(tool = %request.name, operation = operation.name, ?elapsed, error = %err, "call failed");
+                if let Some((severity, message)) = logging::about_failure(&err) {
+                    logger.log(severity, message);
+                }
+                Ok(error_result(&err).into())
+            }
+        }
+    }
+}

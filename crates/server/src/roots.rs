@@ -1,0 +1,123 @@
+//! A connection's roots: the configured ones, or the client's MCP roots when no root was
+//! given and the client offers them (refreshed on `roots/list_changed`).
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::service::Peer;
+use tokio::sync::watch;
+
+use crate::logging::Logger;
+use crate::sandbox::{Roots, fs};
+use crate::tools::Severity;
+
+/// How long a call waits for the client's first `roots/list` answer.
+const ROOTS_WAIT: Duration = Duration::from_secs(5);
+
+/// The roots of one connection.
+pub struct SessionRoots {
+    current: RwLock<Arc<Roots>>,
+    /// `false` while the client's roots are expected but not yet fetched.
+    ready: watch::Sender<bool>,
+}
+
+impl SessionRoots {
+    /// Starts with the configured roots, ready.
+    pub fn new(roots: Roots) -> Self {
+        Self { current: RwLock::new(Arc::new(roots)), ready: watch::Sender::new(true) }
+    }
+
+    /// Called at `initialize` when the client's roots will replace the default ones: calls
+    /// wait (briefly) until they arrive.
+    pub fn expect_client_roots(&self) {
+        self.ready.send_replace(false);
+    }
+
+    /// Whether the client's roots are expected and not fetched yet.
+    pub fn awaiting_client(&self) -> bool {
+        !*self.ready.borrow()
+    }
+
+    /// The roots for a call, waiting up to five seconds for the client's first answer.
+    pub async fn current(&self) -> Arc<Roots> {
+        let mut ready = self.ready.subscribe();
+        let _ = tokio::time::timeout(ROOTS_WAIT, ready.wait_for(|r| *r)).await;
+        self.snapshot()
+    }
+
+    fn snapshot(&self) -> Arc<Roots> {
+        match self.current.read() {
+            Ok(roots) => roots.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Asks the client for its roots and adopts the ones that are existing local directories.
+    #[allow(deprecated, reason = "roots are deprecated by SEP-2577 but still sent by current hosts")]
+    pub async fn fetch(&self, peer: &Peer<RoleServer>, logger: &Logger) {
+        let answer = tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await;
+        match answer {
+            Ok(Ok(result)) => {
+                let mut dirs = Vec::new();
+                for root in &result.roots {
+                    match local_dir(&root.uri) {
+                        Some(dir) => dirs.push(dir),
+                        None => logger.log(
+                            Severity::Warning,
+                            format!("ignoring the client root `{}`: it is not an existing local directory", root.uri),
+                        ),
+                    }
+                }
+                if dirs.is_empty() {
+                    let message = format!(
+                        "the client's roots hold no usable local directory; keeping {:?}",
+                        self.snapshot().list()
+                    );
+                    tracing::warn!("{message}");
+                    logger.log(Severity::Warning, message);
+                } else {
+                    tracing::info!(roots = ?dirs, "using the client's roots");
+                    logger.log(Severity::Info, format!("using the client's roots: {dirs:?}"));
+                    let mut current = self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    *current = Arc::new(Roots::new(dirs));
+                }
+            }
+            Ok(Err(err)) => tracing::warn!("roots/list failed: {err}; keeping the configured roots"),
+            Err(_) => tracing::warn!("roots/list got no answer in 5 s; keeping the configured roots"),
+        }
+        self.ready.send_replace(true);
+    }
+}
+
+/// A `file://` URI's path, canonical, if it is an existing directory.
+fn local_dir(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8().ok()?;
+    let canonical = fs::canonicalize(std::path::Path::new(decoded.as_ref())).ok()?;
+    if fs::is_dir(&canonical) {
+        Some(canonical)
+    } else {
+        tracing::warn!(uri, "ignoring a client root that is not a directory");
+        None
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_become_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("with space");
+        std::fs::create_dir(&dir).unwrap();
+        let uri = format!("file://{}", tmp.path().join("with%20space").display());
+        assert_eq!(local_dir(&uri), Some(dir.canonicalize().unwrap()));
+        assert_eq!(local_dir("https://example.com/x"), None);
+        assert_eq!(local_dir("file:///definitely/not/here"), None);
+    }
+}

@@ -1,0 +1,366 @@
+//! Tool listings derived from the registry: names, descriptions, flat schemas, annotations.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::config::args::ToolLayout;
+use crate::schema::{self, Part, SchemaError};
+use crate::{EffectKind, EscalationArgs, OperationDef, TOOLS, ToolDef};
+
+/// A tool as listed to clients, free of any protocol type (the server converts it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// Human-readable title.
+    pub title: String,
+    /// Description for the model.
+    pub description: String,
+    /// Flat input schema.
+    pub input_schema: Map<String, Value>,
+    /// Flat output schema of `structuredContent`.
+    pub output_schema: Map<String, Value>,
+    /// Behaviour hints.
+    pub annotations: Annotations,
+    /// The `operation` values that only read (consolidated tools, which mix reads and
+    /// writes): listed in the tool's `_meta` so clients can run such calls in parallel.
+    #[serde(skip)]
+    pub read_only_operations: Vec<&'static str>,
+}
+
+/// MCP tool annotations, exact for what the tool's operations can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Nothing is modified.
+    pub read_only_hint: bool,
+    /// Something may be destroyed.
+    pub destructive_hint: bool,
+    /// Repeating a call has no further effect.
+    pub idempotent_hint: bool,
+    /// Reaches beyond the local machine.
+    pub open_world_hint: bool,
+}
+
+impl Annotations {
+    /// Exact for one kind; for several, what holds for all of them.
+    fn of(kinds: impl Iterator<Item = EffectKind>) -> Self {
+        let mut all =
+            Self { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
+        for kind in kinds {
+            match kind {
+                EffectKind::Read => {}
+                EffectKind::Write { destructive, idempotent } => {
+                    all.read_only_hint = false;
+                    all.destructive_hint |= destructive;
+                    all.idempotent_hint &= idempotent;
+                }
+                EffectKind::Record { destructive, idempotent } => {
+                    all.read_only_hint = false;
+                    all.destructive_hint |= destructive;
+                    all.idempotent_hint &= idempotent;
+                }
+                EffectKind::Exec => {
+                    all.read_only_hint = false;
+                    all.destructive_hint = true;
+                    all.idempotent_hint = false;
+                    all.open_world_hint = true;
+                }
+            }
+        }
+        all
+    }
+}
+
+/// The tools a layout lists, in fixed order with deterministic text. With `read_only` (the
+/// `read-only` sandbox) operations that write files are left out. The full listings are the
+/// published ones, embedded at build time (see `published`); others are generated.
+pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
+    if !read_only && let Some(specs) = super::published::listing(layout) {
+        return Ok(specs);
+    }
+    generate(layout, read_only)
+}
+
+/// The tools a layout lists, generated from the registry (what `schemas/` publishes).
+pub fn generate(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
+    let listed = |op: &&OperationDef| !read_only || !matches!(op.kind, EffectKind::Write { .. });
+    match layout {
+        ToolLayout::Consolidated => {
+            TOOLS.iter().map(|tool| consolidated(tool, tool.operations.iter().filter(listed).collect())).collect()
+        }
+        ToolLayout::Granular => {
+            TOOLS.iter().flat_map(|t| t.operations.iter().filter(listed).map(move |op| granular(t, op))).collect()
+        }
+    }
+}
+
+fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSpec, SchemaError> {
+    let inputs: Vec<_> = operations.iter().map(|op| (op.name, (op.input_schema)())).collect();
+    let fields_by_operation: Vec<String> =
+        operations.iter().zip(&inputs).map(|(op, (_, input))| format!("{}({})", op.name, field_list(input))).collect();
+    let operation_doc = format!("Each one's fields (* required): {}.", fields_by_operation.join("; "));
+    let mut input_schema = schema::merge(&parts(&inputs), &operation_doc, &[])?;
+    if operations.iter().any(|op| op.can_escalate()) {
+        add_escalation(&mut input_schema);
+    }
+    let mut output_schema = schema::output_schema::<Envelope>();
+    schema::outline(&mut output_schema);
+    schema::strip_defaults(&mut input_schema);
+    schema::strip_defaults(&mut output_schema);
+    schema::check_flat(&input_schema)?;
+    schema::check_flat(&output_schema)?;
+    let mut description = format!("{}\nOperations:", tool.summary);
+    for op in &operations {
+        description.push_str(&format!("\n- {}: {}", op.name, first_sentence(op.description)));
+    }
+    Ok(ToolSpec {
+        name: tool.name.into(),
+        title: tool.title.into(),
+        description,
+        input_schema,
+        output_schema,
+        annotations: Annotations::of(operations.iter().map(|op| op.kind)),
+        read_only_operations: operations
+            .iter()
+            .filter(|op| matches!(op.kind, EffectKind::Read))
+            .map(|op| op.name)
+            .collect(),
+    })
+}
+
+/// A consolidated tool's output schema: the fields every result of it carries (see
+/// `Reply::finish`). Its operations' own fields differ, and a flat merge of them would describe
+/// a shape no result has; they are in docs/TOOLS.md and in the granular tools' schemas. Clients
+/// compile output schemas at every start (the TypeScript SDK one AJV validator per tool): this
+/// one compiles about ten times faster than the merged outline did.
+#[derive(schemars::JsonSchema, Serialize)]
+struct Envelope {
+    /// The operation that ran.
+    operation: String,
+    /// Whether anything was left out to fit the output budget or a limit.
+    truncated: bool,
+    /// What was left out, and how to see it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>> {
+    schemas.iter().map(|(operation, schema)| Part { operation, schema }).collect()
+}
+
+fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> {
+    let name = tool.granular_name(op);
+    let mut input_schema = (op.input_schema)();
+    schema::strip_defaults(&mut input_schema);
+    if op.can_escalate() {
+        add_escalation(&mut input_schema);
+    }
+    let mut output_schema =
+        schema::merge(&[Part { operation: op.name, schema: &(op.output_schema)() }], "The operation that ran.", &[])?;
+    add_truncated(&mut output_schema);
+    add_note(&mut output_schema);
+    schema::outline(&mut output_schema);
+    schema::strip_defaults(&mut input_schema);
+    schema::strip_defaults(&mut output_schema);
+    schema::check_flat(&input_schema)?;
+    schema::check_flat(&output_schema)?;
+    Ok(ToolSpec {
+        title: title_case(&name),
+        name,
+        description: op.description.into(),
+        input_schema,
+        output_schema,
+        annotations: Annotations::of(std::iter::once(op.kind)),
+        read_only_operations: Vec::new(),
+    })
+}
+
+/// Adds `escalate` and `justification`, which every operation that touches the workspace
+/// accepts (the gate reads them).
+fn add_escalation(schema: &mut Map<String, Value>) {
+    let common = schema::input_schema::<EscalationArgs>();
+    let (Some(Value::Object(props)), Some(Value::Object(extra))) =
+        (schema.get_mut("properties"), common.get("properties"))
+    else {
+        return;
+    };
+    for (name, field) in extra {
+        props.insert(name.clone(), field.clone());
+    }
+}
+
+/// The first sentence of an operation's description: its line in a consolidated tool's.
+fn first_sentence(description: &str) -> &str {
+    description.find(". ").map_or(description, |end| &description[..=end])
+}
+
+/// Adds `note`, which any result may carry (see `Reply::cut`).
+fn add_note(schema: &mut Map<String, Value>) {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert("note".into(), json!({"type": "string"}));
+    }
+}
+
+fn add_truncated(schema: &mut Map<String, Value>) {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert("truncated".into(), json!({"type": "boolean", "description": "Whether anything was left out to fit the output budget or a limit."}));
+    }
+    schema.insert("required".into(), json!(["operation", "truncated"]));
+}
+
+/// An operation's fields in schema order, each with whether it is required.
+pub fn fields(schema: &Map<String, Value>) -> Vec<(String, bool)> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(props)) = schema.get("properties") else { return Vec::new() };
+    props.keys().map(|k| (k.clone(), required.contains(&k.as_str()))).collect()
+}
+
+/// `path*, offset, limit`: the operation's fields, required ones starred.
+fn field_list(schema: &Map<String, Value>) -> String {
+    fields(schema).into_iter().map(|(k, req)| if req { format!("{k}*") } else { k }).collect::<Vec<_>>().join(",")
+}
+
+/// The accepted-fields clause of an argument error: "`path` (required), `offset`, `limit`".
+pub fn accepted_fields(schema: &Map<String, Value>) -> String {
+    let list: Vec<String> = fields(schema)
+        .into_iter()
+        .map(|(k, req)| if req { format!("`{k}` (required)") } else { format!("`{k}`") })
+        .collect();
+    if list.is_empty() { "none".into() } else { list.join(", ") }
+}
+
+fn title_case(name: &str) -> String {
+    let mut words: Vec<String> = name.split('_').map(str::to_string).collect();
+    if let Some(first) = words.first_mut() {
+        let mut chars = first.chars();
+        *first = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
+    }
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    const TERMINAL_OPERATIONS: [&str; 6] =
+        ["run_command", "start_session", "send_input", "read_output", "list_sessions", "kill_session"];
+    /// No PTY sessions on Windows: `start_session` and `send_input` are not offered there.
+    #[cfg(windows)]
+    const TERMINAL_OPERATIONS: [&str; 4] = ["run_command", "read_output", "list_sessions", "kill_session"];
+
+    const FILE_OPERATIONS: [&str; 14] = [
+        "read_file",
+        "list_dir",
+        "file_search",
+        "grep_search",
+        "create_file",
+        "replace_string",
+        "multi_replace",
+        "insert_lines",
+        "apply_patch",
+        "rename_file",
+        "delete_file",
+        "create_directory",
+        "undo",
+        "changes",
+    ];
+
+    const RECORD_OPERATIONS: [&str; 10] = [
+        "todo_read",
+        "todo_write",
+        "todo_add",
+        "todo_update",
+        "memory_store",
+        "memory_search",
+        "memory_get",
+        "memory_update",
+        "memory_delete",
+        "memory_list_collections",
+    ];
+
+    #[test]
+    fn every_layout_lists_flat_deterministic_tools() {
+        for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
+            let first = specs(layout, false).unwrap();
+            assert_eq!(first, specs(layout, false).unwrap());
+            for tool in &first {
+                schema::check_flat(&tool.input_schema).unwrap();
+                schema::check_flat(&tool.output_schema).unwrap();
+            }
+        }
+        let granular = specs(ToolLayout::Granular, false).unwrap();
+        let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, [&FILE_OPERATIONS[..], &TERMINAL_OPERATIONS[..], &RECORD_OPERATIONS[..]].concat());
+        for tool in &granular {
+            let reads = matches!(
+                tool.name.as_str(),
+                "read_file"
+                    | "list_dir"
+                    | "file_search"
+                    | "grep_search"
+                    | "changes"
+                    | "read_output"
+                    | "list_sessions"
+                    | "todo_read"
+                    | "memory_search"
+                    | "memory_get"
+                    | "memory_list_collections"
+            );
+            assert_eq!(tool.annotations.read_only_hint, reads, "{}", tool.name);
+            let adds = matches!(tool.name.as_str(), "create_directory" | "todo_add" | "memory_store");
+            assert_eq!(tool.annotations.destructive_hint, !reads && !adds, "{}", tool.name);
+            let exec = TERMINAL_OPERATIONS.contains(&tool.name.as_str()) && !reads;
+            assert_eq!(tool.annotations.open_world_hint, exec, "{}", tool.name);
+        }
+        assert_eq!(granular[0].title, "Read file");
+    }
+
+    #[test]
+    fn consolidated_file_operations_shape() {
+        let tools = specs(ToolLayout::Consolidated, false).unwrap();
+        let file = &tools[0];
+        assert_eq!(file.name, "file_operations");
+        assert_eq!(file.input_schema["required"], json!(["operation"]));
+        assert_eq!(file.input_schema["properties"]["operation"]["enum"], json!(FILE_OPERATIONS));
+        assert!(
+            file.description.contains("\n- read_file: Read numbered lines, with the file's sha256."),
+            "{}",
+            file.description
+        );
+        let operation = file.input_schema["properties"]["operation"]["description"].as_str().unwrap();
+        assert!(operation.contains("read_file(path*,offset,limit); list_dir("), "{operation}");
+        // Escalation is offered where there is a sandbox to go beyond: not on the records' tools.
+        let offers = |tool: &ToolSpec| tool.input_schema["properties"].get("escalate").is_some();
+        assert_eq!(tools.iter().map(offers).collect::<Vec<_>>(), [true, true, false, false]);
+        assert!(
+            !file.annotations.read_only_hint && file.annotations.destructive_hint && !file.annotations.idempotent_hint
+        );
+    }
+
+    #[test]
+    fn read_only_sandbox_lists_no_file_writes() {
+        let tools = specs(ToolLayout::Consolidated, true).unwrap();
+        let file = &tools[0];
+        let listed = &file.input_schema["properties"]["operation"]["enum"];
+        assert_eq!(listed, &json!(["read_file", "list_dir", "file_search", "grep_search", "changes"]));
+        assert!(file.annotations.read_only_hint);
+        assert_eq!(tools[1].input_schema["properties"]["operation"]["enum"], json!(TERMINAL_OPERATIONS));
+        let todo_ops = &tools[2].input_schema["properties"]["operation"]["enum"];
+        assert_eq!(todo_ops, &json!(["read", "write", "add", "update"]), "todos are the server's records, not files");
+        let granular = specs(ToolLayout::Granular, true).unwrap();
+        assert!(granular.iter().all(|t| t.name != "create_file" && t.name != "undo"));
+    }
+
+    #[test]
+    fn accepted_fields_marks_required() {
+        let schema = json!({"type": "object", "properties": {"path": {}, "limit": {}}, "required": ["path"]});
+        assert_eq!(accepted_fields(schema.as_object().unwrap()), "`path` (required), `limit`");
+    }
+}

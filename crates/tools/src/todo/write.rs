@@ -1,0 +1,41 @@
+//! `write`: replace the whole list (completed items must stay).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::store::TodoChange;
+use crate::store::todos::Draft;
+use crate::todo::{ListOutput, change};
+use crate::{Call, Effect, EffectKind, Operation, Reply};
+
+/// The `write` operation.
+pub struct Write;
+
+/// Arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The list's name (default `default`).
+    #[schemars(extend("default" = "default"))]
+    pub list: Option<String>,
+    /// The items, in order.
+    pub todos: Vec<Draft>,
+}
+
+impl Operation for Write {
+    const NAME: &'static str = "write";
+    const DESCRIPTION: &'static str = "Replace the list. Ids left out are numbered after the highest; completed items must stay (start another plan under a new `list` name instead).";
+    const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
+    type Args = Args;
+    type Output = ListOutput;
+
+    fn effect(_args: &Args) -> Effect {
+        Effect::Record
+    }
+
+    async fn run(args: Args, call: Call) -> Result<Reply<ListOutput>, ToolError> {
+        let items = args.todos;
+        change(&call.context, args.list, TodoChange::Write(items)).await
+    }
+}
