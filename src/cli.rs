@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::agent::AgentArgs;
-use crate::config::args::{CommonArgs, HttpArgs};
+use toolbelt_mcp_agent::AgentArgs;
+use toolbelt_mcp_core::config::args::{CommonArgs, HttpArgs};
 
 /// A sandboxed MCP toolbelt: files, search, terminals, todos and memory in one server.
 #[derive(Debug, Parser)]

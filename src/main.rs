@@ -7,23 +7,14 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-/// The settings and shared words under their old module names.
-pub(crate) use toolbelt_mcp_core::{config, error, metrics};
-/// The sandbox crate under its old module name, so `crate::sandbox::…` paths keep working.
-pub(crate) use toolbelt_mcp_sandbox as sandbox;
-pub(crate) use {toolbelt_mcp_agent as agent, toolbelt_mcp_server as server};
-pub(crate) use {
-    toolbelt_mcp_policy as policy, toolbelt_mcp_store as store, toolbelt_mcp_terminal as terminal,
-    toolbelt_mcp_tools as tools,
-};
 
 use crate::cli::{Cli, Command};
-use crate::config::Config;
-use crate::config::args::CommonArgs;
-use crate::config::http::HttpConfig;
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::config::args::CommonArgs;
+use toolbelt_mcp_core::config::http::HttpConfig;
 
 /// glibc Linux builds allocate with mimalloc (Cargo.toml); the sandbox helper, this binary
-/// too, starts with a small arena reserve ([`sandbox::backend::HELPER_ENV`]).
+/// too, starts with a small arena reserve ([`toolbelt_mcp_sandbox::backend::HELPER_ENV`]).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -35,12 +26,18 @@ fn main() -> ExitCode {
     let mut args = std::env::args_os();
     #[cfg(target_os = "linux")]
     match args.nth(1) {
-        Some(first) if first == sandbox::linux::HELPER_SUBCOMMAND => {
-            return sandbox::linux::helper::main(args.collect());
+        Some(first) if first == toolbelt_mcp_sandbox::linux::HELPER_SUBCOMMAND => {
+            return toolbelt_mcp_sandbox::linux::helper::main(args.collect());
         }
-        Some(first) if first == sandbox::linux::probe::PROBE_SUBCOMMAND => return sandbox::linux::probe::main(),
-        Some(first) if first == sandbox::linux::holder::HOLD_SUBCOMMAND => return sandbox::linux::holder::main(args),
-        Some(first) if first == sandbox::linux::keeper::KEEP_SUBCOMMAND => return sandbox::linux::keeper::main(args),
+        Some(first) if first == toolbelt_mcp_sandbox::linux::probe::PROBE_SUBCOMMAND => {
+            return toolbelt_mcp_sandbox::linux::probe::main();
+        }
+        Some(first) if first == toolbelt_mcp_sandbox::linux::holder::HOLD_SUBCOMMAND => {
+            return toolbelt_mcp_sandbox::linux::holder::main(args);
+        }
+        Some(first) if first == toolbelt_mcp_sandbox::linux::keeper::KEEP_SUBCOMMAND => {
+            return toolbelt_mcp_sandbox::linux::keeper::main(args);
+        }
         _ => {}
     }
     let cli = Cli::parse();
@@ -53,10 +50,10 @@ fn main() -> ExitCode {
         let local_token = || {
             let cwd = std::env::current_dir().unwrap_or_default();
             let env = |key: &str| std::env::var_os(key);
-            let state_dir = config::plain_state_dir(args.common.state_dir.as_deref(), &env, &cwd);
-            config::http::generated_token_in(&state_dir)
+            let state_dir = toolbelt_mcp_core::config::plain_state_dir(args.common.state_dir.as_deref(), &env, &cwd);
+            toolbelt_mcp_core::config::http::generated_token_in(&state_dir)
         };
-        return agent::main(args, &local_token);
+        return toolbelt_mcp_agent::main(args, &local_token);
     }
     let http = matches!(&cli.command, Command::Serve(args) if args.http.http.is_some());
     // Over HTTP, a line per session opened and closed at `info` (each request at `debug`); on
@@ -79,7 +76,7 @@ fn main() -> ExitCode {
 }
 
 /// Serves on stdio, or on HTTP when `--http` is given.
-fn serve(config: std::sync::Arc<Config>, args: &config::args::HttpArgs) -> Result<bool, String> {
+fn serve(config: std::sync::Arc<Config>, args: &toolbelt_mcp_core::config::args::HttpArgs) -> Result<bool, String> {
     // No process of this user (a command run with `full-access`, another program) may read
     // the server's environment, memory or open files through `/proc`; nor dump its core.
     #[cfg(target_os = "linux")]
@@ -96,8 +93,8 @@ fn serve(config: std::sync::Arc<Config>, args: &config::args::HttpArgs) -> Resul
     }
     .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let served = match http {
-        Some(http) => runtime.block_on(server::http::serve(config, http)),
-        None => runtime.block_on(server::stdio::serve(config)),
+        Some(http) => runtime.block_on(toolbelt_mcp_server::http::serve(config, http)),
+        None => runtime.block_on(toolbelt_mcp_server::stdio::serve(config)),
     };
     // A blocking task still running (a read the kernel holds) does not keep the process from
     // exiting: the runtime waits for it no longer than this.
@@ -106,7 +103,8 @@ fn serve(config: std::sync::Arc<Config>, args: &config::args::HttpArgs) -> Resul
 }
 
 fn resolve(args: &CommonArgs) -> Result<std::sync::Arc<Config>, String> {
-    let cwd = std::env::current_dir().map_err(|e| error::ConfigError::NoCurrentDir(e).to_string())?;
+    let cwd =
+        std::env::current_dir().map_err(|e| toolbelt_mcp_core::error::ConfigError::NoCurrentDir(e).to_string())?;
     Config::resolve(args, &|key| std::env::var_os(key), &cwd).map_err(|e| e.to_string())
 }
 
@@ -123,7 +121,7 @@ fn init_logging(default: &str) -> tracing_appender::non_blocking::WorkerGuard {
         .lossy(true)
         .thread_name("log-writer")
         .finish(std::io::stderr());
-    metrics::watch_dropped_logs(writer.error_counter());
+    toolbelt_mcp_core::metrics::watch_dropped_logs(writer.error_counter());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)

@@ -2,13 +2,13 @@
 
 use std::io::Write;
 
-use crate::config::Config;
-use crate::sandbox::{backend, fs};
-use crate::tools;
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_sandbox::{backend, fs};
+use toolbelt_mcp_tools as tools;
 
 /// Prints the report.
 pub fn run(config: &Config) -> Result<(), String> {
-    let tools = tools::specs(config.tool_layout, config.sandbox == crate::sandbox::mode::SandboxMode::ReadOnly)
+    let tools = tools::specs(config.tool_layout, config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly)
         .map_err(|e| e.to_string())?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut report = String::new();
@@ -60,7 +60,7 @@ fn database_report(config: &Config) -> String {
         Err(err) => return format!("cannot start a runtime to read the database: {err}"),
     };
     let _entered = runtime.enter();
-    let store = match crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir) {
+    let store = match toolbelt_mcp_store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir) {
         Ok(store) => store,
         Err(err) => return err,
     };
@@ -79,8 +79,8 @@ fn sandbox_report(config: &Config) -> String {
         "approval:      {} (clients without elicitation: {}; unanswered after {} s: deny)\n",
         config.approval.as_str(),
         match config.approval_fallback {
-            crate::config::args::Fallback::Deny => "deny",
-            crate::config::args::Fallback::Allow => "allow",
+            toolbelt_mcp_core::config::args::Fallback::Deny => "deny",
+            toolbelt_mcp_core::config::args::Fallback::Allow => "allow",
         },
         config.approval_timeout.as_secs()
     ));
@@ -88,7 +88,7 @@ fn sandbox_report(config: &Config) -> String {
         "audit log:     {}\n",
         config.audit.path().map_or_else(|| "off".to_string(), |p| p.display().to_string())
     ));
-    for rule in crate::policy::report::forbidden_rules(config) {
+    for rule in toolbelt_mcp_policy::report::forbidden_rules(config) {
         out.push_str(&format!("forbidden:     {rule}\n"));
     }
     out.push_str(&format!("shell:         {}\n", config.shell));

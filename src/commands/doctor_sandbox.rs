@@ -4,15 +4,15 @@
 #[cfg(target_os = "linux")]
 use std::path::{Path, PathBuf};
 
-use crate::config::Config;
-use crate::sandbox::contract::{Bind, Contract};
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_sandbox::contract::{Bind, Contract};
 #[cfg(target_os = "linux")]
-use crate::sandbox::exec::Confinement;
+use toolbelt_mcp_sandbox::exec::Confinement;
 #[cfg(target_os = "linux")]
-use crate::sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
+use toolbelt_mcp_sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
 #[cfg(target_os = "linux")]
-use crate::sandbox::mode::Network;
-use crate::terminal::Terminals;
+use toolbelt_mcp_sandbox::mode::Network;
+use toolbelt_mcp_terminal::Terminals;
 
 /// The report's sandbox lines.
 pub fn report(config: &Config) -> String {
@@ -40,7 +40,7 @@ pub fn report(config: &Config) -> String {
     #[cfg(not(target_os = "linux"))]
     out.push_str(&format!(
         ", enforced by {} (reads, writes, network; no resource limits on this OS):\n",
-        crate::sandbox::backend::NAME
+        toolbelt_mcp_sandbox::backend::NAME
     ));
     out.push_str(&describe_contract(confinement.contract()));
     out.push_str(&describe_network(config));

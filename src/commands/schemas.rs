@@ -7,9 +7,9 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::cli::SchemasArgs;
-use crate::config::args::ToolLayout;
-use crate::sandbox::fs;
-use crate::tools::{self, OperationDef, TOOLS};
+use toolbelt_mcp_core::config::args::ToolLayout;
+use toolbelt_mcp_sandbox::fs;
+use toolbelt_mcp_tools::{self as tools, OperationDef, TOOLS};
 
 /// Generated files: (path relative to the repo, contents).
 pub fn generate() -> Result<Vec<(String, String)>, String> {

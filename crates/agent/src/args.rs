@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::config::args::CommonArgs;
+use toolbelt_mcp_core::config::args::CommonArgs;
 
 /// Flags of `toolbelt-mcp agent`.
 #[derive(Debug, Clone, Args)]

@@ -2,10 +2,6 @@
 //! another server) and drives an LLM through its tools. This file wires the pieces: the task,
 //! the provider, the connection, the loop, and what is printed at the end.
 
-pub(crate) use toolbelt_mcp_core::{config, meta};
-/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
-pub(crate) use toolbelt_mcp_sandbox as sandbox;
-
 mod args;
 mod calls;
 mod client;
@@ -239,7 +235,8 @@ async fn run(args: &AgentArgs, setup: settings::Setup, reporter: Arc<Reporter>) 
 /// The `--transcript` file: appended to when it is the `--resume` file, else created.
 fn open_transcript(args: &AgentArgs) -> std::io::Result<Transcript> {
     let same = |a: &std::path::Path, b: &std::path::Path| {
-        let canonical = |p: &std::path::Path| crate::sandbox::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let canonical =
+            |p: &std::path::Path| toolbelt_mcp_sandbox::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         canonical(a) == canonical(b)
     };
     match (&args.transcript, &args.resume) {

@@ -76,7 +76,7 @@ impl From<Transport> for Target {
 /// The servers of `path`, in file order; entries with `"disabled": true` are left out.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<Declared>, ConfigError> {
     let shown = path.display().to_string();
-    let text = crate::sandbox::fs::read_small_text(path)
+    let text = toolbelt_mcp_sandbox::fs::read_small_text(path)
         .map_err(|e| ConfigError::Read { path: shown.clone(), reason: e.to_string() })?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     parse(&text, &base, env).map_err(|reason| ConfigError::Shape { path: shown, reason })

@@ -39,7 +39,7 @@ pub fn system_prompt(root: &Path, agents_md: Option<&str>) -> String {
 /// The text of `root/AGENTS.md`, if it is there and readable.
 pub fn read_agents_md(root: &Path) -> Option<String> {
     let path = root.join("AGENTS.md");
-    crate::sandbox::fs::is_file(&path).then(|| crate::sandbox::fs::read_small_text(&path).ok()).flatten()
+    toolbelt_mcp_sandbox::fs::is_file(&path).then(|| toolbelt_mcp_sandbox::fs::read_small_text(&path).ok()).flatten()
 }
 
 #[cfg(test)]

@@ -148,15 +148,16 @@ pub struct Transcript {
 impl Transcript {
     /// A transcript written to `path` (created or truncated), or none.
     pub fn create(path: Option<&Path>) -> std::io::Result<Self> {
-        let file = path.map(crate::sandbox::fs::create_user_file).transpose()?;
+        let file = path.map(toolbelt_mcp_sandbox::fs::create_user_file).transpose()?;
         Ok(Self { file })
     }
 
     /// A transcript appended to `path` (a resumed run's own transcript); a last line cut off
     /// by a crash is ended first, so the next record starts a line of its own.
     pub fn append(path: &Path) -> std::io::Result<Self> {
-        let ends_cut = crate::sandbox::fs::read_user_file(path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n'));
-        let mut file = crate::sandbox::fs::append_user_file(path)?;
+        let ends_cut =
+            toolbelt_mcp_sandbox::fs::read_user_file(path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n'));
+        let mut file = toolbelt_mcp_sandbox::fs::append_user_file(path)?;
         if ends_cut {
             file.write_all(b"\n")?;
         }

@@ -83,7 +83,7 @@ pub struct Resumed {
 /// Reads the transcript at `path`.
 pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
     let shown = path.display().to_string();
-    let bytes = crate::sandbox::fs::read_user_file(path)
+    let bytes = toolbelt_mcp_sandbox::fs::read_user_file(path)
         .map_err(|e| ResumeError::Read { path: shown.clone(), reason: e.to_string() })?;
     parse(&String::from_utf8_lossy(&bytes), &shown)
 }

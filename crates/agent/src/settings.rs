@@ -12,7 +12,7 @@ use super::provider::{Kind, Settings};
 use super::resume::{self, Invocation, Resumed};
 use super::tools::Filter;
 use crate::AgentArgs;
-use crate::config::args::CommonArgs;
+use toolbelt_mcp_core::config::args::CommonArgs;
 
 /// The default Anthropic model.
 const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -123,7 +123,7 @@ impl Setup {
             Answering::Decline
         };
         let root = match args.common.roots.first() {
-            Some(root) => crate::sandbox::fs::canonicalize(root).unwrap_or_else(|_| root.clone()),
+            Some(root) => toolbelt_mcp_sandbox::fs::canonicalize(root).unwrap_or_else(|_| root.clone()),
             None => std::env::current_dir().map_err(|e| SettingsError::NoCurrentDir(e.to_string()))?,
         };
         // A resumed run given no servers uses those of the run it continues.
@@ -131,7 +131,7 @@ impl Setup {
             mcp_config: args
                 .mcp_config
                 .iter()
-                .map(|f| crate::sandbox::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+                .map(|f| toolbelt_mcp_sandbox::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
                 .collect(),
             no_toolbelt: args.no_toolbelt,
             server_url: args.server_url.clone(),

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::names;
 use super::provider::ToolDef;
-use crate::meta::READ_ONLY_OPERATIONS;
+use toolbelt_mcp_core::meta::READ_ONLY_OPERATIONS;
 
 /// The `--allow-tools` / `--deny-tools` lists.
 #[derive(Debug, Clone, Default)]

@@ -409,10 +409,10 @@ pub enum ConfigError {
 }
 
 /// The sandbox's facts in the model's words (the same texts and next steps as ever).
-impl From<crate::sandbox::Error> for ToolError {
-    fn from(err: crate::sandbox::Error) -> Self {
-        use crate::sandbox::Error as E;
+impl From<toolbelt_mcp_sandbox::Error> for ToolError {
+    fn from(err: toolbelt_mcp_sandbox::Error) -> Self {
         use crate::units::human_size;
+        use toolbelt_mcp_sandbox::Error as E;
         match err {
             E::OutsideRoots { path, roots, first_root } => Self::OutsideRoots { path, roots, first_root },
             E::SymlinkEscape { path, target, roots } => Self::SymlinkEscape { path, target, roots },

@@ -9,6 +9,3 @@ pub mod error;
 pub mod meta;
 pub mod metrics;
 pub mod units;
-
-/// The sandbox crate under its module name, so `crate::sandbox::…` paths read as elsewhere.
-pub(crate) use toolbelt_mcp_sandbox as sandbox;

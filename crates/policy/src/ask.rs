@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use crate::approve::Answer;
-use crate::config::args::Fallback;
-use crate::error::ToolError;
+use toolbelt_mcp_core::config::args::Fallback;
+use toolbelt_mcp_core::error::ToolError;
 
 /// No person reads a question and answers it faster than this.
 pub const INSTANT: Duration = Duration::from_millis(250);

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::config::audit::{AuditSettings, KEEP};
-use crate::sandbox::fs;
+use toolbelt_mcp_core::config::audit::{AuditSettings, KEEP};
+use toolbelt_mcp_sandbox::fs;
 
 /// The audit log's writer: its settings and, between records, the open file. One per process
 /// (`server::Shared`), shared by every call.

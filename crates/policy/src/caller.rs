@@ -3,9 +3,9 @@
 
 use crate::approvals::Approvals;
 use crate::approve::Approver;
-use crate::config::Config;
-use crate::effect::Notify;
-use crate::sandbox::Roots;
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::effect::Notify;
+use toolbelt_mcp_sandbox::Roots;
 
 /// What the gate needs of a call's context (built by `tools::Context::caller`).
 pub struct Caller<'a> {

@@ -32,8 +32,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::args::Approval;
-use crate::sandbox::mode::SandboxMode;
+use toolbelt_mcp_core::config::args::Approval;
+use toolbelt_mcp_sandbox::mode::SandboxMode;
 
 /// Where a path lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,10 +5,6 @@
 //! applies the configured fallback when the client cannot ask), and hands the operation only
 //! what was approved.
 
-pub(crate) use toolbelt_mcp_core::{config, effect, error};
-/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
-pub(crate) use toolbelt_mcp_sandbox as sandbox;
-
 pub mod approvals;
 pub mod approve;
 pub mod ask;
@@ -25,13 +21,13 @@ use std::path::{Path, PathBuf};
 use crate::approve::{Answer, Question};
 use crate::ask::Outcome;
 use crate::audit::Verdict;
-use crate::config::Config;
-use crate::config::args::Fallback;
 use crate::decide::{Decision, Location, Policy, Request, Subject};
-use crate::effect::{Effect, Severity};
-use crate::error::ToolError;
-use crate::sandbox::write::Target;
-use crate::sandbox::{Resolved, Roots, paths, protected};
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::config::args::Fallback;
+use toolbelt_mcp_core::effect::{Effect, Severity};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::write::Target;
+use toolbelt_mcp_sandbox::{Resolved, Roots, paths, protected};
 
 pub use caller::Caller;
 
@@ -90,7 +86,7 @@ impl Gate {
         let policy = Policy {
             approval: config.approval,
             sandbox: config.sandbox,
-            commands_confined: crate::sandbox::backend::CONFINES_COMMANDS,
+            commands_confined: toolbelt_mcp_sandbox::backend::CONFINES_COMMANDS,
         };
         let grants = caller.approvals.grants();
         let decision = decide::decide(&policy, &request, &grants);
@@ -197,7 +193,7 @@ fn record_unresolved(effect: &Effect, caller: &Caller<'_>, verdict: &mut Verdict
     let policy = Policy {
         approval: caller.config.approval,
         sandbox: caller.config.sandbox,
-        commands_confined: crate::sandbox::backend::CONFINES_COMMANDS,
+        commands_confined: toolbelt_mcp_sandbox::backend::CONFINES_COMMANDS,
     };
     let request = Request { subjects, escalate: verdict.escalate, justification: verdict.justification.clone() };
     verdict.decision = match decide::decide(&policy, &request, &caller.approvals.grants()) {
@@ -220,10 +216,10 @@ struct Classified {
 fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolError> {
     let roots = &caller.roots;
     let mut outside_error = None;
-    let mut outside = |input: &str, err: crate::sandbox::Error| {
+    let mut outside = |input: &str, err: toolbelt_mcp_sandbox::Error| {
         let path = match &err {
-            crate::sandbox::Error::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
-            crate::sandbox::Error::SymlinkEscape { target, .. } => target.clone(),
+            toolbelt_mcp_sandbox::Error::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
+            toolbelt_mcp_sandbox::Error::SymlinkEscape { target, .. } => target.clone(),
             _ => return Err(ToolError::from(err)),
         };
         outside_error.get_or_insert(ToolError::from(err));
@@ -271,7 +267,7 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
             if let Some(dir) = cwd {
                 subjects.push(match roots.resolve(dir) {
                     Ok(path) => {
-                        if !crate::sandbox::fs::is_dir(path.real()) {
+                        if !toolbelt_mcp_sandbox::fs::is_dir(path.real()) {
                             return Err(ToolError::NotADirectory { path: dir.clone() });
                         }
                         let subject = Subject::Read(path.real().to_path_buf(), Location::Inside);
@@ -302,14 +298,15 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
 fn bind_file_key(key: &str, base: &Path) -> Option<String> {
     let Some(at) = key.find(command::FILE_KEY) else { return Some(key.to_string()) };
     let typed = &key[at + command::FILE_KEY.len()..];
-    let path = crate::sandbox::paths::normalize(&base.join(typed));
-    let identity = match crate::sandbox::fs::read_trusted_config(&path) {
+    let path = toolbelt_mcp_sandbox::paths::normalize(&base.join(typed));
+    let identity = match toolbelt_mcp_sandbox::fs::read_trusted_config(&path) {
         Some(bytes) => {
             use sha2::Digest;
             format!("sha256 {}", hex::encode(&sha2::Sha256::digest(&bytes)[..12]))
         }
         None => {
-            let version = crate::sandbox::fs::version(&path).filter(|_| crate::sandbox::fs::is_file(&path))?;
+            let version =
+                toolbelt_mcp_sandbox::fs::version(&path).filter(|_| toolbelt_mcp_sandbox::fs::is_file(&path))?;
             format!(
                 "file {}:{}, {} bytes, changed {}.{}",
                 version.dev, version.ino, version.size, version.ctime.0, version.ctime.1
@@ -378,7 +375,7 @@ fn resolve(effect: &Effect, roots: &Roots, escalated: bool) -> Result<Approved, 
         Effect::Exec { cwd, .. } => {
             if let Some(dir) = cwd {
                 let resolved = roots.resolve(dir)?;
-                if !crate::sandbox::fs::is_dir(resolved.real()) {
+                if !toolbelt_mcp_sandbox::fs::is_dir(resolved.real()) {
                     return Err(ToolError::NotADirectory { path: dir.clone() });
                 }
                 approved.cwd = Some(resolved);
@@ -420,7 +417,7 @@ pub fn hidden(path: &Path, config: &Config) -> bool {
 pub fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     let mut paths = config.sandbox_settings.deny_read.clone();
     paths.push(config.state_dir.clone());
-    paths.extend(crate::config::sandbox::own_secrets());
+    paths.extend(toolbelt_mcp_core::config::sandbox::own_secrets());
     paths
 }
 

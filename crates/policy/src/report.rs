@@ -2,8 +2,8 @@
 //! resource so the user (and the agent) can see what runs without asking.
 
 use crate::approvals::Approvals;
-use crate::config::Config;
 use crate::decide::Scope;
+use toolbelt_mcp_core::config::Config;
 
 /// The report: policy, sandbox, fallback, forbidden rules, grants, audit log.
 pub fn policy_report(config: &Config, session_id: &str, approvals: &Approvals) -> String {
@@ -11,8 +11,8 @@ pub fn policy_report(config: &Config, session_id: &str, approvals: &Approvals) -
     out.push_str(&format!("- approval: `{}`\n", config.approval.as_str()));
     out.push_str(&format!("- sandbox: `{}`\n", config.sandbox.as_str()));
     let fallback = match config.approval_fallback {
-        crate::config::args::Fallback::Deny => "deny",
-        crate::config::args::Fallback::Allow => "allow",
+        toolbelt_mcp_core::config::args::Fallback::Deny => "deny",
+        toolbelt_mcp_core::config::args::Fallback::Allow => "allow",
     };
     out.push_str(&format!("- clients that cannot ask: `{fallback}`\n"));
     out.push_str(&format!("- unanswered questions are denied after {} s\n", config.approval_timeout.as_secs()));

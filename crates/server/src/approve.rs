@@ -15,7 +15,7 @@ use rmcp::{Peer, RoleServer, ServiceError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::policy::approve::{Answer, Approver, Question, Response};
+use toolbelt_mcp_policy::approve::{Answer, Approver, Question, Response};
 
 /// The form the user fills in (elicitation forms take flat primitive fields only).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -77,7 +77,7 @@ fn codec() -> Option<&'static rmcp::model::RequestStateCodec> {
 pub fn input_required_approver(
     responses: Option<InputResponses>,
     state: Option<String>,
-    questions: Arc<crate::tools::session::Session>,
+    questions: Arc<toolbelt_mcp_tools::session::Session>,
     binding: String,
     ttl: Duration,
 ) -> Option<Approver> {

@@ -1,13 +1,6 @@
 //! The MCP server: the only layer (with `agent/`) that names rmcp types. It lists the
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
-pub(crate) use toolbelt_mcp_core::{config, error, meta, metrics};
-/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
-pub(crate) use {
-    toolbelt_mcp_policy as policy, toolbelt_mcp_sandbox as sandbox, toolbelt_mcp_store as store,
-    toolbelt_mcp_terminal as terminal, toolbelt_mcp_tools as tools,
-};
-
 mod approve;
 pub mod http;
 mod jsonrpc;
@@ -35,15 +28,15 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::task::TaskTracker;
 
-use crate::config::Config;
-use crate::error::ToolError;
-use crate::meta::READ_ONLY_OPERATIONS;
-use crate::policy::audit::AuditLog;
-use crate::sandbox::Roots;
-use crate::store::Store;
-use crate::terminal::foreground::Progress;
-use crate::tools::session::Session;
-use crate::tools::{Context, Signals, ToolOutput, ToolSpec};
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_core::meta::READ_ONLY_OPERATIONS;
+use toolbelt_mcp_policy::audit::AuditLog;
+use toolbelt_mcp_sandbox::Roots;
+use toolbelt_mcp_store::Store;
+use toolbelt_mcp_terminal::foreground::Progress;
+use toolbelt_mcp_tools::session::Session;
+use toolbelt_mcp_tools::{Context, Signals, ToolOutput, ToolSpec};
 
 /// Guidance sent to clients in `initialize`.
 const INSTRUCTIONS: &str = "Prefer these tools for files and commands: they stay in the workspace roots, run commands sandboxed, and make every edit undoable. file_operations: read_file, grep_search, replace_string, apply_patch. terminal_operations: run_command. Plan with todo_operations; remember across sessions with memory_operations (search it first). Results that were cut say how to see the rest.";
@@ -175,7 +168,7 @@ impl Server {
     /// Tells the client's log, once per root, that a root no longer exists.
     fn report_missing_roots(&self, roots: &Roots, logger: &logging::Logger) {
         for root in roots.list() {
-            if crate::sandbox::fs::is_dir(root) {
+            if toolbelt_mcp_sandbox::fs::is_dir(root) {
                 continue;
             }
             let mut reported = self.missing_roots.lock().unwrap_or_else(PoisonError::into_inner);
@@ -186,7 +179,7 @@ impl Server {
                     root.display()
                 );
                 tracing::warn!("{message}");
-                logger.log(crate::tools::Severity::Warning, message);
+                logger.log(toolbelt_mcp_tools::Severity::Warning, message);
             }
         }
     }
@@ -195,9 +188,12 @@ impl Server {
     fn tools(&self) -> Result<&Vec<Tool>, McpError> {
         let config = &self.shared.config;
         let built = self.shared.tools.get_or_init(|| {
-            tools::specs(config.tool_layout, config.sandbox == crate::sandbox::mode::SandboxMode::ReadOnly)
-                .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
-                .map_err(|e| e.to_string())
+            toolbelt_mcp_tools::specs(
+                config.tool_layout,
+                config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly,
+            )
+            .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
+            .map_err(|e| e.to_string())
         });
         built.as_ref().map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
     }
@@ -224,7 +220,7 @@ pub fn sweep_leftovers(config: &Config) {
             {
                 let (state_dir, own) = (state_dir.clone(), own.clone());
                 if let Ok(said) =
-                    tokio::task::spawn_blocking(move || crate::terminal::recover_stages(&state_dir, &own)).await
+                    tokio::task::spawn_blocking(move || toolbelt_mcp_terminal::recover_stages(&state_dir, &own)).await
                 {
                     for line in said {
                         tracing::warn!("{line}");
@@ -232,9 +228,9 @@ pub fn sweep_leftovers(config: &Config) {
                 }
             }
             let swept = tokio::task::spawn_blocking(move || {
-                let temp_files = crate::sandbox::write::TempJournal::new(&state_dir).sweep();
-                let dirs = crate::tools::session::sweep_undo(&state_dir)
-                    + crate::terminal::sweep_dead_servers_output_and_temp(&state_dir);
+                let temp_files = toolbelt_mcp_sandbox::write::TempJournal::new(&state_dir).sweep();
+                let dirs = toolbelt_mcp_tools::session::sweep_undo(&state_dir)
+                    + toolbelt_mcp_terminal::sweep_dead_servers_output_and_temp(&state_dir);
                 (temp_files, dirs)
             });
             if let Ok((temp_files, dirs)) = swept.await
@@ -289,7 +285,7 @@ fn signals(
     timeout: std::time::Duration,
     responses: Retry,
     logger: logging::Logger,
-    session: &Arc<crate::tools::session::Session>,
+    session: &Arc<toolbelt_mcp_tools::session::Session>,
 ) -> Signals {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
@@ -559,7 +555,7 @@ impl ServerHandler for Server {
             let operation = named.as_deref().unwrap_or_default();
             self.shared.audit.refused(&session.id, &context.id.to_string(), &request.name, operation, outcome);
         };
-        let (operation, siblings) = match tools::dispatch(config.tool_layout, &request.name, &mut args) {
+        let (operation, siblings) = match toolbelt_mcp_tools::dispatch(config.tool_layout, &request.name, &mut args) {
             Ok(Some(found)) => found,
             Ok(None) => {
                 refused("error:UnknownTool");
@@ -570,7 +566,7 @@ impl ServerHandler for Server {
                 ));
             }
             Err(err) => {
-                refused(&format!("error:{}", crate::policy::audit::error_kind(&format!("{err:?}"))));
+                refused(&format!("error:{}", toolbelt_mcp_policy::audit::error_kind(&format!("{err:?}"))));
                 return Ok(error_result(&err).into());
             }
         };

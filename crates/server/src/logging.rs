@@ -12,8 +12,8 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, model::RequestMetaObject};
 
-use crate::error::ToolError;
-use crate::tools::{Notify, Severity};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_tools::{Notify, Severity};
 
 /// The level a connection asked for with `logging/setLevel` (`None`: it did not ask).
 #[derive(Default, Clone)]

@@ -7,9 +7,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 
 use crate::Server;
-use crate::store::{GLOBAL, StoreError, memory};
-use crate::tools::session::Session;
-use crate::tools::{memory as memory_tool, todo};
+use toolbelt_mcp_store::{GLOBAL, StoreError, memory};
+use toolbelt_mcp_tools::session::Session;
+use toolbelt_mcp_tools::{memory as memory_tool, todo};
 
 /// The resource showing the policy and the session's grants.
 pub const POLICY_URI: &str = "toolbelt://policy";
@@ -38,7 +38,7 @@ pub fn parse(uri: &str) -> Option<Target> {
     if uri == POLICY_URI {
         return Some(Target::Policy);
     }
-    let named = |name: &str| crate::store::check_name("name", name).is_ok().then(|| name.to_string());
+    let named = |name: &str| toolbelt_mcp_store::check_name("name", name).is_ok().then(|| name.to_string());
     if let Some(list) = uri.strip_prefix("todo://") {
         return named(list).map(Target::Todo);
     }
@@ -77,7 +77,7 @@ pub async fn list(server: &Server) -> Vec<Resource> {
         let lists = store.todo_lists(&workspace).await?;
         let local = store.memory_collections(&workspace).await?;
         let global = store.memory_collections(GLOBAL).await?;
-        Ok::<_, crate::store::StoreError>((lists, local, global))
+        Ok::<_, toolbelt_mcp_store::StoreError>((lists, local, global))
     }
     .await;
     let (lists, local, global) = match found {
@@ -137,7 +137,8 @@ pub fn templates() -> Vec<ResourceTemplate> {
 pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<ResourceContents>, McpError> {
     match parse(uri).ok_or_else(|| not_found(uri))? {
         Target::Policy => {
-            let text = crate::policy::report::policy_report(&server.shared.config, &session.id, &session.approvals);
+            let text =
+                toolbelt_mcp_policy::report::policy_report(&server.shared.config, &session.id, &session.approvals);
             Ok(vec![ResourceContents::text(text, uri).with_mime_type("text/markdown")])
         }
         Target::Todo(name) => {
@@ -161,7 +162,7 @@ pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<R
             let store = &server.shared.store;
             let found = async {
                 let recent = store.memory_recent(&key, &collection, COLLECTION_PAGE).await?;
-                Ok::<_, crate::store::StoreError>((recent, store.memory_collections(&key).await?))
+                Ok::<_, toolbelt_mcp_store::StoreError>((recent, store.memory_collections(&key).await?))
             }
             .await;
             let (memories, collections) = found.map_err(|err| store_error(&err))?;
@@ -189,7 +190,7 @@ fn collection_markdown(collection: &str, memories: &[memory::Memory], total: i64
         text.push_str(&format!(
             "\n## #{}{title}{tags}\n_updated {}_\n\n{preview}{more}\n",
             memory.id,
-            crate::store::timestamp(memory.updated_at)
+            toolbelt_mcp_store::timestamp(memory.updated_at)
         ));
     }
     text

@@ -10,8 +10,8 @@ use rmcp::service::Peer;
 use tokio::sync::watch;
 
 use crate::logging::Logger;
-use crate::sandbox::{Roots, fs};
-use crate::tools::Severity;
+use toolbelt_mcp_sandbox::{Roots, fs};
+use toolbelt_mcp_tools::Severity;
 
 /// How long a call waits for the client's first `roots/list` answer.
 const ROOTS_WAIT: Duration = Duration::from_secs(5);

@@ -14,16 +14,16 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use tokio::io::BufReader;
 
-use crate::config::Config;
 use crate::lines::Lines;
 use crate::signals::Signals;
 use crate::{Server, Shared};
+use toolbelt_mcp_core::config::Config;
 
 /// Serves MCP on stdio until the client disconnects (stdin closes).
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
-    let store = crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
+    let store = toolbelt_mcp_store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
     let server = Server::new(Shared::new(config, store, false));
     let session = server.session();
     let service = match stdio() {

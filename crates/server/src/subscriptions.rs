@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Server;
 use crate::resources::{Target, parse};
-use crate::store::{Changed, GLOBAL};
+use toolbelt_mcp_store::{Changed, GLOBAL};
 
 /// How often subscribed resources are checked for changes made by other processes.
 const POLL: Duration = Duration::from_secs(1);

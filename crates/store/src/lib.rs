@@ -3,10 +3,6 @@
 //! applies alike (`todo_rules`, the checks in `memory`), the workspace keys (`workspace`) and
 //! the change notices subscriptions hear.
 
-pub(crate) use toolbelt_mcp_core::metrics;
-/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
-pub(crate) use toolbelt_mcp_sandbox as sandbox;
-
 pub mod backend;
 mod error;
 pub mod memory;
@@ -128,7 +124,7 @@ impl Store {
         self.adopt_pending().await;
         answer(self.backend.as_ref()).await.inspect_err(|err| {
             if !err.is_rule() {
-                crate::metrics::store_error();
+                toolbelt_mcp_core::metrics::store_error();
             }
         })
     }

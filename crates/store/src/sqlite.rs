@@ -11,9 +11,9 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::backend::{Answer, Backend, MemoryEdit, TodoChange};
 use crate::memory::{self, NewMemory};
-use crate::sandbox::fs;
 use crate::search::{self, Query};
 use crate::{StoreError, migrations, todos};
+use toolbelt_mcp_sandbox::fs;
 
 /// How long a call waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-use crate::sandbox::fs;
+use toolbelt_mcp_sandbox::fs;
 
 /// How many parent directories are searched for the repository's `.git`.
 const MAX_DEPTH: usize = 64;

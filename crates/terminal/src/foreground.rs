@@ -57,7 +57,7 @@ pub async fn run(
     let mut piped = launch.spawn_piped(stdin.is_some(), false)?;
     let pgid = piped.pgid;
     let mut guard = GroupGuard::new(pgid);
-    let _running = crate::metrics::RunningCommand::start();
+    let _running = toolbelt_mcp_core::metrics::RunningCommand::start();
     if let (Some(input), Some(pipe)) = (stdin, piped.child.stdin.take()) {
         tokio::spawn(process::feed(pipe, input));
     }

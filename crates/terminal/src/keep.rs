@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::process::Child;
 
 use crate::process::Status;
-use crate::sandbox::linux::keeper::{END, KEEP_SUBCOMMAND};
-use crate::sandbox::proxy::register;
+use toolbelt_mcp_sandbox::linux::keeper::{END, KEEP_SUBCOMMAND};
+use toolbelt_mcp_sandbox::proxy::register;
 
 /// One unsandboxed command's keeper, as the server knows it.
 #[derive(Debug)]
@@ -102,7 +102,7 @@ fn hub(state_dir: &Path) -> std::io::Result<Arc<Hub>> {
     }
     let socket = state_dir.join("keep").join(format!("{}.sock", std::process::id()));
     if let Some(dir) = socket.parent() {
-        crate::sandbox::fs::create_private_dir(dir)?;
+        toolbelt_mcp_sandbox::fs::create_private_dir(dir)?;
     }
     let listener = register::bind(&socket)?;
     let hub = Arc::new(Hub { socket, pending: Mutex::new(HashMap::new()) });

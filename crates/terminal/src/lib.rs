@@ -2,10 +2,6 @@
 //! PTY sessions (ids, limits, age-out), the sandbox plan every command is started under, and
 //! the shutdown that leaves no process behind.
 
-pub(crate) use toolbelt_mcp_core::{config, error, metrics};
-/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
-pub(crate) use toolbelt_mcp_sandbox as sandbox;
-
 #[cfg(unix)]
 pub mod answer;
 pub mod env;
@@ -26,13 +22,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
-use crate::error::ToolError;
 use crate::process::{Signal, group_alive, signal_group};
-use crate::sandbox::exec::{Confinement, Plan};
-use crate::sandbox::fs;
-use crate::sandbox::guard::Finding;
 use crate::session::TermSession;
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::exec::{Confinement, Plan};
+use toolbelt_mcp_sandbox::fs;
+use toolbelt_mcp_sandbox::guard::Finding;
 
 /// Running commands' writes are folded (or their protected paths checked) at most this often.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
@@ -63,7 +59,7 @@ pub struct Terminals {
     temp_bytes: u64,
     /// The holder of its namespaces (and temp tmpfs), started with its first command.
     #[cfg(target_os = "linux")]
-    holder: Mutex<Option<crate::sandbox::linux::holder::Holder>>,
+    holder: Mutex<Option<toolbelt_mcp_sandbox::linux::holder::Holder>>,
     max_sessions: usize,
     /// Most bytes of output a session keeps in memory.
     pub ring_bytes: usize,
@@ -92,10 +88,10 @@ struct Tracked {
     pgid: u32,
     confinement: Confinement,
     #[cfg(target_os = "linux")]
-    stage: Option<Arc<crate::sandbox::stage::Stage>>,
+    stage: Option<Arc<toolbelt_mcp_sandbox::stage::Stage>>,
     /// Kept while the group runs: its proxy.
     #[cfg(target_os = "linux")]
-    link: Option<Arc<crate::sandbox::proxy::Link>>,
+    link: Option<Arc<toolbelt_mcp_sandbox::proxy::Link>>,
 }
 
 #[derive(Debug, Default)]
@@ -162,7 +158,7 @@ impl Terminals {
         let temp = self.command_temp()?;
         fs::create_private_dir(&temp)
             .map_err(|err| ToolError::Sandbox(format!("cannot create `{}`: {err}", temp.display())))?;
-        let started = crate::sandbox::linux::holder::Holder::start(&temp, self.temp_bytes).map_err(|err| {
+        let started = toolbelt_mcp_sandbox::linux::holder::Holder::start(&temp, self.temp_bytes).map_err(|err| {
             ToolError::Sandbox(format!(
                 "{err}; set `max_temp_bytes = 0` to keep the commands' temp files on disk instead"
             ))
@@ -188,14 +184,14 @@ impl Terminals {
         own_files.extend(config.audit.files());
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let own: [&Path; 2] = [&config.state_dir, &config.config_dir];
-        let runtime = crate::config::sandbox::runtime_dir();
-        let places = crate::config::sandbox::Places { home: home.as_deref(), runtime: runtime.as_deref() };
-        let watched = crate::config::sandbox::secret_paths(&config.sandbox_settings, places, &own, roots);
+        let runtime = toolbelt_mcp_core::config::sandbox::runtime_dir();
+        let places = toolbelt_mcp_core::config::sandbox::Places { home: home.as_deref(), runtime: runtime.as_deref() };
+        let watched = toolbelt_mcp_core::config::sandbox::secret_paths(&config.sandbox_settings, places, &own, roots);
         let hidden: Vec<PathBuf> = watched.iter().filter(|path| fs::exists(path)).cloned().collect();
         let visible = [self.spill_dir.clone()];
         #[cfg(target_os = "linux")]
         let stage_base = if config.stage_writes {
-            let base = crate::sandbox::stage::base(&config.state_dir, &private_tmp, roots);
+            let base = toolbelt_mcp_sandbox::stage::base(&config.state_dir, &private_tmp, roots);
             Some(base.ok_or_else(|| {
                 ToolError::Sandbox(format!(
                     "cannot stage commands' writes: the state dir `{}` and the temp dir `{}` both lie in a root (or hold one); set `state_dir` outside the roots, or `stage_writes = false`",
@@ -236,21 +232,21 @@ impl Terminals {
 
     /// A new link to the proxy for one command, under the config's network rules.
     #[cfg(target_os = "linux")]
-    pub fn proxy_link(&self, config: &Config) -> Result<Arc<crate::sandbox::proxy::Link>, ToolError> {
-        let hub = crate::sandbox::proxy::hub(&config.state_dir).map_err(|err| {
+    pub fn proxy_link(&self, config: &Config) -> Result<Arc<toolbelt_mcp_sandbox::proxy::Link>, ToolError> {
+        let hub = toolbelt_mcp_sandbox::proxy::hub(&config.state_dir).map_err(|err| {
             ToolError::Sandbox(format!(
                 "cannot start the network proxy for commands ({err}); check that the state dir `{}` is writable, or run with `--network deny`",
                 config.state_dir.display()
             ))
         })?;
-        let rules = crate::sandbox::proxy::Rules {
-            public: config.network == crate::sandbox::mode::Network::Allow,
+        let rules = toolbelt_mcp_sandbox::proxy::Rules {
+            public: config.network == toolbelt_mcp_sandbox::mode::Network::Allow,
             allowed: config
                 .network_allow
                 .iter()
-                .filter_map(|e| crate::sandbox::proxy::Allowed::parse(e).ok())
+                .filter_map(|e| toolbelt_mcp_sandbox::proxy::Allowed::parse(e).ok())
                 .collect(),
-            own: crate::sandbox::proxy::own_listeners(),
+            own: toolbelt_mcp_sandbox::proxy::own_listeners(),
         };
         Ok(hub.link(rules))
     }
@@ -342,8 +338,8 @@ impl Terminals {
     /// Folds the stage of a command that ended (foreground: at once, on a blocking thread)
     /// and removes it; returns what it refused or could not apply, in words.
     #[cfg(target_os = "linux")]
-    pub async fn fold_ended(&self, stage: Arc<crate::sandbox::stage::Stage>) -> Vec<String> {
-        self.staging.fold(stage, crate::sandbox::stage::Mode::Final).await
+    pub async fn fold_ended(&self, stage: Arc<toolbelt_mcp_sandbox::stage::Stage>) -> Vec<String> {
+        self.staging.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final).await
     }
 
     /// Remembers a foreground command's group that still has processes after it ended.
@@ -446,11 +442,15 @@ impl Drop for Terminals {
 impl Staging {
     /// Folds `stage` on a blocking thread; a final fold removes it afterwards.
     #[cfg(target_os = "linux")]
-    async fn fold(&self, stage: Arc<crate::sandbox::stage::Stage>, mode: crate::sandbox::stage::Mode) -> Vec<String> {
+    async fn fold(
+        &self,
+        stage: Arc<toolbelt_mcp_sandbox::stage::Stage>,
+        mode: toolbelt_mcp_sandbox::stage::Mode,
+    ) -> Vec<String> {
         let rules = self.rules();
         let folded = tokio::task::spawn_blocking(move || {
             let folded = stage.fold(&rules, mode);
-            if mode == crate::sandbox::stage::Mode::Final {
+            if mode == toolbelt_mcp_sandbox::stage::Mode::Final {
                 // The last holder removes it (a background session's watcher and a sweep may
                 // both have held it).
                 if let Ok(stage) = Arc::try_unwrap(stage) {
@@ -469,8 +469,8 @@ impl Staging {
     /// The judge's rules: the server's own files, the home directory, `PATH`, the user's
     /// git configs (read again for each fold: the user may change them).
     #[cfg(target_os = "linux")]
-    fn rules(&self) -> crate::sandbox::stage::Rules {
-        crate::sandbox::stage::Rules::new(self.own.clone())
+    fn rules(&self) -> toolbelt_mcp_sandbox::stage::Rules {
+        toolbelt_mcp_sandbox::stage::Rules::new(self.own.clone())
     }
 
     /// Takes the tracked groups that ended out of the list and folds (or checks) them a last
@@ -500,7 +500,7 @@ impl Staging {
             }
             #[cfg(target_os = "linux")]
             if let Some(stage) = tracked.stage {
-                notes.extend(self.fold(stage, crate::sandbox::stage::Mode::Final).await);
+                notes.extend(self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final).await);
                 continue;
             }
             notes.extend(tracked.confinement.check().iter().map(Finding::describe));
@@ -511,13 +511,13 @@ impl Staging {
     /// Folds the running groups' stages live (or checks their protected paths).
     async fn fold_running(&self) {
         #[cfg(target_os = "linux")]
-        let stages: Vec<Arc<crate::sandbox::stage::Stage>> = {
+        let stages: Vec<Arc<toolbelt_mcp_sandbox::stage::Stage>> = {
             let tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
             tracked.iter().filter_map(|t| t.stage.clone()).collect()
         };
         #[cfg(target_os = "linux")]
         for stage in stages {
-            let notes = self.fold(stage, crate::sandbox::stage::Mode::Live).await;
+            let notes = self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Live).await;
             self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
         }
         let findings: Vec<String> = {
@@ -547,7 +547,7 @@ pub fn describe_refused(refused: &[String]) -> Vec<String> {
 
 /// What a fold refused or could not apply, a line each (nothing when all went through).
 #[cfg(target_os = "linux")]
-pub fn describe_fold(folded: &crate::sandbox::stage::Folded) -> Vec<String> {
+pub fn describe_fold(folded: &toolbelt_mcp_sandbox::stage::Folded) -> Vec<String> {
     /// Refusals shown with what was written (the rest by path and reason, then by count).
     const WITH_DIFF: usize = 5;
     const LISTED: usize = 40;
@@ -613,14 +613,14 @@ impl Registry {
 /// their private temp dirs), judged as any fold is; returns a line per stage for the log.
 #[cfg(target_os = "linux")]
 pub fn recover_stages(state_dir: &Path, own: &[PathBuf]) -> Vec<String> {
-    let rules = crate::sandbox::stage::Rules::new(own.to_vec());
-    let mut said = crate::sandbox::stage::recover(&state_dir.join("stage"), &rules);
+    let rules = toolbelt_mcp_sandbox::stage::Rules::new(own.to_vec());
+    let mut said = toolbelt_mcp_sandbox::stage::recover(&state_dir.join("stage"), &rules);
     let sessions = fs::session_temp_base();
     for name in fs::file_names(&sessions) {
         let alive =
             name.to_string_lossy().split('-').next().and_then(|p| p.parse::<u32>().ok()).is_some_and(fs::process_alive);
         if !alive {
-            said.extend(crate::sandbox::stage::recover(&sessions.join(name).join("stage"), &rules));
+            said.extend(toolbelt_mcp_sandbox::stage::recover(&sessions.join(name).join("stage"), &rules));
         }
     }
     said

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
-use crate::sandbox::fs;
+use toolbelt_mcp_sandbox::fs;
 
 /// A stream's bytes with absolute offsets; readers wait on `watch` for more.
 #[derive(Debug)]
@@ -174,7 +174,7 @@ impl OutputLog {
         if let Spill::Active { file, .. } = &state.spill {
             let len = (total - from).min(max as u64) as usize;
             let mut bytes = vec![0; len];
-            if crate::sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
+            if toolbelt_mcp_sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
                 return Chunk { from, bytes, dropped: 0, total };
             }
         }
@@ -183,7 +183,7 @@ impl OutputLog {
         {
             let len = (head - from).min(max as u64) as usize;
             let mut bytes = vec![0; len];
-            if crate::sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
+            if toolbelt_mcp_sandbox::handle::read_exact_at(file, &mut bytes, from).is_ok() {
                 return Chunk { from, bytes, dropped: 0, total };
             }
         }

@@ -17,7 +17,7 @@ use tokio::process::Child;
 pub use crate::jobs::Signal;
 
 use crate::log::OutputLog;
-use crate::sandbox::exec::Confinement;
+use toolbelt_mcp_sandbox::exec::Confinement;
 
 /// How long a signalled group has to exit before it gets `SIGKILL`.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -37,11 +37,11 @@ pub struct Launch {
     pub confinement: Option<Confinement>,
     /// Where its writes beneath the roots are staged (Linux, `workspace-write`).
     #[cfg(target_os = "linux")]
-    pub stage: Option<Arc<crate::sandbox::stage::Stage>>,
+    pub stage: Option<Arc<toolbelt_mcp_sandbox::stage::Stage>>,
     /// Its way to other hosts (the proxy; `allow` and `allowlist` networks). Held as long as
     /// the command may run.
     #[cfg(target_os = "linux")]
-    pub link: Option<Arc<crate::sandbox::proxy::Link>>,
+    pub link: Option<Arc<toolbelt_mcp_sandbox::proxy::Link>>,
     /// The session's namespace holder, whose temp tmpfs the command joins.
     #[cfg(target_os = "linux")]
     pub join: Option<u32>,
@@ -121,17 +121,17 @@ impl Launch {
         let (program, args, helper_env) = match &self.confinement {
             Some(confinement) => {
                 #[cfg(target_os = "linux")]
-                let per_command = crate::sandbox::contract::PerCommand {
+                let per_command = toolbelt_mcp_sandbox::contract::PerCommand {
                     join: self.join,
                     stage: self.stage.as_ref().map_or_else(Vec::new, |stage| stage.layers().to_vec()),
-                    proxy: self.link.as_ref().map(|link| crate::sandbox::contract::ProxyLink {
+                    proxy: self.link.as_ref().map(|link| toolbelt_mcp_sandbox::contract::ProxyLink {
                         socket: link.socket().to_path_buf(),
                         token: link.token().to_string(),
-                        port: crate::sandbox::proxy::PORT,
+                        port: toolbelt_mcp_sandbox::proxy::PORT,
                     }),
                 };
                 #[cfg(not(target_os = "linux"))]
-                let per_command = crate::sandbox::contract::PerCommand::default();
+                let per_command = toolbelt_mcp_sandbox::contract::PerCommand::default();
                 let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, per_command);
                 (wrapped.program, wrapped.args, wrapped.env)
             }
@@ -162,7 +162,7 @@ impl Launch {
     /// Whether the server gives the command its process group (everything but the Linux
     /// sandbox's helper, which starts a session and, with its PID namespace, ends all it ran).
     pub fn gets_own_group(&self) -> bool {
-        self.confinement.is_none() || !crate::sandbox::backend::OWN_SESSION
+        self.confinement.is_none() || !toolbelt_mcp_sandbox::backend::OWN_SESSION
     }
 
     /// Starts the command in a new process group with stdout and stderr on pipes (one pipe

@@ -161,7 +161,7 @@ impl TermSession {
 
     /// Records the exit status when the leader exits.
     fn watch_exit(self: Arc<Self>, launch: Launch, mut child: tokio::process::Child) {
-        let running = crate::metrics::RunningCommand::start();
+        let running = toolbelt_mcp_core::metrics::RunningCommand::start();
         tokio::spawn(async move {
             let _running = running;
             let status = launch.wait(&mut child).await.unwrap_or(Status::Exited(-1));

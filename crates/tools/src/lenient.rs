@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use crate::OperationDef;
-use crate::error::ToolError;
+use toolbelt_mcp_core::error::ToolError;
 
 /// Fields every operation of the tool accepts (the gate reads them before the parse).
 const COMMON: [&str; 2] = ["escalate", "justification"];

@@ -2,10 +2,6 @@
 //! effect and `run`; one line in its tool's list registers it. Schemas, descriptions,
 //! annotations and dispatch are all derived from [`TOOLS`].
 
-pub(crate) use toolbelt_mcp_core::{config, effect, error, metrics, units};
-/// The crates below under their module names, so `crate::sandbox::…` and the like read as elsewhere.
-pub(crate) use {toolbelt_mcp_policy as policy, toolbelt_mcp_sandbox as sandbox, toolbelt_mcp_store as store};
-
 pub mod file;
 mod lenient;
 pub mod memory;
@@ -26,18 +22,18 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::config::Config;
-use crate::error::ToolError;
-use crate::policy::Gate;
-use crate::policy::audit::{self, Verdict};
-use crate::sandbox::write::Target;
-use crate::sandbox::{Resolved, Roots};
 use crate::session::Session;
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_policy::Gate;
+use toolbelt_mcp_policy::audit::{self, Verdict};
+use toolbelt_mcp_sandbox::write::Target;
+use toolbelt_mcp_sandbox::{Resolved, Roots};
 
-pub use crate::effect::{Effect, Notify, Severity};
-pub use crate::units::push_decimal;
 pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
 pub use spec::{ToolSpec, fields, generate, specs};
+pub use toolbelt_mcp_core::effect::{Effect, Notify, Severity};
+pub use toolbelt_mcp_core::units::push_decimal;
 
 /// Every tool, in the order they are listed.
 pub static TOOLS: &[ToolDef] = &[file::TOOL, terminal::TOOL, todo::TOOL, memory::TOOL];
@@ -106,9 +102,9 @@ pub struct Context {
     /// The connection's state: its change history and terminal sessions.
     pub session: Arc<Session>,
     /// The todo and memory store, shared by every connection of the process.
-    pub store: Arc<crate::store::Store>,
+    pub store: Arc<toolbelt_mcp_store::Store>,
     /// The audit log, one writer for the process.
-    pub audit: crate::policy::audit::AuditLog,
+    pub audit: toolbelt_mcp_policy::audit::AuditLog,
     /// This call's cancellation and progress reporting.
     pub signals: Signals,
     /// Bytes each view of this call's result may take (see `config::OutputBudget`).
@@ -123,7 +119,7 @@ pub struct Signals {
     /// Sends a progress notification (when the client asked for them).
     pub progress: Option<Arc<toolbelt_mcp_terminal::foreground::Progress>>,
     /// Asks the user (when the client supports elicitation).
-    pub approver: Option<crate::policy::approve::Approver>,
+    pub approver: Option<toolbelt_mcp_policy::approve::Approver>,
     /// The JSON-RPC request id, for the audit log.
     pub request: String,
     /// The tool called, for the audit log.
@@ -136,8 +132,8 @@ pub struct Signals {
 
 impl Context {
     /// Who is calling, as the gate needs to know it.
-    pub fn caller(&self) -> crate::policy::Caller<'_> {
-        crate::policy::Caller {
+    pub fn caller(&self) -> toolbelt_mcp_policy::Caller<'_> {
+        toolbelt_mcp_policy::Caller {
             config: &self.config,
             roots: &self.roots,
             approvals: &self.session.approvals,
@@ -298,7 +294,7 @@ async fn gate_and_run<O: Operation>(
         .targets
         .iter()
         .map(|target| target.real().to_path_buf())
-        .filter(|path| crate::sandbox::protected::classify(path).is_some())
+        .filter(|path| toolbelt_mcp_sandbox::protected::classify(path).is_some())
         .collect();
     let cancel = context.signals.cancel.clone();
     let call = Call {
@@ -349,10 +345,11 @@ fn audit<O: Operation>(
             (format!("error:{}", audit::error_kind(&format!("{err:?}"))), err.to_string().len(), false, Vec::new())
         }
     };
-    let outcome_label = result.strip_prefix("error:").map_or_else(|| "ok".to_string(), crate::metrics::outcome_label);
-    crate::metrics::tool_call(tool_label(&context.signals.tool), O::NAME, outcome_label, elapsed, bytes);
+    let outcome_label =
+        result.strip_prefix("error:").map_or_else(|| "ok".to_string(), toolbelt_mcp_core::metrics::outcome_label);
+    toolbelt_mcp_core::metrics::tool_call(tool_label(&context.signals.tool), O::NAME, outcome_label, elapsed, bytes);
     if verdict.decision != "invalid" {
-        crate::metrics::approval(verdict.decision, verdict.decided_by);
+        toolbelt_mcp_core::metrics::approval(verdict.decision, verdict.decided_by);
     }
     context.audit.write(&audit::Record {
         time: audit::now(),
@@ -398,7 +395,7 @@ pub struct EscalationArgs {
 /// Takes `escalate` and `justification` out of a call's arguments.
 fn split_escalation<O: Operation>(
     mut args: Map<String, Value>,
-) -> Result<(Map<String, Value>, crate::policy::Escalation), ToolError> {
+) -> Result<(Map<String, Value>, toolbelt_mcp_policy::Escalation), ToolError> {
     let mut common = Map::new();
     for key in ["escalate", "justification"] {
         if let Some(value) = args.remove(key).filter(|value| !value.is_null()) {
@@ -418,7 +415,7 @@ fn split_escalation<O: Operation>(
             accepted: spec::accepted_fields(&crate::schema::input_schema::<O::Args>()),
         });
     }
-    Ok((args, crate::policy::Escalation { escalate: parsed.escalate, justification: parsed.justification }))
+    Ok((args, toolbelt_mcp_policy::Escalation { escalate: parsed.escalate, justification: parsed.justification }))
 }
 
 /// Deserialises an operation's own fields (never `operation` itself), strictly; arguments
@@ -462,11 +459,11 @@ pub async fn blocking_unless_short<T: Send + 'static>(
 /// Finds the operation a call names, with its tool's operations (consolidated layout; none in
 /// the granular one). `Ok(None)` means no such tool (a protocol error).
 pub fn dispatch(
-    layout: crate::config::args::ToolLayout,
+    layout: toolbelt_mcp_core::config::args::ToolLayout,
     tool: &str,
     args: &mut Map<String, Value>,
 ) -> Result<Option<(&'static OperationDef, &'static [OperationDef])>, ToolError> {
-    use crate::config::args::ToolLayout;
+    use toolbelt_mcp_core::config::args::ToolLayout;
     match layout {
         ToolLayout::Granular => Ok(TOOLS.iter().find_map(|t| {
             let operation = tool.strip_prefix(t.granular_prefix)?;

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::error::ToolError;
+use toolbelt_mcp_core::error::ToolError;
 
 /// Bytes kept free in a payload's share of the budget for the metadata and summary beside it.
 pub const RESERVE: usize = 1024;

@@ -3,9 +3,9 @@
 //! `toolbelt-mcp schemas`, and the golden test (`schemas --check`) and the test below keep the
 //! two equal.
 
-use crate::config::args::ToolLayout;
 use crate::spec::ToolSpec;
 use crate::{EffectKind, TOOLS};
+use toolbelt_mcp_core::config::args::ToolLayout;
 
 /// The consolidated listing, in `TOOLS` order.
 const CONSOLIDATED: [&str; 4] = [

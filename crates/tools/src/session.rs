@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::error::ToolError;
-use crate::sandbox::fs;
-use crate::sandbox::write::TempJournal;
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::fs;
+use toolbelt_mcp_sandbox::write::TempJournal;
 use toolbelt_mcp_terminal::Terminals;
 
 mod ledger;
@@ -31,7 +31,7 @@ pub struct Session {
     /// Cancelled when the connection ends: tasks serving it (subscriptions) stop.
     pub closed: tokio_util::sync::CancellationToken,
     /// What the user allowed for the rest of the session, and the questions awaiting answers.
-    pub approvals: crate::policy::approvals::Approvals,
+    pub approvals: toolbelt_mcp_policy::approvals::Approvals,
     history: std::sync::Arc<Mutex<History>>,
     undo_dir: PathBuf,
     cap: u64,
@@ -181,7 +181,7 @@ const MEMORY_TOTAL: u64 = 16 * 1024 * 1024;
 impl Session {
     /// A new session for `config`: undo blobs under its state dir (at most `max_undo_bytes`),
     /// and no terminal sessions yet.
-    pub fn new(config: &crate::config::Config) -> Self {
+    pub fn new(config: &toolbelt_mcp_core::config::Config) -> Self {
         let (state_dir, cap) = (&config.state_dir, config.max_undo_bytes);
         let history = std::sync::Arc::new(Mutex::new(History::default()));
         ledger::register(&history);
@@ -197,7 +197,7 @@ impl Session {
             cap,
             total_cap: config.max_undo_total_bytes,
             terminals: Terminals::new(config),
-            approvals: crate::policy::approvals::Approvals::default(),
+            approvals: toolbelt_mcp_policy::approvals::Approvals::default(),
             closed: tokio_util::sync::CancellationToken::new(),
         }
     }
@@ -347,8 +347,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().to_str().unwrap().to_string();
         let env = move |key: &str| (key == "HOME").then(|| std::ffi::OsString::from(&home));
-        let config =
-            crate::config::Config::resolve(&crate::config::args::CommonArgs::default(), &env, tmp.path()).unwrap();
+        let config = toolbelt_mcp_core::config::Config::resolve(
+            &toolbelt_mcp_core::config::args::CommonArgs::default(),
+            &env,
+            tmp.path(),
+        )
+        .unwrap();
         let mut config = (*config).clone();
         (config.max_undo_bytes, config.max_undo_total_bytes) = (10_000, 2_500);
         let (one, two) = (Session::new(&config), Session::new(&config));

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::config::args::ToolLayout;
 use crate::schema::{self, Part, SchemaError};
 use crate::{EffectKind, EscalationArgs, OperationDef, TOOLS, ToolDef};
+use toolbelt_mcp_core::config::args::ToolLayout;
 
 /// A tool as listed to clients, free of any protocol type (the server converts it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

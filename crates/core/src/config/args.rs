@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 
-use crate::sandbox::mode::{Network, SandboxMode};
+use toolbelt_mcp_sandbox::mode::{Network, SandboxMode};
 
 /// Flags shared by every command that resolves a configuration.
 #[derive(Debug, Default, Clone, Args)]

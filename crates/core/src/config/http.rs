@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq;
 use crate::config::EnvLookup;
 use crate::config::args::HttpArgs;
 use crate::error::ConfigError;
-use crate::sandbox::fs;
+use toolbelt_mcp_sandbox::fs;
 
 /// Default limit on MCP sessions open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 32;

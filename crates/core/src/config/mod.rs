@@ -10,8 +10,8 @@ use serde::Deserialize;
 use crate::config::args::{Approval, CommonArgs, Fallback, ToolLayout};
 use crate::config::audit::AuditSettings;
 use crate::error::ConfigError;
-use crate::sandbox::fs;
-use crate::sandbox::mode::{Network, SandboxMode};
+use toolbelt_mcp_sandbox::fs;
+use toolbelt_mcp_sandbox::mode::{Network, SandboxMode};
 
 pub mod args;
 pub mod audit;
@@ -273,7 +273,7 @@ impl Config {
             .collect();
         #[cfg(unix)]
         for entry in &network_allow {
-            crate::sandbox::proxy::Allowed::parse(entry)
+            toolbelt_mcp_sandbox::proxy::Allowed::parse(entry)
                 .map_err(|problem| ConfigError::NetworkAllow { value: entry.clone(), problem })?;
         }
         let mut deny_read: Vec<PathBuf> = args.deny_read.iter().map(|p| cwd.join(p)).collect();

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::ConfigError;
-use crate::sandbox::contract::Limits;
+use toolbelt_mcp_sandbox::contract::Limits;
 
 /// Default most processes (and threads) of one command's user namespace: room for parallel
 /// builds (`cargo`, `make -j`), not for a fork bomb.
@@ -90,7 +90,7 @@ pub fn own_secrets() -> Vec<PathBuf> {
 
 /// Hides `path` from every command this process starts from now on.
 pub fn hide_from_commands(path: &Path) {
-    let real = crate::sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = toolbelt_mcp_sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     SECRETS.lock().unwrap_or_else(|p| p.into_inner()).push(real);
 }
 
@@ -166,7 +166,7 @@ pub fn secret_paths(settings: &SandboxSettings, places: Places<'_>, own: &[&Path
     // The server's own state and config: hidden always, inside a root too (the state dir
     // holds the generated HTTP token).
     for path in own {
-        let real = crate::sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let real = toolbelt_mcp_sandbox::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         secrets.push(real);
     }
     if settings.deny_read_defaults {
@@ -175,8 +175,8 @@ pub fn secret_paths(settings: &SandboxSettings, places: Places<'_>, own: &[&Path
         let system = DEFAULT_DENY_SYSTEM.iter().map(PathBuf::from).chain(places.runtime.map(Path::to_path_buf));
         for path in under_home.chain(system) {
             // Most defaults are missing: one `stat` skips them before any `realpath`.
-            let real = if crate::sandbox::fs::exists(&path) {
-                crate::sandbox::fs::canonicalize(&path).unwrap_or(path)
+            let real = if toolbelt_mcp_sandbox::fs::exists(&path) {
+                toolbelt_mcp_sandbox::fs::canonicalize(&path).unwrap_or(path)
             } else {
                 path
             };

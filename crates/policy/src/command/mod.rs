@@ -156,7 +156,7 @@ fn forbidden(rule: &str) -> Analysis {
 
 /// Whether setting `name` changes which code a command runs.
 pub fn dangerous_env(name: &str) -> bool {
-    crate::sandbox::protected::env::dangerous(name)
+    toolbelt_mcp_sandbox::protected::env::dangerous(name)
 }
 
 /// The grant keys of `commands`, or `None` if a program is unknown or a command carries

@@ -11,10 +11,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::config::http::Token;
 use crate::http::calls::{self, CallCancel, InFlight, Posted};
 use crate::http::sessions::Sessions;
 use crate::jsonrpc;
+use toolbelt_mcp_core::config::http::Token;
 
 /// The path of the health check (no token, no details).
 pub const HEALTH: &str = "/health";

@@ -20,12 +20,12 @@ use tokio_util::sync::CancellationToken;
 pub use calls::CallCancel;
 pub use sessions::SessionKey;
 
-use crate::config::Config;
-use crate::config::http::HttpConfig;
 use crate::http::guard::{Guard, HEALTH};
 use crate::http::sessions::Sessions;
 use crate::signals::Signals;
 use crate::{Server, Shared};
+use toolbelt_mcp_core::config::Config;
+use toolbelt_mcp_core::config::http::HttpConfig;
 
 /// The MCP endpoint.
 pub const ENDPOINT: &str = "/mcp";
@@ -36,14 +36,14 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves MCP on `http.addr` until a signal asks it to stop.
 pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> {
-    if config.network == crate::sandbox::mode::Network::Host
-        && config.sandbox != crate::sandbox::mode::SandboxMode::FullAccess
+    if config.network == toolbelt_mcp_sandbox::mode::Network::Host
+        && config.sandbox != toolbelt_mcp_sandbox::mode::SandboxMode::FullAccess
     {
         return Err("`--network host` cannot be used with `serve --http`: commands would share this machine's loopback, where this server listens, and could call it themselves (and answer its questions); use `--network allow` (the default: other hosts through the proxy) and list the local services commands need with `--network-allow 127.0.0.1:PORT`".into());
     }
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
-    let store = crate::store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
+    let store = toolbelt_mcp_store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
     let shared = Shared::new(config.clone(), store, true);
     let sessions = Arc::new(Sessions::new(shared.clone(), http.max_sessions, http.idle_timeout));
     let stop_sessions = CancellationToken::new();
@@ -74,7 +74,7 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     // The proxy never takes a command there, even where the user allowed loopback.
     #[cfg(unix)]
     if let Ok(bound) = listener.local_addr() {
-        crate::sandbox::proxy::note_own_listener(bound);
+        toolbelt_mcp_sandbox::proxy::note_own_listener(bound);
     }
     let local = listener.local_addr().map_err(|err| format!("cannot read the address listened on: {err}"))?;
     let _ = std::io::stderr().write_all(startup_lines(&format!("http://{local}{ENDPOINT}"), &http).as_bytes());
@@ -118,16 +118,19 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     outcome
 }
 
-/// Answers `GET /metrics`: every counter of `crate::metrics`, with the open sessions counted now.
+/// Answers `GET /metrics`: every counter of `toolbelt_mcp_core::metrics`, with the open sessions counted now.
 async fn metrics(shared: Arc<Shared>) -> impl axum::response::IntoResponse {
-    crate::metrics::set_sessions_open(shared.open_sessions());
-    ([(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], crate::metrics::render())
+    toolbelt_mcp_core::metrics::set_sessions_open(shared.open_sessions());
+    (
+        [(axum::http::header::CONTENT_TYPE, toolbelt_mcp_core::metrics::CONTENT_TYPE)],
+        toolbelt_mcp_core::metrics::render(),
+    )
 }
 
 /// What the server says when it listens: its URL, whether and how requests are
 /// authenticated, and host configs to paste (with the generated token: nobody else has it).
 fn startup_lines(url: &str, http: &HttpConfig) -> String {
-    use crate::config::http::TokenSource;
+    use toolbelt_mcp_core::config::http::TokenSource;
     let bearer = match (&http.token, &http.token_source) {
         (Some(token), TokenSource::Generated(_)) => format!("Bearer {}", token.reveal()),
         (Some(_), _) => "Bearer $TOOLBELT_AUTH_TOKEN".to_string(),

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use tokio_postgres::config::Host;
 
-use crate::sandbox::fs;
+use toolbelt_mcp_sandbox::fs;
 
 /// Whether `url` names a PostgreSQL database.
 #[cfg(test)]

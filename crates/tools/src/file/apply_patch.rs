@@ -4,12 +4,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::edit::{self, Diff, Landing, Text, diff, push_diff};
 use crate::file::patch::{self, FilePatch};
-use crate::sandbox::write::{Existing, Kind, Replace, Target};
 use crate::session::ChangeKind;
 use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, split_lines};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::write::{Existing, Kind, Replace, Target};
 
 /// The `apply_patch` operation.
 pub struct ApplyPatch;

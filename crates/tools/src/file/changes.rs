@@ -3,12 +3,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::edit::{diff, push_diff};
-use crate::sandbox::paths::normalize;
-use crate::sandbox::write::Target;
 use crate::session::{Change, ChangeKind};
 use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::paths::normalize;
+use toolbelt_mcp_sandbox::write::Target;
 
 /// The `changes` operation.
 pub struct Changes;

@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::ToolError;
 use crate::file::edit::{self, Landing, WriteOutput};
-use crate::sandbox::write::Replace;
 use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::write::Replace;
 
 /// The `create_file` operation.
 pub struct CreateFile;

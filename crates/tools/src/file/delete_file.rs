@@ -4,11 +4,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::human_size;
-use crate::sandbox::write::Kind;
 use crate::session::ChangeKind;
 use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::write::Kind;
 
 /// The `delete_file` operation.
 pub struct DeleteFile;

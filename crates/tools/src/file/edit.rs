@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::error::ToolError;
-use crate::sandbox::write::{Existing, Replace, Target};
 use crate::session::ChangeKind;
 use crate::{Context, Lines, RESERVE, Reply, split_lines};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::write::{Existing, Replace, Target};
 
 /// Structured result of every write operation.
 #[derive(Debug, Default, Serialize, JsonSchema)]

@@ -7,11 +7,11 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::glob::PathGlob;
-use crate::sandbox::walk::{self, WalkOptions};
-use crate::sandbox::{Resolved, fs};
 use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::walk::{self, WalkOptions};
+use toolbelt_mcp_sandbox::{Resolved, fs};
 
 const DEFAULT_LIMIT: usize = 500;
 
@@ -96,7 +96,7 @@ fn search(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Output
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let by_mtime = args.sort == Some(Sort::Mtime);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None)
-        .hiding(crate::policy::hidden_paths(&context.config));
+        .hiding(toolbelt_mcp_policy::hidden_paths(&context.config));
     let total = AtomicU64::new(0);
     let base = dir.real();
     // Newest first, then path; `Reverse` on the time makes "smallest" mean "newest".

@@ -7,7 +7,7 @@ use std::path::Path;
 use globset::GlobBuilder;
 use regex_automata::meta::Regex;
 
-use crate::error::ToolError;
+use toolbelt_mcp_core::error::ToolError;
 
 /// A compiled path glob.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::glob::PathGlob;
-use crate::sandbox::walk::{self, WalkOptions};
-use crate::sandbox::{Resolved, fs};
 use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::walk::{self, WalkOptions};
+use toolbelt_mcp_sandbox::{Resolved, fs};
 
 const DEFAULT_LIMIT: usize = 200;
 
@@ -268,7 +268,7 @@ fn grep(target: &Resolved, args: &Args, context: &Context) -> Result<Reply<Outpu
     let multiline = args.multiline.unwrap_or(false);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, None)
-        .hiding(crate::policy::hidden_paths(&context.config));
+        .hiding(toolbelt_mcp_policy::hidden_paths(&context.config));
     let held = fs::walk_root(target).map_err(|e| ToolError::io("search", target.shown(), e))?;
     let base = if held.symlink_metadata(target.real()).map_err(|e| ToolError::io("search", target.shown(), e))?.is_dir()
     {

@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::ToolError;
 use crate::file::edit::{self, WriteOutput};
 use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
 
 /// The `insert_lines` operation.
 pub struct InsertLines;

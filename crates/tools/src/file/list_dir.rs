@@ -9,12 +9,12 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::human_size;
-use crate::sandbox::handle::{DirHandle, Kind};
-use crate::sandbox::walk::{self, WalkOptions};
-use crate::sandbox::{Resolved, Roots, fs};
 use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, json_size, push_decimal};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::handle::{DirHandle, Kind};
+use toolbelt_mcp_sandbox::walk::{self, WalkOptions};
+use toolbelt_mcp_sandbox::{Resolved, Roots, fs};
 
 const DEFAULT_LIMIT: usize = 1000;
 const MAX_DEPTH: usize = 10;
@@ -105,7 +105,7 @@ struct Found {
 struct Walked {
     /// The root held open, to describe entries beneath it (`ignore`'s walk: the listing walk
     /// hands over the directory of each entry).
-    held: Option<crate::sandbox::beneath::Root>,
+    held: Option<toolbelt_mcp_sandbox::beneath::Root>,
     /// The directory of the entries being described, opened beneath the root (a walk in tree
     /// order meets a directory's entries together).
     parent: Option<(PathBuf, DirHandle)>,
@@ -123,7 +123,7 @@ struct Walked {
 }
 
 impl Walked {
-    fn new(held: Option<crate::sandbox::beneath::Root>, roots: Arc<Roots>, depth: usize, limit: usize) -> Self {
+    fn new(held: Option<toolbelt_mcp_sandbox::beneath::Root>, roots: Arc<Roots>, depth: usize, limit: usize) -> Self {
         let (found, children) = (Vec::new(), HashMap::new());
         Self { held, parent: None, roots, depth, limit, found, children, counting: None, total: 0, unreadable: 0 }
     }
@@ -252,12 +252,12 @@ const QUICK: usize = 512;
 /// on a blocking thread. The root back when the walk declined (`ignore`'s walker is needed).
 #[cfg(target_os = "linux")]
 async fn quick(
-    held: crate::sandbox::beneath::Root,
+    held: toolbelt_mcp_sandbox::beneath::Root,
     dir: &Resolved,
     options: WalkOptions,
     fresh: Walked,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<Result<Walked, crate::sandbox::beneath::Root>, ToolError> {
+) -> Result<Result<Walked, toolbelt_mcp_sandbox::beneath::Root>, ToolError> {
     use walk::listing::Declined;
     let again = fresh.emptied();
     let mut walked = fresh;
@@ -294,7 +294,7 @@ async fn list(dir: &Resolved, args: &Args, context: &Context) -> Result<Reply<Ou
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let options = WalkOptions::new(args.include_hidden, args.respect_gitignore, Some(depth + 1))
-        .hiding(crate::policy::hidden_paths(&context.config));
+        .hiding(toolbelt_mcp_policy::hidden_paths(&context.config));
     let roots = context.roots.clone();
     let cancel = context.signals.cancel.clone();
     // Walked from directory handles (see `walk::listing`); with `ignore`'s walker when that

@@ -45,4 +45,4 @@ pub const TOOL: ToolDef = ToolDef {
     granular_prefix: "",
 };
 
-pub use crate::units::human_size;
+pub use toolbelt_mcp_core::units::human_size;

@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::ToolError;
 use crate::file::edit::{self, WriteOutput};
 use crate::file::matching;
 use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
 
 /// The `multi_replace` operation.
 pub struct MultiReplace;

@@ -14,10 +14,10 @@ mod scan;
 
 use scan::{Pass, Scan, Window};
 
-use crate::error::ToolError;
 use crate::file::human_size;
-use crate::sandbox::{Resolved, fs};
 use crate::{Call, Effect, EffectKind, Image, Operation, Reply, blocking_unless_short};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::{Resolved, fs};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: u64 = 2000;

@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
-use crate::sandbox::write::{Kind, Replace};
 use crate::session::ChangeKind;
 use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::write::{Kind, Replace};
 
 /// The `rename_file` operation.
 pub struct RenameFile;

@@ -6,12 +6,12 @@ use std::collections::HashSet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::file::edit::sha256_hex;
-use crate::policy::Gate;
-use crate::sandbox::write::{Kind, Replace, Target};
 use crate::session::{Before, Change, ChangeKind};
 use crate::{Call, Context, Effect, EffectKind, Operation, Reply, blocking};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_policy::Gate;
+use toolbelt_mcp_sandbox::write::{Kind, Replace, Target};
 
 /// The `undo` operation.
 pub struct Undo;

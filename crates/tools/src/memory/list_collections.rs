@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::memory::Scope;
-use crate::store::timestamp;
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_store::timestamp;
 
 /// The `list_collections` operation.
 pub struct ListCollections;

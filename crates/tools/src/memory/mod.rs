@@ -11,8 +11,8 @@ mod update;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::store::GLOBAL;
 use crate::{Context, OperationDef, ToolDef};
+use toolbelt_mcp_store::GLOBAL;
 
 /// The `memory_operations` tool and its operations, in listing order.
 pub const TOOL: ToolDef = ToolDef {
@@ -68,9 +68,9 @@ impl Scope {
 }
 
 /// The collection a call names, checked, or the default one.
-fn collection_name(collection: Option<String>) -> Result<String, crate::error::ToolError> {
+fn collection_name(collection: Option<String>) -> Result<String, toolbelt_mcp_core::error::ToolError> {
     let name = collection.unwrap_or_else(|| DEFAULT_COLLECTION.to_string());
-    crate::store::check_name("collection", &name)?;
+    toolbelt_mcp_store::check_name("collection", &name)?;
     Ok(name)
 }
 

@@ -3,12 +3,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::memory::{Scope, titled};
-use crate::store::memory;
-use crate::store::search::{MAX_LIMIT, Mode, Query, RANK_WINDOW};
-use crate::store::timestamp;
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_store::memory;
+use toolbelt_mcp_store::search::{MAX_LIMIT, Mode, Query, RANK_WINDOW};
+use toolbelt_mcp_store::timestamp;
 
 /// The `search` operation.
 pub struct Search;
@@ -97,7 +97,7 @@ impl Operation for Search {
             });
         }
         if let Some(collection) = &args.collection {
-            crate::store::check_name("collection", collection)?;
+            toolbelt_mcp_store::check_name("collection", collection)?;
         }
         let query = Query {
             text: args.query.clone(),

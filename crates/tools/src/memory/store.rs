@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::memory::{Scope, changed, collection_name};
-use crate::store::memory::{self, NewMemory};
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_store::memory::{self, NewMemory};
 
 /// The `store` operation.
 pub struct Store;

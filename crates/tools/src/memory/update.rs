@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::memory::{Scope, changed};
-use crate::store::{memory, timestamp};
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_store::{memory, timestamp};
 
 /// The `update` operation.
 pub struct Update;
@@ -64,7 +64,7 @@ impl Operation for Update {
             }
         }
         if fields.is_empty() {
-            return Err(crate::store::StoreError::Rule(
+            return Err(toolbelt_mcp_store::StoreError::Rule(
                 "nothing to update; give at least one of `content`, `title` or `tags`".into(),
             )
             .into());

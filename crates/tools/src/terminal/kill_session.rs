@@ -4,9 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::terminal::{SessionState, describe_status};
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::process::signal_named;
 
 /// The `kill_session` operation.

@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::terminal::describe_status;
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
 
 /// The `list_sessions` operation.
 pub struct ListSessions;

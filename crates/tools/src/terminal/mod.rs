@@ -15,10 +15,10 @@ mod start_session;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use crate::error::ToolError;
-use crate::sandbox::Resolved;
-use crate::sandbox::mode::SandboxMode;
 use crate::{Context, OperationDef, ToolDef};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::Resolved;
+use toolbelt_mcp_sandbox::mode::SandboxMode;
 use toolbelt_mcp_terminal::env::{self, Terminal};
 use toolbelt_mcp_terminal::process::Launch;
 
@@ -107,7 +107,7 @@ fn launch(
     let link = match &confinement {
         Some(_) if context.config.network.proxied() => {
             let link = terminals.proxy_link(&context.config)?;
-            for (name, value) in crate::sandbox::proxy::environment() {
+            for (name, value) in toolbelt_mcp_sandbox::proxy::environment() {
                 if !extra.contains_key(&name) {
                     environment.retain(|(set, _)| *set != *name);
                     environment.push((name.into(), value.into()));

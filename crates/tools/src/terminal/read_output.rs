@@ -6,9 +6,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::terminal::{SessionState, describe_status, fit_output, millis};
 use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::session::{Kind, TermSession};
 use toolbelt_mcp_terminal::text;
 

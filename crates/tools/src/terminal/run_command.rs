@@ -6,12 +6,12 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
-use crate::sandbox::exec::{SETUP_FAILED, SETUP_PREFIX};
 use crate::terminal::{
     SessionState, describe_status, env_pairs, fit_output, launch, millis, sandbox_label, shell_command,
 };
 use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_sandbox::exec::{SETUP_FAILED, SETUP_PREFIX};
 use toolbelt_mcp_terminal::env::Terminal;
 use toolbelt_mcp_terminal::foreground::{self, Watch};
 use toolbelt_mcp_terminal::log::OutputLog;

@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::terminal::read_output::{QUIET, page};
 use crate::terminal::{SessionState, describe_status, fit_output, millis};
 use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::keys;
 use toolbelt_mcp_terminal::session::Kind;
 

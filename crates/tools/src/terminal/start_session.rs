@@ -6,10 +6,10 @@ use std::ffi::OsString;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ToolError;
 use crate::terminal::read_output::{QUIET, page};
 use crate::terminal::{SessionState, describe_status, env_pairs, fit_output, launch, millis, sandbox_label};
 use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::env::Terminal;
 use toolbelt_mcp_terminal::session::TermSession;
 

@@ -9,11 +9,11 @@ mod write;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::error::ToolError;
-use crate::store::todo_rules::{percent, plural};
-use crate::store::todos::{Item, Priority, Status, TodoList};
-use crate::store::{StoreError, TodoChange};
 use crate::{Context, OperationDef, Reply, ToolDef};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_store::todo_rules::{percent, plural};
+use toolbelt_mcp_store::todos::{Item, Priority, Status, TodoList};
+use toolbelt_mcp_store::{StoreError, TodoChange};
 
 /// The `todo_operations` tool and its operations, in listing order.
 pub const TOOL: ToolDef = ToolDef {
@@ -81,7 +81,7 @@ impl Counts {
 /// The list a call names, checked, or the default one.
 fn list_name(list: Option<String>) -> Result<String, ToolError> {
     let name = list.unwrap_or_else(|| DEFAULT_LIST.to_string());
-    crate::store::check_name("list", &name)?;
+    toolbelt_mcp_store::check_name("list", &name)?;
     Ok(name)
 }
 

@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::ToolError;
 use crate::todo::{ListOutput, list_name, reply};
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
 
 /// The `read` operation.
 pub struct Read;

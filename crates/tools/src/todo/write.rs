@@ -3,11 +3,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::ToolError;
-use crate::store::TodoChange;
-use crate::store::todos::Draft;
 use crate::todo::{ListOutput, change};
 use crate::{Call, Effect, EffectKind, Operation, Reply};
+use toolbelt_mcp_core::error::ToolError;
+use toolbelt_mcp_store::TodoChange;
+use toolbelt_mcp_store::todos::Draft;
 
 /// The `write` operation.
 pub struct Write;

@@ -18,7 +18,7 @@ const SETTLED: Duration = Duration::from_secs(2);
 
 /// A file as it was when it was read (device, inode, size, mtime, ctime): any change makes
 /// another identity.
-pub use crate::sandbox::handle::Version as Identity;
+pub use toolbelt_mcp_sandbox::handle::Version as Identity;
 
 /// The whole-file facts of a full pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
