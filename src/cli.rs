@@ -10,7 +10,7 @@ use toolbelt_mcp_core::config::args::{CommonArgs, HttpArgs};
 /// A sandboxed MCP toolbelt: files, search, terminals, todos and memory in one server.
 #[derive(Debug, Parser)]
 #[command(name = "toolbelt-mcp", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -18,7 +18,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the MCP server on stdio (stdout carries only the protocol; logs go to stderr), or
     /// on streamable HTTP with `--http ADDR`.
     Serve(ServeArgs),
@@ -35,7 +35,7 @@ pub enum Command {
 
 /// Flags of `toolbelt-mcp serve`.
 #[derive(Debug, Default, Clone, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The flags every command shares.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -46,7 +46,7 @@ pub struct ServeArgs {
 
 /// Flags of `toolbelt-mcp schemas`.
 #[derive(Debug, Args)]
-pub struct SchemasArgs {
+pub(crate) struct SchemasArgs {
     /// Verify instead of writing: exit 1 if the files differ from what this binary generates.
     #[arg(long)]
     pub check: bool,

@@ -119,7 +119,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// The section: the agent at `bin` and, when given, the baseline agent at `base`.
-pub fn agent_turns(bin: &Path, base: Option<&Path>, ws: &Path) {
+pub(crate) fn agent_turns(bin: &Path, base: Option<&Path>, ws: &Path) {
     std::fs::write(ws.join("small.txt"), "a line of the small file, read again and again\n".repeat(64)).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut rows: Vec<(String, Vec<&str>, Option<&Path>)> = vec![

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Sessions at once.
-pub const SESSIONS: usize = 32;
+pub(crate) const SESSIONS: usize = 32;
 /// The whole load stops by itself after this long.
 const LIMIT: Duration = Duration::from_secs(180);
 
@@ -69,7 +69,7 @@ impl Load {
 }
 
 /// Section 6: 32 sessions × `calls` calls over HTTP, against `GET /health` under the same load.
-pub fn http_load(bin: &Path, ws: &Path, calls: usize) {
+pub(crate) fn http_load(bin: &Path, ws: &Path, calls: usize) {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     runtime.block_on(run(bin, ws, calls));
 }

@@ -30,7 +30,7 @@ fn row(label: &str, process: &str, (med, p90): (f64, f64), floor: f64) {
 }
 
 /// Section 5: `todo update`, `memory store` and `memory search` over 10,000 memories.
-pub fn record_calls(bin: &Path, ws: &Path, calls: usize, compare: Option<&str>) {
+pub(crate) fn record_calls(bin: &Path, ws: &Path, calls: usize, compare: Option<&str>) {
     println!("\n## Todos and memories, {calls} calls after {WARMUP} warm-up\n");
     println!("| call | process | median | p90 | median / floor |");
     println!("|---|---|---:|---:|---:|");

@@ -183,7 +183,7 @@ fn engine_rows(
 }
 
 /// Section `scale`.
-pub fn scale(bin: &Path, ws: &Path, sizes: &[usize], calls: usize) {
+pub(crate) fn scale(bin: &Path, ws: &Path, sizes: &[usize], calls: usize) {
     println!("\n## Memories at scale, {calls} calls per row (50 for the common word)\n");
     println!("| engine | memories | call | median | p90 |");
     println!("|---|---:|---|---:|---:|");

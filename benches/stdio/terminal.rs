@@ -62,7 +62,7 @@ fn run(p: &mut Peer, command: &str) -> Value {
 }
 
 /// Section 4: `run_command "echo hi"`, 1 MB of output, and a PTY round trip.
-pub fn terminal_calls(bin: &Path, ws: &Path, calls: usize) {
+pub(crate) fn terminal_calls(bin: &Path, ws: &Path, calls: usize) {
     let calls = calls.min(300);
     println!("\n## Commands and PTY sessions, {calls} calls after {} warm-up\n", super::WARMUP);
     println!("| call | process | median | p90 | median / floor |");

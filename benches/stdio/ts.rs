@@ -24,7 +24,7 @@ fn met(value: &Value, pointer: &str) -> &'static str {
 }
 
 /// Runs the TypeScript client bench on `bin` (and on `compare`, a command with `{root}`).
-pub fn ts_client(bin: &Path, compare: Option<&str>, runs: usize, calls: usize) {
+pub(crate) fn ts_client(bin: &Path, compare: Option<&str>, runs: usize, calls: usize) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ts");
     let node = Command::new("node").arg("--version").output();
     if node.is_err() || !dir.join("node_modules/@modelcontextprotocol/sdk").exists() {

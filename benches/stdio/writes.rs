@@ -51,7 +51,7 @@ fn patch_pair(root: &Path) -> (String, String) {
 }
 
 /// Section 3: create_file 4 KB, replace_string on 1 KB, apply_patch 20 hunks on 5k lines.
-pub fn write_calls(servers: &[Server], ws: &Path, calls: usize) {
+pub(crate) fn write_calls(servers: &[Server], ws: &Path, calls: usize) {
     println!("\n## Writes (atomic, fsynced), {calls} calls after {} warm-up\n", super::WARMUP);
     println!("| call | process | median | p90 | median / floor |");
     println!("|---|---|---:|---:|---:|");

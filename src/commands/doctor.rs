@@ -7,7 +7,7 @@ use toolbelt_mcp_sandbox::{backend, fs};
 use toolbelt_mcp_tools as tools;
 
 /// Prints the report.
-pub fn run(config: &Config) -> Result<(), String> {
+pub(crate) fn run(config: &Config) -> Result<(), String> {
     let tools = tools::specs(config.tool_layout, config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly)
         .map_err(|e| e.to_string())?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

@@ -10,12 +10,11 @@ use toolbelt_mcp_sandbox::contract::{Bind, Contract};
 use toolbelt_mcp_sandbox::exec::Confinement;
 #[cfg(target_os = "linux")]
 use toolbelt_mcp_sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
-#[cfg(target_os = "linux")]
 use toolbelt_mcp_sandbox::mode::Network;
 use toolbelt_mcp_terminal::Terminals;
 
 /// The report's sandbox lines.
-pub fn report(config: &Config) -> String {
+pub(super) fn report(config: &Config) -> String {
     let mut out = format!("sandbox:       {}", config.sandbox.as_str());
     let terminals = Terminals::new(config);
     let confinement = terminals.confinement(config, &config.roots);

@@ -1,6 +1,6 @@
 //! The non-serving subcommands: `schemas` and `doctor`. They write reports to stdout, which
 //! is theirs (only `serve` reserves stdout for the protocol).
 
-pub mod doctor;
+pub(crate) mod doctor;
 mod doctor_sandbox;
-pub mod schemas;
+pub(crate) mod schemas;

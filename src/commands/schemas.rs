@@ -12,7 +12,7 @@ use toolbelt_mcp_sandbox::fs;
 use toolbelt_mcp_tools::{self as tools, OperationDef, TOOLS};
 
 /// Generated files: (path relative to the repo, contents).
-pub fn generate() -> Result<Vec<(String, String)>, String> {
+pub(crate) fn generate() -> Result<Vec<(String, String)>, String> {
     let consolidated = tools::generate(ToolLayout::Consolidated, false).map_err(|e| e.to_string())?;
     let granular = tools::generate(ToolLayout::Granular, false).map_err(|e| e.to_string())?;
     let mut files = Vec::new();
@@ -93,7 +93,7 @@ fn doc(field: &Value) -> String {
 }
 
 /// Runs the subcommand; the exit code is 1 when `--check` finds a difference.
-pub fn run(args: &SchemasArgs) -> Result<bool, String> {
+pub(crate) fn run(args: &SchemasArgs) -> Result<bool, String> {
     let mut stdout = std::io::stdout().lock();
     let mut all_same = true;
     for (relative, contents) in generate()? {

@@ -9,13 +9,13 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 /// The binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_toolbelt-mcp");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_toolbelt-mcp");
 
 /// Lines in the generated big file.
-pub const BIG_LINES: usize = 50_000;
+pub(crate) const BIG_LINES: usize = 50_000;
 
 /// A copy of `fixtures/workspace` in a temp dir, with symlinks and a big file made here.
-pub struct Workspace {
+pub(crate) struct Workspace {
     _tmp: tempfile::TempDir,
     /// The workspace root (canonical).
     pub root: PathBuf,
@@ -31,7 +31,7 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let tmp = tempfile::tempdir_in(scratch_base()).unwrap();
         let base = tmp.path().canonicalize().unwrap();
         let root = base.join("ws");
@@ -55,13 +55,13 @@ impl Workspace {
 
     /// A workspace whose servers keep their records in a new database of the test PostgreSQL
     /// server (`None`: no server, and the test is skipped, saying why).
-    pub async fn on_postgres() -> Option<Self> {
+    pub(crate) async fn on_postgres() -> Option<Self> {
         let url = super::pg::server()?.database().await;
         Some(Self { store: Some(url), ..Self::new() })
     }
 
     /// `TOOLBELT_STORE` for servers started here, if they use PostgreSQL.
-    pub fn store_env(&self) -> Vec<(&'static str, &str)> {
+    pub(crate) fn store_env(&self) -> Vec<(&'static str, &str)> {
         self.store.iter().map(|url| ("TOOLBELT_STORE", url.as_str())).collect()
     }
 }
@@ -129,7 +129,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// A connected MCP client talking to a spawned server.
-pub struct Client {
+pub(crate) struct Client {
     pub service: RunningService<RoleClient, ()>,
     /// The server's process id, when known.
     pub pid: Option<u32>,
@@ -137,7 +137,7 @@ pub struct Client {
 
 /// A tool result in test-friendly form.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub text: String,
     pub structured: Value,
     pub is_error: bool,
@@ -146,19 +146,19 @@ pub struct Reply {
 
 impl Client {
     /// Starts `toolbelt-mcp serve --root <ws> <extra…>`.
-    pub async fn start(ws: &Workspace, extra: &[&str]) -> Self {
+    pub(crate) async fn start(ws: &Workspace, extra: &[&str]) -> Self {
         let mut args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
         Self::spawn_with_env(&args, &ws.config_home, None, &ws.store_env()).await
     }
 
     /// Starts the binary with exactly these arguments.
-    pub async fn spawn(args: &[String], config_home: &Path, cwd: Option<&Path>) -> Self {
+    pub(crate) async fn spawn(args: &[String], config_home: &Path, cwd: Option<&Path>) -> Self {
         Self::spawn_with_env(args, config_home, cwd, &[]).await
     }
 
     /// Starts `serve --root <ws> <extra…>` with extra environment variables.
-    pub async fn start_with_env(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) async fn start_with_env(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut args = vec!["serve".to_string(), "--root".into(), ws.root.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut env = env.to_vec();
@@ -167,7 +167,12 @@ impl Client {
     }
 
     /// Starts the binary with these arguments and extra environment variables.
-    pub async fn spawn_with_env(args: &[String], config_home: &Path, cwd: Option<&Path>, env: &[(&str, &str)]) -> Self {
+    pub(crate) async fn spawn_with_env(
+        args: &[String],
+        config_home: &Path,
+        cwd: Option<&Path>,
+        env: &[(&str, &str)],
+    ) -> Self {
         let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
             cmd.envs(env.iter().copied());
             cmd.args(args)
@@ -186,46 +191,46 @@ impl Client {
     }
 
     /// Calls a tool and unpacks the result.
-    pub async fn call(&self, tool: &str, args: Value) -> Reply {
+    pub(crate) async fn call(&self, tool: &str, args: Value) -> Reply {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().unwrap().clone());
         let raw = self.service.call_tool(params).await.unwrap();
         unpack(raw)
     }
 
     /// Calls `file_operations`.
-    pub async fn file(&self, args: Value) -> Reply {
+    pub(crate) async fn file(&self, args: Value) -> Reply {
         self.call("file_operations", args).await
     }
 
     /// Calls `terminal_operations` with `operation` and its fields.
-    pub async fn term(&self, operation: &str, fields: Value) -> Reply {
+    pub(crate) async fn term(&self, operation: &str, fields: Value) -> Reply {
         self.call("terminal_operations", op(operation, fields)).await
     }
 
     /// Calls `todo_operations` with `operation` and its fields.
-    pub async fn todo(&self, operation: &str, fields: Value) -> Reply {
+    pub(crate) async fn todo(&self, operation: &str, fields: Value) -> Reply {
         self.call("todo_operations", op(operation, fields)).await
     }
 
     /// Calls `memory_operations` with `operation` and its fields.
-    pub async fn memory(&self, operation: &str, fields: Value) -> Reply {
+    pub(crate) async fn memory(&self, operation: &str, fields: Value) -> Reply {
         self.call("memory_operations", op(operation, fields)).await
     }
 
     /// Runs a foreground command and returns the result (error or not).
-    pub async fn run(&self, command: &str) -> Reply {
+    pub(crate) async fn run(&self, command: &str) -> Reply {
         self.term("run_command", json!({ "command": command })).await
     }
 
     /// Calls `file_operations` and asserts success.
-    pub async fn ok(&self, args: Value) -> Reply {
+    pub(crate) async fn ok(&self, args: Value) -> Reply {
         let reply = self.file(args.clone()).await;
         assert!(!reply.is_error, "{args} failed: {}", reply.text);
         reply
     }
 
     /// Calls `file_operations` and asserts an `isError` result; returns its text.
-    pub async fn err(&self, args: Value) -> String {
+    pub(crate) async fn err(&self, args: Value) -> String {
         let reply = self.file(args.clone()).await;
         assert!(reply.is_error, "{args} should fail but gave: {}", reply.text);
         assert!(reply.structured.is_null(), "errors carry no structured content");
@@ -233,18 +238,18 @@ impl Client {
     }
 
     /// The server's peak resident memory (VmHWM), in KiB.
-    pub fn peak_rss_kib(&self) -> u64 {
+    pub(crate) fn peak_rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid.unwrap())).unwrap();
         let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         self.service.cancel().await.unwrap();
     }
 }
 
-pub fn unpack(raw: CallToolResult) -> Reply {
+pub(crate) fn unpack(raw: CallToolResult) -> Reply {
     let text = raw.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n");
     let reply = Reply {
         text,
@@ -286,14 +291,14 @@ fn check_views(reply: &Reply) {
 impl Reply {
     /// A payload field of the structured view (an array of lines) as text, a newline after
     /// each line; empty when absent.
-    pub fn joined(&self, field: &str) -> String {
+    pub(crate) fn joined(&self, field: &str) -> String {
         let lines = self.structured.get(field).and_then(Value::as_array).cloned().unwrap_or_default();
         lines.iter().map(|l| format!("{}\n", l.as_str().unwrap_or_default())).collect()
     }
 }
 
 /// `{"operation": op, ...fields}`.
-pub fn op(operation: &str, fields: Value) -> Value {
+pub(crate) fn op(operation: &str, fields: Value) -> Value {
     let mut map = fields.as_object().cloned().unwrap_or_default();
     map.insert("operation".into(), json!(operation));
     Value::Object(map)
@@ -301,15 +306,15 @@ pub fn op(operation: &str, fields: Value) -> Value {
 
 /// Shell words printing the shell's pid as the host sees it can be found: `PID:pid:[NS]`, the
 /// pid inside the command's PID namespace and that namespace (see [`host_pid`]).
-pub const SELF_PID: &str = "$$:$(readlink /proc/$$/ns/pid)";
+pub(crate) const SELF_PID: &str = "$$:$(readlink /proc/$$/ns/pid)";
 /// The same for the last background job (`$!`) (the isolation tests, Linux).
 #[cfg(target_os = "linux")]
-pub const JOB_PID: &str = "$!:$(readlink /proc/$!/ns/pid)";
+pub(crate) const JOB_PID: &str = "$!:$(readlink /proc/$!/ns/pid)";
 
 /// The host pid of the process whose whole command line is `argv`, waiting up to `secs` for it
 /// to start: how a test finds a sandboxed command's process (what the command writes in the
 /// root reaches the real tree only when it ends, so it cannot report a pid through a file).
-pub async fn process_with_args(argv: &[&str], secs: u64) -> u32 {
+pub(crate) async fn process_with_args(argv: &[&str], secs: u64) -> u32 {
     let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
@@ -326,7 +331,7 @@ pub async fn process_with_args(argv: &[&str], secs: u64) -> u32 {
 
 /// A `sleep` of about `secs` seconds that no other test runs (its fraction is unique in this
 /// process), for [`process_with_args`] to find: the command line and its argument.
-pub fn unique_sleep(secs: u64) -> (String, String) {
+pub(crate) fn unique_sleep(secs: u64) -> (String, String) {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let arg = format!("{secs}.{:03}{n:04}", std::process::id() % 1000);
@@ -335,7 +340,7 @@ pub fn unique_sleep(secs: u64) -> (String, String) {
 
 /// The host pid of a process a sandboxed command reported with [`SELF_PID`] or [`JOB_PID`]:
 /// the one in that PID namespace with that pid there.
-pub fn host_pid(reported: &str) -> u32 {
+pub(crate) fn host_pid(reported: &str) -> u32 {
     let (inner, namespace) = reported.trim().split_once(':').unwrap_or_else(|| panic!("not a pid report: {reported}"));
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
@@ -351,7 +356,7 @@ pub fn host_pid(reported: &str) -> u32 {
 }
 
 /// Whether process `pid` is gone (or a zombie waiting for its parent).
-pub fn gone(pid: u32) -> bool {
+pub(crate) fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
@@ -359,7 +364,7 @@ pub fn gone(pid: u32) -> bool {
 }
 
 /// Waits up to `secs` for `pid` to be gone.
-pub async fn wait_gone(pid: u32, secs: u64) -> bool {
+pub(crate) async fn wait_gone(pid: u32, secs: u64) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while std::time::Instant::now() < deadline && !gone(pid) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -371,7 +376,7 @@ pub async fn wait_gone(pid: u32, secs: u64) -> bool {
 /// certificate, so building it does not load and decode the system's root store, which the
 /// default client does each time (a debug build spent seconds of CPU on it in one test of
 /// 200 sessions).
-pub fn loopback_http() -> reqwest::Client {
+pub(crate) fn loopback_http() -> reqwest::Client {
     // reqwest is built without a default TLS provider (the agent installs ring's).
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().tls_certs_only([]).build().unwrap()

@@ -25,7 +25,7 @@ const TOKEN: &str = "test-token-0123456789abcdef";
 const NO_TOKEN: (&str, &str) = ("authorization", "");
 
 /// A `serve --http 127.0.0.1:0` server; killed when dropped.
-pub struct HttpServer {
+pub(crate) struct HttpServer {
     child: tokio::process::Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
@@ -39,18 +39,19 @@ pub struct HttpServer {
 static TOKENS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 /// The `Authorization` header the server at `url` requires, if any.
-pub fn bearer_for(url: &str) -> Option<String> {
+pub(crate) fn bearer_for(url: &str) -> Option<String> {
     let tokens = TOKENS.lock().unwrap();
     tokens.iter().find(|(base, _)| url.starts_with(base.as_str())).map(|(_, token)| format!("Bearer {token}"))
 }
 
 impl HttpServer {
-    pub async fn start(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) async fn start(ws: &Workspace, extra: &[&str], env: &[(&str, &str)]) -> Self {
         Self::start_at(ws, "127.0.0.1:0", extra, env).await
     }
 
     /// A server on `127.0.0.1:port`.
-    pub async fn start_at_port(ws: &Workspace, port: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) async fn start_at_port(ws: &Workspace, port: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         Self::start_at(ws, &format!("127.0.0.1:{port}"), extra, env).await
     }
 
@@ -104,7 +105,7 @@ impl HttpServer {
     }
 
     /// The MCP endpoint.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}/mcp", self.base)
     }
 
@@ -112,7 +113,7 @@ impl HttpServer {
         self.child.id().unwrap()
     }
 
-    pub fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
+    pub(crate) fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
         if let Some(token) = token {
             config = config.auth_header(token);
@@ -121,12 +122,12 @@ impl HttpServer {
     }
 
     /// A transport with the server's own token.
-    pub fn authed(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+    pub(crate) fn authed(&self) -> StreamableHttpClientTransport<reqwest::Client> {
         self.transport(self.token.as_deref())
     }
 
     /// A client that opens a session (protocol before 2026-07-28).
-    pub async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         Client { service: ().serve(self.authed()).await.unwrap(), pid: None }
     }
 
@@ -190,7 +191,7 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String
 }
 
 /// A session opened by hand (no `GET` stream, as a client that only posts): its id.
-pub async fn raw_session(url: &str) -> String {
+pub(crate) async fn raw_session(url: &str) -> String {
     let (status, text, headers) = post(url, &initialize_body(), &[]).await;
     assert_eq!(status, 200, "{text}");
     let id = headers["mcp-session-id"].to_str().unwrap().to_string();
@@ -561,12 +562,12 @@ fn run_request(command: &str) -> ClientRequest {
 }
 
 /// `run_command` fields of a background `sleep 300` that prints its pid first.
-pub fn background_sleep() -> Value {
+pub(crate) fn background_sleep() -> Value {
     json!({"command": format!("echo {}; exec sleep 300", super::common::SELF_PID), "background": true})
 }
 
 /// The pid a [`background_sleep`] printed.
-pub fn pid_of(started: &super::common::Reply) -> u32 {
+pub(crate) fn pid_of(started: &super::common::Reply) -> u32 {
     assert!(!started.is_error, "{}", started.text);
     super::common::host_pid(started.joined("stdout").as_str())
 }

@@ -15,16 +15,16 @@ use serde_json::{Value, json};
 
 /// Which wire format the agent is pointed at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
+pub(super) enum Wire {
     Anthropic,
     OpenAi,
 }
 
 impl Wire {
-    pub const BOTH: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
+    pub(super) const BOTH: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
 
     /// `--provider` value.
-    pub fn provider(self) -> &'static str {
+    pub(super) fn provider(self) -> &'static str {
         match self {
             Wire::Anthropic => "anthropic",
             Wire::OpenAi => "openai",
@@ -32,7 +32,7 @@ impl Wire {
     }
 
     /// The key variable the agent reads.
-    pub fn key_env(self) -> &'static str {
+    pub(super) fn key_env(self) -> &'static str {
         match self {
             Wire::Anthropic => "ANTHROPIC_API_KEY",
             Wire::OpenAi => "OPENAI_API_KEY",
@@ -41,7 +41,7 @@ impl Wire {
 }
 
 /// The API key the scripted provider expects.
-pub const KEY: &str = "test-key-123";
+pub(super) const KEY: &str = "test-key-123";
 
 #[derive(Default)]
 struct Script {
@@ -60,7 +60,7 @@ struct Script {
 }
 
 /// A running scripted provider.
-pub struct ScriptedLlm {
+pub(super) struct ScriptedLlm {
     pub wire: Wire,
     pub base_url: String,
     script: Arc<Mutex<Script>>,
@@ -68,7 +68,7 @@ pub struct ScriptedLlm {
 
 impl ScriptedLlm {
     /// Serves `fixtures/llm/<name>.json` in `wire` format.
-    pub async fn start(name: &str, wire: Wire) -> Self {
+    pub(super) async fn start(name: &str, wire: Wire) -> Self {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm").join(format!("{name}.json"));
         let fixture: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         Self::start_with(&fixture, wire).await
@@ -77,7 +77,7 @@ impl ScriptedLlm {
     /// Serves `fixture` (the shape of `fixtures/llm/*.json`; also `usage_from_size`,
     /// `summary`: `{"text", "expect"}`, and `pending`: call ids the first request answers) in
     /// `wire` format.
-    pub async fn start_with(fixture: &Value, wire: Wire) -> Self {
+    pub(super) async fn start_with(fixture: &Value, wire: Wire) -> Self {
         let turns = fixture["turns"].as_array().unwrap().iter().cloned().collect();
         let script = Arc::new(Mutex::new(Script {
             turns,
@@ -108,17 +108,17 @@ impl ScriptedLlm {
     }
 
     /// The request bodies received, in order.
-    pub fn requests(&self) -> Vec<Value> {
+    pub(super) fn requests(&self) -> Vec<Value> {
         self.script.lock().unwrap().requests.clone()
     }
 
     /// The summary requests (sent without tools) received, in order.
-    pub fn summaries(&self) -> Vec<Value> {
+    pub(super) fn summaries(&self) -> Vec<Value> {
         self.script.lock().unwrap().summaries.clone()
     }
 
     /// Panics if a request broke an expectation or the script was not played to its end.
-    pub fn assert_played(&self) {
+    pub(super) fn assert_played(&self) {
         let script = self.script.lock().unwrap();
         assert!(script.failures.is_empty(), "the scripted provider saw: {:#?}", script.failures);
         assert!(script.turns.is_empty(), "{} scripted turns were not asked for", script.turns.len());

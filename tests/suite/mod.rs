@@ -6,15 +6,15 @@ mod agent_context;
 mod agent_resume;
 mod agent_servers;
 mod cli;
-pub mod common;
+pub(crate) mod common;
 #[cfg(target_os = "linux")]
 mod confinement;
 mod corners;
-pub mod deploy;
+pub(crate) mod deploy;
 mod escapes;
 #[cfg(target_os = "linux")]
 mod hardening;
-pub mod http;
+pub(crate) mod http;
 mod integrity;
 #[cfg(target_os = "linux")]
 mod isolation;
@@ -27,7 +27,7 @@ mod mediation;
 mod memory;
 mod metrics;
 mod pg;
-pub mod policy;
+pub(crate) mod policy;
 mod postgres;
 mod protocol;
 #[cfg(target_os = "linux")]

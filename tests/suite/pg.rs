@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 const SUPERUSER: &str = "toolbelt";
 
 /// A running server: its socket directory and port.
-pub struct PgServer {
+pub(super) struct PgServer {
     pub socket_dir: PathBuf,
     pub port: u16,
     data: PathBuf,
@@ -85,7 +85,7 @@ fn start(base: &Path) -> Result<PgServer, String> {
 }
 
 /// The test server, or why there is none (then the caller skips; in CI it panics).
-pub fn server() -> Option<&'static PgServer> {
+pub(super) fn server() -> Option<&'static PgServer> {
     // A short path: a Unix socket's path is limited to about 100 bytes.
     match SERVER.get_or_init(|| start(Path::new(&format!("/tmp/toolbelt-pg-{}", std::process::id())))) {
         Ok(server) => Some(server),
@@ -99,12 +99,12 @@ pub fn server() -> Option<&'static PgServer> {
 
 impl PgServer {
     /// The URL of database `name`.
-    pub fn url(&self, name: &str) -> String {
+    pub(super) fn url(&self, name: &str) -> String {
         format!("postgres://{SUPERUSER}@/{name}?host={}&port={}", self.socket_dir.display(), self.port)
     }
 
     /// A new empty database; its URL.
-    pub async fn database(&self) -> String {
+    pub(super) async fn database(&self) -> String {
         let name = format!("t{}_{}", std::process::id(), DATABASES.fetch_add(1, Ordering::Relaxed));
         let client = self.connect("postgres").await;
         client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
@@ -112,7 +112,7 @@ impl PgServer {
     }
 
     /// A connection to database `name` (for checks).
-    pub async fn connect(&self, name: &str) -> tokio_postgres::Client {
+    pub(super) async fn connect(&self, name: &str) -> tokio_postgres::Client {
         let (client, connection) = tokio_postgres::connect(&self.url(name), tokio_postgres::NoTls).await.unwrap();
         tokio::spawn(connection);
         client
@@ -120,7 +120,7 @@ impl PgServer {
 
     /// Starts `postgres` under a watchdog that stops it when the test process is gone, and
     /// waits for its socket.
-    pub fn launch(&self) -> Result<(), String> {
+    pub(super) fn launch(&self) -> Result<(), String> {
         let bin = bin_dir().ok_or("no PostgreSQL binaries")?;
         let script = format!(
             "\"$0\" -D \"$1\" -k \"$2\" -p {} -c listen_addresses= -c fsync=off -c max_connections=200 & pg=$!; \
@@ -152,7 +152,7 @@ impl PgServer {
     }
 
     /// Stops the server (`pg_ctl stop -m fast`): for tests of a database that goes away.
-    pub fn stop(&self) {
+    pub(super) fn stop(&self) {
         let bin = bin_dir().unwrap();
         let out = as_owner(&bin.join("pg_ctl")).args(["stop", "-m", "fast", "-D"]).arg(&self.data).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -160,7 +160,7 @@ impl PgServer {
 }
 
 /// A cluster of one's own (for a test that stops and restarts it), or `None` (skipped).
-pub fn private_server(tag: &str) -> Option<PgServer> {
+pub(super) fn private_server(tag: &str) -> Option<PgServer> {
     server()?;
     match start(Path::new(&format!("/tmp/toolbelt-pg-{}-{tag}", std::process::id()))) {
         Ok(server) => Some(server),

@@ -19,7 +19,7 @@ use super::common::{BIN, Client, Reply, Workspace, op, unpack};
 /// A client that declares elicitation and answers from a script: `allow_once`,
 /// `allow_session`, `deny` (with a note), or `timeout` (answers too late).
 #[derive(Clone, Default)]
-pub struct Asker {
+pub(crate) struct Asker {
     answers: Arc<Mutex<VecDeque<&'static str>>>,
     asked: Arc<Mutex<Vec<String>>>,
 }
@@ -58,22 +58,23 @@ impl ClientHandler for Asker {
 }
 
 impl Asker {
-    pub fn answer(&self, answers: &[&'static str]) {
+    pub(crate) fn answer(&self, answers: &[&'static str]) {
         self.answers.lock().unwrap().extend(answers);
     }
 
-    pub fn asked(&self) -> usize {
+    pub(crate) fn asked(&self) -> usize {
         self.asked.lock().unwrap().len()
     }
 
     /// The questions put so far, as the user was shown them.
-    pub fn messages(&self) -> Vec<String> {
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn messages(&self) -> Vec<String> {
         self.asked.lock().unwrap().clone()
     }
 }
 
 /// A server on `ws` with a config file holding `config`, driven by `handler`.
-pub async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -> RunningService<RoleClient, H> {
+pub(crate) async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -> RunningService<RoleClient, H> {
     let file = ws.config_home.join("policy.toml");
     std::fs::write(&file, config).unwrap();
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
@@ -85,16 +86,20 @@ pub async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handler: H) -
     handler.serve(transport).await.unwrap()
 }
 
-pub async fn call<H: ClientHandler>(service: &RunningService<RoleClient, H>, tool: &str, args: Value) -> Reply {
+pub(crate) async fn call<H: ClientHandler>(service: &RunningService<RoleClient, H>, tool: &str, args: Value) -> Reply {
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().unwrap().clone());
     unpack(service.call_tool(params).await.unwrap())
 }
 
-pub async fn file<H: ClientHandler>(service: &RunningService<RoleClient, H>, operation: &str, fields: Value) -> Reply {
+pub(crate) async fn file<H: ClientHandler>(
+    service: &RunningService<RoleClient, H>,
+    operation: &str,
+    fields: Value,
+) -> Reply {
     call(service, "file_operations", op(operation, fields)).await
 }
 
-pub async fn run<H: ClientHandler>(service: &RunningService<RoleClient, H>, fields: Value) -> Reply {
+pub(crate) async fn run<H: ClientHandler>(service: &RunningService<RoleClient, H>, fields: Value) -> Reply {
     call(service, "terminal_operations", op("run_command", fields)).await
 }
 

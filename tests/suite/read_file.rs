@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 
 use super::common::{BIG_LINES, Client, Workspace, op};
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 

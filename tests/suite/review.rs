@@ -20,6 +20,7 @@ fn repo(dir: &Path) {
 
 /// Calls `list_sessions` (any call folds what running commands wrote) until `until` passes,
 /// checking `ok` after each.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 async fn keep_calling(client: &Client, until: Duration, ok: impl Fn() -> Result<(), String>) {
     let deadline = Instant::now() + until;
     while Instant::now() < deadline {
@@ -161,6 +162,7 @@ async fn thousands_of_nested_directories_neither_crash_nor_freeze_the_server() {
 }
 
 /// How many directories deep the chain of `d` below `dir` goes (counting `dir`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn walkdir_depth(dir: &Path) -> usize {
     let mut depth = 0;
     let mut at = dir.to_path_buf();
@@ -172,6 +174,7 @@ fn walkdir_depth(dir: &Path) -> usize {
 }
 
 /// A sandboxed command's result note (refused changes), with the reply's text.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn note(reply: &super::common::Reply) -> String {
     format!("{} {}", reply.text, reply.structured["note"].as_str().unwrap_or_default())
 }

@@ -16,7 +16,7 @@ use super::provider::Block;
 
 /// Where the MCP server is.
 #[derive(Debug, Clone)]
-pub enum Target {
+pub(crate) enum Target {
     /// A program started as a child speaking MCP on stdio: this binary's `serve`, or
     /// `--server-cmd`.
     Spawn {
@@ -42,7 +42,7 @@ pub enum Target {
 
 /// A tool call's answer, mapped for the model.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Text and images.
     pub content: Vec<Block>,
     /// Whether the call failed.
@@ -51,12 +51,12 @@ pub struct Outcome {
 
 impl Outcome {
     /// A failed call saying `text`.
-    pub fn error(text: impl Into<String>) -> Self {
+    pub(crate) fn error(text: impl Into<String>) -> Self {
         Self { content: vec![Block::text(text)], is_error: true }
     }
 
     /// The text of the answer, joined.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let texts: Vec<&str> = self
             .content
             .iter()
@@ -67,7 +67,7 @@ impl Outcome {
 }
 
 /// A live connection to the server.
-pub struct Connection {
+pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     /// The server's tools, as listed.
     pub tools: Vec<rmcp::model::Tool>,
@@ -81,7 +81,7 @@ pub struct Connection {
 impl Connection {
     /// Connects to `target` and lists its tools; results are cut to `budget` bytes of text
     /// when given.
-    pub async fn open(target: &Target, handler: Handler, budget: Option<usize>) -> Result<Self, String> {
+    pub(crate) async fn open(target: &Target, handler: Handler, budget: Option<usize>) -> Result<Self, String> {
         let service = match target {
             Target::Spawn { program, args, env, cwd } => {
                 let mut command = tokio::process::Command::new(program);
@@ -133,7 +133,7 @@ impl Connection {
 
     /// Calls `name` with `arguments`. Dropping the future cancels the call on the server
     /// (`notifications/cancelled`).
-    pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> Outcome {
+    pub(crate) async fn call(&self, name: &str, arguments: Map<String, Value>) -> Outcome {
         let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
         match self.service.call_tool(params).await {
             Ok(result) => {
@@ -155,7 +155,7 @@ impl Connection {
 
     /// The todo lists the server offers as `todo://` resources, as markdown, when one has
     /// items; `None` when there is none (or the server has no such resources).
-    pub async fn todo_reminder(&self) -> Option<String> {
+    pub(crate) async fn todo_reminder(&self) -> Option<String> {
         let has_resources = self.service.peer_info().is_some_and(|info| info.capabilities.resources.is_some());
         if !has_resources {
             return None;
@@ -190,13 +190,13 @@ impl Connection {
     }
 
     /// Whether the server went away (its process exited, or the HTTP connection closed).
-    pub fn is_gone(&self) -> bool {
+    pub(crate) fn is_gone(&self) -> bool {
         self.service.peer().is_transport_closed()
     }
 
     /// Closes the connection: the child's stdin is closed and it is waited for (then sent
     /// SIGTERM, then killed, if it lingers).
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let _ = self.service.cancel().await;
     }
 }

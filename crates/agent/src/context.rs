@@ -23,18 +23,18 @@ const LOW_WATER: f64 = 0.6;
 /// to 4; fewer bytes per token is the safe side).
 const FIRST_BYTES_PER_TOKEN: f64 = 3.0;
 /// The model turns (with their tool results) always kept verbatim.
-pub const KEEP_TURNS: usize = 2;
+pub(crate) const KEEP_TURNS: usize = 2;
 /// Tool results at most this long are kept as they are.
 const STUB_ABOVE: usize = 240;
 /// What an image is counted as (providers charge by pixels, not by base64 bytes: about 1,600
 /// tokens for a large one).
 const IMAGE_TOKENS: f64 = 1600.0;
 /// The window of a model whose family is not known.
-pub const UNKNOWN_WINDOW: u64 = 32_768;
+pub(crate) const UNKNOWN_WINDOW: u64 = 32_768;
 
 /// The context window of `model`, by family; [`UNKNOWN_WINDOW`] for models not known here
 /// (a local server's model: pass `--context-window`).
-pub fn window_for(model: &str) -> u64 {
+pub(crate) fn window_for(model: &str) -> u64 {
     let model = model.to_ascii_lowercase();
     let name = model.rsplit('/').next().unwrap_or(&model);
     let known: [(&str, u64); 9] = [
@@ -53,7 +53,7 @@ pub fn window_for(model: &str) -> u64 {
 
 /// One compaction, as the summary and the transcript report it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Compaction {
+pub(crate) struct Compaction {
     /// The turn it happened before.
     pub turn: u32,
     /// Estimated tokens of the next request before and after.
@@ -74,7 +74,7 @@ pub struct Compaction {
 
 /// The window, the rate of bytes per token, and what was compacted so far.
 #[derive(Debug, Clone)]
-pub struct Context {
+pub(crate) struct Context {
     /// The model's context window, in tokens.
     pub window: u64,
     bytes_per_token: f64,
@@ -88,7 +88,7 @@ pub struct Context {
 
 impl Context {
     /// A context of `window` tokens for requests carrying `system` and `tools`.
-    pub fn new(window: u64, system: &str, tools: &[ToolDef]) -> Self {
+    pub(crate) fn new(window: u64, system: &str, tools: &[ToolDef]) -> Self {
         Self {
             window,
             bytes_per_token: FIRST_BYTES_PER_TOKEN,
@@ -99,33 +99,33 @@ impl Context {
     }
 
     /// The estimate past which the conversation is compacted.
-    pub fn threshold(&self) -> u64 {
+    pub(crate) fn threshold(&self) -> u64 {
         (self.window as f64 * THRESHOLD) as u64
     }
 
     /// The tools offered changed (a server went away): `tools` is what is sent now.
-    pub fn set_tools(&mut self, system: &str, tools: &[ToolDef]) {
+    pub(crate) fn set_tools(&mut self, system: &str, tools: &[ToolDef]) {
         self.fixed_bytes = fixed_bytes(system, tools);
     }
 
     /// The estimate the stubs must bring a compacted request under, or a summary follows.
-    pub fn low_water(&self) -> u64 {
+    pub(crate) fn low_water(&self) -> u64 {
         (self.window as f64 * LOW_WATER) as u64
     }
 
     /// About how many bytes of text make `tokens` tokens.
-    pub fn bytes_for(&self, tokens: u64) -> usize {
+    pub(crate) fn bytes_for(&self, tokens: u64) -> usize {
         (tokens as f64 * self.bytes_per_token) as usize
     }
 
     /// Estimated tokens of a request with `messages` and `reminder`.
-    pub fn estimate(&self, messages: &[Message], reminder: Option<&str>) -> u64 {
+    pub(crate) fn estimate(&self, messages: &[Message], reminder: Option<&str>) -> u64 {
         let bytes = self.bytes(messages, reminder);
         (bytes as f64 / self.bytes_per_token).ceil() as u64 + self.images(messages)
     }
 
     /// Learns the rate from a request of `messages` that the provider counted as `tokens`.
-    pub fn calibrate(&mut self, messages: &[Message], reminder: Option<&str>, tokens: u64) {
+    pub(crate) fn calibrate(&mut self, messages: &[Message], reminder: Option<&str>, tokens: u64) {
         let text_tokens = tokens.saturating_sub(self.images(messages));
         if text_tokens > 0 {
             let rate = self.bytes(messages, reminder) as f64 / text_tokens as f64;
@@ -145,7 +145,7 @@ impl Context {
     }
 
     /// Adds the paths the tool calls of `blocks` name to [`Context::files`].
-    pub fn note_files(&mut self, blocks: &[Block]) {
+    pub(crate) fn note_files(&mut self, blocks: &[Block]) {
         for block in blocks {
             if let Block::ToolCall { arguments, .. } = block {
                 for key in ["path", "paths", "file", "files", "cwd"] {
@@ -166,14 +166,14 @@ impl Context {
 
 /// The index of the first message kept verbatim: the assistant message [`KEEP_TURNS`] turns
 /// back (or 1, after the task, when the run is shorter).
-pub fn keep_from(messages: &[Message]) -> usize {
+pub(crate) fn keep_from(messages: &[Message]) -> usize {
     let assistants: Vec<usize> = (0..messages.len()).filter(|&i| messages[i].role == Role::Assistant).collect();
     assistants.len().checked_sub(KEEP_TURNS).map_or(1, |i| assistants[i]).max(1)
 }
 
 /// Turns the tool results of `messages[..before]` longer than a stub into one: the tool, its
 /// arguments and the result's size. Returns how many, and the bytes they held.
-pub fn elide(messages: &mut [Message], before: usize) -> (usize, usize) {
+pub(crate) fn elide(messages: &mut [Message], before: usize) -> (usize, usize) {
     let mut calls: HashMap<String, String> = HashMap::new();
     let (mut count, mut bytes) = (0, 0);
     for message in messages.iter_mut().take(before) {
@@ -209,7 +209,7 @@ pub fn elide(messages: &mut [Message], before: usize) -> (usize, usize) {
 
 /// Cuts the tool results of the last message by at least `excess` bytes in all (the longest
 /// text first), each cut saying how much was left out. Returns the bytes removed.
-pub fn cut_last(messages: &mut [Message], excess: usize) -> usize {
+pub(crate) fn cut_last(messages: &mut [Message], excess: usize) -> usize {
     let Some(last) = messages.last_mut() else { return 0 };
     let mut texts: Vec<&mut String> = last
         .content

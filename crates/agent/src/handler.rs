@@ -18,7 +18,7 @@ use super::stdin::{self, Cancel};
 
 /// How the server's questions are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answering {
+pub(crate) enum Answering {
     /// Asked on the terminal (stdin is a TTY).
     Terminal,
     /// Accepted without asking (`--yes`).
@@ -28,7 +28,7 @@ pub enum Answering {
 }
 
 /// The MCP client handler of the agent.
-pub struct Handler {
+pub(crate) struct Handler {
     answering: Answering,
     reporter: Arc<Reporter>,
     denied: Arc<AtomicUsize>,
@@ -43,19 +43,19 @@ pub struct Handler {
 
 impl Handler {
     /// A handler answering as `answering`, counting denials in `denied`.
-    pub fn new(answering: Answering, reporter: Arc<Reporter>, denied: Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(answering: Answering, reporter: Arc<Reporter>, denied: Arc<AtomicUsize>) -> Self {
         let asking = Arc::new(tokio::sync::Mutex::new(()));
         Self { answering, reporter, denied, asking, cancel: Cancel::default(), server: None }
     }
 
     /// What cancels the question being asked on the terminal, for every server's handler.
-    pub fn cancel(&self) -> Cancel {
+    pub(crate) fn cancel(&self) -> Cancel {
         self.cancel.clone()
     }
 
     /// A handler for the `--mcp-config` server `name` (`None`: the first server), answering as
     /// this one does and asking in turn with it.
-    pub fn for_server(&self, name: Option<&str>) -> Self {
+    pub(crate) fn for_server(&self, name: Option<&str>) -> Self {
         Self {
             answering: self.answering,
             reporter: self.reporter.clone(),
@@ -179,7 +179,7 @@ fn choices(property: &Value) -> Vec<String> {
 /// An accepting answer to a form: defaults where given, the first allowing choice of an enum
 /// (`allow…`, `approve…`, `accept…`, `yes`), `true` for booleans, the minimum for numbers and
 /// empty text for required strings.
-pub fn auto_accept(schema: &Value) -> Value {
+pub(crate) fn auto_accept(schema: &Value) -> Value {
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let mut answer = Map::new();
@@ -204,7 +204,11 @@ pub fn auto_accept(schema: &Value) -> Value {
 }
 
 /// Asks the form on the terminal, reading answers with `read_line`; `None` declines.
-pub fn ask_on_terminal(message: &str, schema: &Value, read_line: &mut dyn FnMut() -> Option<String>) -> Option<Value> {
+pub(crate) fn ask_on_terminal(
+    message: &str,
+    schema: &Value,
+    read_line: &mut dyn FnMut() -> Option<String>,
+) -> Option<Value> {
     // stderr is locked per write, never while waiting for the user: other threads report too.
     let say = |text: &str| {
         use std::io::Write;

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 
 /// A signal the loop acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     /// Ctrl-C (SIGINT).
     Interrupt,
     /// SIGTERM or SIGHUP.
@@ -13,13 +13,13 @@ pub enum Signal {
 }
 
 /// The signals received and not yet acted on.
-pub struct Interrupts {
+pub(crate) struct Interrupts {
     received: mpsc::UnboundedReceiver<Signal>,
 }
 
 impl Interrupts {
     /// Starts listening (replacing the default of dying on these signals).
-    pub fn listen() -> std::io::Result<Self> {
+    pub(crate) fn listen() -> std::io::Result<Self> {
         let (sender, received) = mpsc::unbounded_channel();
         #[cfg(unix)]
         let (mut interrupt, mut terminate, mut hangup) = {
@@ -49,7 +49,7 @@ impl Interrupts {
     }
 
     /// The next signal (pending forever once the listener is gone).
-    pub async fn next(&mut self) -> Signal {
+    pub(crate) async fn next(&mut self) -> Signal {
         match self.received.recv().await {
             Some(signal) => signal,
             None => std::future::pending().await,

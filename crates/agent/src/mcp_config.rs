@@ -11,7 +11,7 @@ use super::client::Target;
 
 /// A file that cannot be used at all (one bad server entry only loses that server).
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// The file cannot be read.
     #[error("cannot read the MCP config `{path}`: {reason}; pass a readable `--mcp-config` file")]
     Read {
@@ -34,7 +34,7 @@ pub enum ConfigError {
 
 /// How to reach one configured server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// A program speaking MCP on stdio.
     Stdio {
         /// The program.
@@ -57,7 +57,7 @@ pub enum Transport {
 
 /// One entry of a config file.
 #[derive(Debug, Clone)]
-pub struct Declared {
+pub(crate) struct Declared {
     /// Its name (the key in `mcpServers`).
     pub name: String,
     /// How to reach it, or why it cannot be started.
@@ -74,7 +74,7 @@ impl From<Transport> for Target {
 }
 
 /// The servers of `path`, in file order; entries with `"disabled": true` are left out.
-pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<Declared>, ConfigError> {
+pub(crate) fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<Declared>, ConfigError> {
     let shown = path.display().to_string();
     let text = toolbelt_mcp_sandbox::fs::read_small_text(path)
         .map_err(|e| ConfigError::Read { path: shown.clone(), reason: e.to_string() })?;
@@ -83,7 +83,7 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<D
 }
 
 /// The servers of a config file's `text`; relative `cwd`s are taken from `base`.
-pub fn parse(text: &str, base: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<Declared>, String> {
+pub(crate) fn parse(text: &str, base: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<Declared>, String> {
     let json: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
     let table = json
         .get("mcpServers")
@@ -158,7 +158,7 @@ fn transport(
 
 /// `value` with `${NAME}` and `${NAME:-default}` replaced from `env`; an unset name without a
 /// default is an error naming it.
-pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Result<String, String> {
+pub(crate) fn expand(value: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {

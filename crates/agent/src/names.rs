@@ -9,14 +9,14 @@ use std::collections::{HashMap, HashSet};
 use sha2::{Digest, Sha256};
 
 /// The longest tool name providers accept (OpenAI's limit; Anthropic's is 128).
-pub const MAX_LEN: usize = 64;
+pub(crate) const MAX_LEN: usize = 64;
 /// Between the server's name and the tool's.
-pub const SEPARATOR: &str = "__";
+pub(crate) const SEPARATOR: &str = "__";
 /// Hex digits of the hash suffix.
 const HASH_DIGITS: usize = 8;
 
 /// The names of `tools` (server, tool), in order; none equals another or one of `taken`.
-pub fn assign(tools: &[(&str, &str)], taken: &HashSet<String>) -> Vec<String> {
+pub(crate) fn assign(tools: &[(&str, &str)], taken: &HashSet<String>) -> Vec<String> {
     let mut names: Vec<String> = tools.iter().map(|(server, tool)| plain(server, tool)).collect();
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for name in &names {
@@ -45,7 +45,7 @@ fn plain(server: &str, tool: &str) -> String {
 }
 
 /// `name` with every character outside `[a-zA-Z0-9_-]` replaced by `_`.
-pub fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 

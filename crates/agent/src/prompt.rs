@@ -24,7 +24,7 @@ of repeating it.
 the user reads: say what you changed, how you verified it, and anything left open. Be brief.";
 
 /// The system prompt for work in `root`, with `agents_md` (the file's text) appended.
-pub fn system_prompt(root: &Path, agents_md: Option<&str>) -> String {
+pub(crate) fn system_prompt(root: &Path, agents_md: Option<&str>) -> String {
     let mut prompt = BUILT_IN.replace("{root}", &root.display().to_string());
     if let Some(text) = agents_md.map(str::trim).filter(|t| !t.is_empty()) {
         let cut = match text.char_indices().nth(AGENTS_MD_LIMIT) {
@@ -37,7 +37,7 @@ pub fn system_prompt(root: &Path, agents_md: Option<&str>) -> String {
 }
 
 /// The text of `root/AGENTS.md`, if it is there and readable.
-pub fn read_agents_md(root: &Path) -> Option<String> {
+pub(crate) fn read_agents_md(root: &Path) -> Option<String> {
     let path = root.join("AGENTS.md");
     toolbelt_mcp_sandbox::fs::is_file(&path).then(|| toolbelt_mcp_sandbox::fs::read_small_text(&path).ok()).flatten()
 }

@@ -13,10 +13,10 @@ use serde_json::Value;
 /// Spinner frames of the live status line.
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 /// How long a call runs before a plain (non-terminal) stderr gets a "still running" line.
-pub const STILL_RUNNING_EVERY: Duration = Duration::from_secs(15);
+pub(crate) const STILL_RUNNING_EVERY: Duration = Duration::from_secs(15);
 
 /// Progress on stderr.
-pub struct Reporter {
+pub(crate) struct Reporter {
     tty: bool,
     live: Mutex<bool>,
     /// A question is being asked on the terminal: the live line must not draw over it.
@@ -30,7 +30,7 @@ pub struct Reporter {
 
 impl Reporter {
     /// A reporter on this process's stderr.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             tty: std::io::stderr().is_terminal(),
             live: Mutex::new(false),
@@ -41,7 +41,7 @@ impl Reporter {
     }
 
     /// Stops (or resumes) drawing the live line while the user answers a question.
-    pub fn set_asking(&self, asking: bool) {
+    pub(crate) fn set_asking(&self, asking: bool) {
         self.asking.store(asking, Ordering::Relaxed);
         if asking {
             self.clear_live();
@@ -49,12 +49,12 @@ impl Reporter {
     }
 
     /// Whether stderr is a terminal (live status lines are drawn).
-    pub fn is_tty(&self) -> bool {
+    pub(crate) fn is_tty(&self) -> bool {
         self.tty
     }
 
     /// Prints a line, replacing the live status line if one is shown.
-    pub fn line(&self, text: impl Display) {
+    pub(crate) fn line(&self, text: impl Display) {
         let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut err = std::io::stderr().lock();
         if std::mem::take(&mut *live) {
@@ -67,7 +67,7 @@ impl Reporter {
     }
 
     /// Shows model text as it streams in (the live line gives way to it).
-    pub fn stream_text(&self, text: &str) {
+    pub(crate) fn stream_text(&self, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -83,12 +83,12 @@ impl Reporter {
     }
 
     /// Whether model text was streamed since the last call (it need not be shown again).
-    pub fn take_streamed(&self) -> bool {
+    pub(crate) fn take_streamed(&self) -> bool {
         self.streamed.swap(false, Ordering::Relaxed)
     }
 
     /// Draws the live status line (terminals only): a spinner frame chosen by `elapsed`.
-    pub fn live(&self, text: &str, elapsed: Duration) {
+    pub(crate) fn live(&self, text: &str, elapsed: Duration) {
         if !self.tty || self.asking.load(Ordering::Relaxed) || self.mid_line.load(Ordering::Relaxed) {
             return;
         }
@@ -101,7 +101,7 @@ impl Reporter {
     }
 
     /// Removes the live status line.
-    pub fn clear_live(&self) {
+    pub(crate) fn clear_live(&self) {
         let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if std::mem::take(&mut *live) {
             let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
@@ -111,24 +111,24 @@ impl Reporter {
 
 /// A ticker for work in progress: the live line on a terminal, else a line every
 /// [`STILL_RUNNING_EVERY`].
-pub struct Ticker {
+pub(crate) struct Ticker {
     started: Instant,
     said: Duration,
 }
 
 impl Ticker {
     /// A ticker starting now.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { started: Instant::now(), said: Duration::ZERO }
     }
 
     /// How long since the start.
-    pub fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
 
     /// Shows that `what` is still running.
-    pub fn tick(&mut self, reporter: &Reporter, what: &str) {
+    pub(crate) fn tick(&mut self, reporter: &Reporter, what: &str) {
         let elapsed = self.elapsed();
         if reporter.is_tty() {
             reporter.live(what, elapsed);
@@ -141,20 +141,20 @@ impl Ticker {
 
 /// The transcript: one JSON object per line, written as the run goes (a crash keeps what was
 /// written).
-pub struct Transcript {
+pub(crate) struct Transcript {
     file: Option<std::fs::File>,
 }
 
 impl Transcript {
     /// A transcript written to `path` (created or truncated), or none.
-    pub fn create(path: Option<&Path>) -> std::io::Result<Self> {
+    pub(crate) fn create(path: Option<&Path>) -> std::io::Result<Self> {
         let file = path.map(toolbelt_mcp_sandbox::fs::create_user_file).transpose()?;
         Ok(Self { file })
     }
 
     /// A transcript appended to `path` (a resumed run's own transcript); a last line cut off
     /// by a crash is ended first, so the next record starts a line of its own.
-    pub fn append(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn append(path: &Path) -> std::io::Result<Self> {
         let ends_cut =
             toolbelt_mcp_sandbox::fs::read_user_file(path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n'));
         let mut file = toolbelt_mcp_sandbox::fs::append_user_file(path)?;
@@ -165,7 +165,7 @@ impl Transcript {
     }
 
     /// Writes one event; a failing write is reported once and stops the transcript.
-    pub fn write(&mut self, reporter: &Reporter, event: &Value) {
+    pub(crate) fn write(&mut self, reporter: &Reporter, event: &Value) {
         let Some(file) = self.file.as_mut() else { return };
         let mut line = event.to_string();
         line.push('\n');
@@ -177,7 +177,7 @@ impl Transcript {
 }
 
 /// `text` cut to `max` characters on one line, with `…` when cut.
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
@@ -186,7 +186,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 }
 
 /// `n` with thousands separators (`12,345`).
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -14,7 +14,7 @@ use super::provider::{Block, Message, Role};
 
 /// A transcript that cannot be resumed.
 #[derive(Debug, thiserror::Error)]
-pub enum ResumeError {
+pub(crate) enum ResumeError {
     /// The file cannot be read.
     #[error("cannot read the transcript `{path}`: {reason}; pass a file `--transcript` wrote")]
     Read {
@@ -45,7 +45,7 @@ pub enum ResumeError {
 
 /// The servers a run was started with, recorded so a resumed run uses the same ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// `--mcp-config` files (absolute).
     #[serde(default)]
     pub mcp_config: Vec<PathBuf>,
@@ -62,14 +62,14 @@ pub struct Invocation {
 
 impl Invocation {
     /// Whether it names no server at all (the default `serve` child only).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == Self::default()
     }
 }
 
 /// A conversation ready to go on.
 #[derive(Debug, Clone)]
-pub struct Resumed {
+pub(crate) struct Resumed {
     /// The messages, each tool call answered, roles alternating, ending with either role.
     pub messages: Vec<Message>,
     /// The task as the first run was given it.
@@ -81,7 +81,7 @@ pub struct Resumed {
 }
 
 /// Reads the transcript at `path`.
-pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
+pub(crate) fn load(path: &Path) -> Result<Resumed, ResumeError> {
     let shown = path.display().to_string();
     let bytes = toolbelt_mcp_sandbox::fs::read_user_file(path)
         .map_err(|e| ResumeError::Read { path: shown.clone(), reason: e.to_string() })?;
@@ -89,7 +89,7 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
 }
 
 /// Rebuilds the conversation of a transcript's `text` (`path` is for messages).
-pub fn parse(text: &str, path: &str) -> Result<Resumed, ResumeError> {
+pub(crate) fn parse(text: &str, path: &str) -> Result<Resumed, ResumeError> {
     let lines: Vec<&str> = text.lines().collect();
     let (mut messages, mut task, mut invocation, mut notes) = (Vec::<Message>::new(), None, None, Vec::new());
     for (index, line) in lines.iter().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -133,7 +133,7 @@ pub fn parse(text: &str, path: &str) -> Result<Resumed, ResumeError> {
 }
 
 /// `messages` with `prompt` as the user's next instruction.
-pub fn continue_with(mut messages: Vec<Message>, prompt: &str) -> Vec<Message> {
+pub(crate) fn continue_with(mut messages: Vec<Message>, prompt: &str) -> Vec<Message> {
     match messages.last_mut() {
         Some(last) if last.role == Role::User => last.content.push(Block::text(prompt)),
         _ => messages.push(Message { role: Role::User, content: vec![Block::text(prompt)] }),

@@ -20,7 +20,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why the servers could not be started.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     /// The first server did not start (a setup error).
     First(String),
     /// A server `--require-servers` needs did not start.
@@ -28,7 +28,7 @@ pub enum OpenError {
 }
 
 /// One server of the run.
-pub struct Server {
+pub(crate) struct Server {
     /// Its name: the `--mcp-config` key, or the first server's own name.
     pub name: String,
     /// Whether it is the first server (its tools keep their names).
@@ -42,7 +42,7 @@ pub struct Server {
 
 impl Server {
     /// Its tools as listed, when it started.
-    pub fn tools(&self) -> &[rmcp::model::Tool] {
+    pub(crate) fn tools(&self) -> &[rmcp::model::Tool] {
         self.connection.as_ref().map_or(&[], |c| c.tools.as_slice())
     }
 
@@ -64,7 +64,7 @@ impl Server {
 }
 
 /// Every server of the run, the first one first.
-pub struct Servers {
+pub(crate) struct Servers {
     /// The servers, in order: the first server (unless `--no-toolbelt`), then the
     /// `--mcp-config` ones in their files' order.
     pub list: Vec<Server>,
@@ -74,7 +74,7 @@ impl Servers {
     /// Starts `first` and the `declared` servers together. The first one failing is an error;
     /// a declared one failing is reported (and an error when `require` is set). Results of
     /// declared servers are cut to `budget` bytes of text.
-    pub async fn open(
+    pub(crate) async fn open(
         first: Option<&Target>,
         declared: &[Declared],
         handler: &Handler,
@@ -149,7 +149,7 @@ impl Servers {
     }
 
     /// Calls `tool` on the server at `index`.
-    pub async fn call(&self, index: usize, tool: &str, arguments: Map<String, Value>) -> Outcome {
+    pub(crate) async fn call(&self, index: usize, tool: &str, arguments: Map<String, Value>) -> Outcome {
         let Some(server) = self.list.get(index) else { return Outcome::error("the call has no server to go to") };
         match &server.connection {
             Some(connection) if !connection.is_gone() => connection.call(tool, arguments).await,
@@ -161,7 +161,7 @@ impl Servers {
     }
 
     /// The servers that went away since the last look, by index.
-    pub fn newly_gone(&self) -> Vec<usize> {
+    pub(crate) fn newly_gone(&self) -> Vec<usize> {
         let gone = |s: &Server| s.connection.as_ref().is_some_and(Connection::is_gone);
         (0..self.list.len())
             .filter(|&i| gone(&self.list[i]) && !self.list[i].gone.swap(true, Ordering::Relaxed))
@@ -169,18 +169,18 @@ impl Servers {
     }
 
     /// Whether any server is still running.
-    pub fn any_running(&self) -> bool {
+    pub(crate) fn any_running(&self) -> bool {
         self.list.iter().any(|s| s.connection.as_ref().is_some_and(|c| !c.is_gone()))
     }
 
     /// The first server's todo lists as a reminder (see [`Connection::todo_reminder`]).
-    pub async fn todo_reminder(&self) -> Option<String> {
+    pub(crate) async fn todo_reminder(&self) -> Option<String> {
         let first = self.list.first().filter(|s| s.first)?.connection.as_ref()?;
         if first.is_gone() { None } else { first.todo_reminder().await }
     }
 
     /// The running servers for the status line, e.g. `toolbelt-mcp 0.1.0 + memory`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let names: Vec<String> = self
             .list
             .iter()
@@ -197,12 +197,12 @@ impl Servers {
     }
 
     /// Each server: name, version, tools, status (`running`, `failed`, `gone`) and error.
-    pub fn summary(&self) -> Value {
+    pub(crate) fn summary(&self) -> Value {
         Value::Array(self.list.iter().map(Server::summary).collect())
     }
 
     /// Closes every connection (children: stdin closed, waited for, then killed).
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         join_all(self.list.into_iter().filter_map(|s| s.connection).map(Connection::close)).await;
     }
 }

@@ -23,7 +23,7 @@ const TASK_LIMIT: u64 = 1024 * 1024;
 
 /// A setting that cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
+pub(crate) enum SettingsError {
     /// No task.
     #[error("no task: pass it with `-p \"TASK\"` or pipe it on stdin")]
     NoTask,
@@ -63,7 +63,7 @@ pub enum SettingsError {
 
 /// Everything the agent needs before it connects.
 #[derive(Debug, Clone)]
-pub struct Setup {
+pub(crate) struct Setup {
     /// The task.
     pub task: String,
     /// The workspace root (for `AGENTS.md` and the prompt).
@@ -91,7 +91,7 @@ impl Setup {
     /// Resolves `args` with `env`, reading the task from stdin when `-p` is not given;
     /// `local_token` reads the token a server on this machine generated (the caller knows
     /// where state lives).
-    pub fn resolve(
+    pub(crate) fn resolve(
         args: &AgentArgs,
         env: &dyn Fn(&str) -> Option<OsString>,
         local_token: &dyn Fn() -> Option<String>,
@@ -185,7 +185,7 @@ fn declared(files: &[PathBuf], env: &dyn Fn(&str) -> Option<OsString>) -> Result
 }
 
 /// The provider settings: the kind, model, URL and key.
-pub fn provider(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Settings, SettingsError> {
+pub(crate) fn provider(args: &AgentArgs, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Settings, SettingsError> {
     let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
     let kind = match args.provider {
         Some(kind) => kind,
@@ -239,7 +239,7 @@ fn target(
 }
 
 /// The `serve` arguments repeating the agent's common flags.
-pub fn serve_args(common: &CommonArgs) -> Vec<String> {
+pub(crate) fn serve_args(common: &CommonArgs) -> Vec<String> {
     let mut args = vec!["serve".to_string()];
     let mut flag = |name: &str, value: String| args.extend([format!("--{name}"), value]);
     for root in &common.roots {

@@ -9,16 +9,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Cancels the question being asked on the terminal: it is declined, and stdin is no longer
 /// read for it.
 #[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicU64>);
+pub(crate) struct Cancel(Arc<AtomicU64>);
 
 impl Cancel {
     /// Cancels whatever is being asked now.
-    pub fn now(&self) {
+    pub(crate) fn now(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A check that turns true once [`Cancel::now`] is called after this.
-    pub fn watch(&self) -> impl Fn() -> bool + Send + 'static {
+    pub(crate) fn watch(&self) -> impl Fn() -> bool + Send + 'static {
         let (shared, at) = (self.0.clone(), self.0.load(Ordering::SeqCst));
         move || shared.load(Ordering::SeqCst) != at
     }
@@ -26,7 +26,7 @@ impl Cancel {
 
 /// One line from stdin without its end; `None` at the end of input, or once `cancelled`.
 #[cfg(unix)]
-pub fn line(cancelled: &dyn Fn() -> bool) -> Option<String> {
+pub(crate) fn line(cancelled: &dyn Fn() -> bool) -> Option<String> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     use rustix::io::Errno;
     let stdin = rustix::stdio::stdin();

@@ -10,14 +10,14 @@ use super::provider::{Block, Message, Role};
 use super::report::one_line;
 
 /// The system prompt of the summary request.
-pub const SYSTEM: &str = "You compact the conversation of a coding agent so that it can go on within its context \
+pub(crate) const SYSTEM: &str = "You compact the conversation of a coding agent so that it can go on within its context \
 window. You are given the earlier part of the conversation as a transcript. Write a summary that the agent will read \
 instead of those turns. Keep: the task and the user's latest instruction; the decisions made and why; every file \
 read, created or changed, with what was learned or done to it; commands run and what they showed, briefly; the open \
 todo list; what remains to be done next. Be factual and specific (names, paths, values); leave out pleasantries. \
 Plain text, at most about 600 words.";
 /// Most tokens the summary may take.
-pub const MAX_TOKENS: u32 = 2048;
+pub(crate) const MAX_TOKENS: u32 = 2048;
 /// The longest text block of the transcript shown whole.
 const TEXT_CUT: usize = 4000;
 /// The longest tool result shown (they are mostly stubs by then).
@@ -25,7 +25,7 @@ const RESULT_CUT: usize = 1200;
 
 /// The user message of the summary request: `old` as a transcript within `budget` bytes,
 /// with the task, the latest instruction, the files touched and the todo list.
-pub fn request_text(
+pub(crate) fn request_text(
     task: &str,
     instruction: &str,
     old: &[Message],
@@ -59,7 +59,7 @@ pub fn request_text(
 }
 
 /// The message that replaces the summarised turns (it comes first, from the user).
-pub fn replacement(task: &str, instruction: &str, summary: &str, files: &BTreeSet<String>) -> Message {
+pub(crate) fn replacement(task: &str, instruction: &str, summary: &str, files: &BTreeSet<String>) -> Message {
     let mut text = task.to_string();
     text.push_str(
         "\n\n<earlier-turns>\nThe agent compacted the earlier turns of this run to fit the context window; this \

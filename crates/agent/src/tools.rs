@@ -14,7 +14,7 @@ use toolbelt_mcp_core::meta::READ_ONLY_OPERATIONS;
 
 /// The `--allow-tools` / `--deny-tools` lists.
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// When not empty, only these (`tool`, `tool.operation`; `*` matches any characters).
     pub allow: Vec<String>,
     /// Never these.
@@ -43,7 +43,7 @@ fn matches(pattern: &str, name: &str) -> bool {
 }
 
 /// The tools of one server, as [`Toolset::new`] takes them.
-pub struct Listed<'a> {
+pub(crate) struct Listed<'a> {
     /// The server's name when its tools are qualified (`None`: the first server).
     pub qualifier: Option<&'a str>,
     /// Its `tools/list`.
@@ -67,7 +67,7 @@ struct Entry {
 
 /// The tools offered to the model.
 #[derive(Debug, Clone, Default)]
-pub struct Toolset {
+pub(crate) struct Toolset {
     /// Definitions for the provider.
     pub defs: Vec<ToolDef>,
     entries: HashMap<String, Entry>,
@@ -77,7 +77,7 @@ impl Toolset {
     /// The servers' tools as `filter` leaves them. A consolidated tool keeps only the
     /// operations that pass (its `operation` enum is narrowed); a tool left with none is
     /// not offered.
-    pub fn new(servers: &[Listed<'_>], filter: &Filter) -> Self {
+    pub(crate) fn new(servers: &[Listed<'_>], filter: &Filter) -> Self {
         let mut set = Self::default();
         let taken: HashSet<String> = servers
             .iter()
@@ -131,24 +131,24 @@ impl Toolset {
     }
 
     /// The server (its index) and the tool's own name there, for a name the model called.
-    pub fn route(&self, name: &str) -> Option<(usize, &str)> {
+    pub(crate) fn route(&self, name: &str) -> Option<(usize, &str)> {
         self.entries.get(name).map(|e| (e.server, e.tool.as_str()))
     }
 
     /// Stops offering the tools of the server at `index` (it went away).
-    pub fn remove_server(&mut self, index: usize) {
+    pub(crate) fn remove_server(&mut self, index: usize) {
         self.entries.retain(|_, entry| entry.server != index);
         let entries = &self.entries;
         self.defs.retain(|def| entries.contains_key(&def.name));
     }
 
     /// The names offered, for messages.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.defs.iter().map(|d| d.name.as_str()).collect()
     }
 
     /// Whether the model may call `name` with `arguments`; the error says what it may call.
-    pub fn check(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), String> {
+    pub(crate) fn check(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), String> {
         let Some(entry) = self.entries.get(name) else {
             return Err(format!(
                 "there is no tool `{name}` here; call one of: {}",
@@ -168,7 +168,7 @@ impl Toolset {
     }
 
     /// Whether a call of `name` with `arguments` only reads.
-    pub fn is_read_only(&self, name: &str, arguments: &Map<String, Value>) -> bool {
+    pub(crate) fn is_read_only(&self, name: &str, arguments: &Map<String, Value>) -> bool {
         let Some(entry) = self.entries.get(name) else { return false };
         let operation = arguments.get("operation").and_then(Value::as_str);
         entry.read_only || operation.is_some_and(|op| entry.read_only_operations.iter().any(|o| o == op))

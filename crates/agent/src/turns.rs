@@ -17,7 +17,7 @@ use super::tools::Toolset;
 
 /// What bounds a run.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Most model turns.
     pub max_turns: u32,
     /// Most tokens (in + out) over the run.
@@ -28,7 +28,7 @@ pub struct Limits {
 
 /// Why a run stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// The model answered without a tool call.
     Completed,
     /// `--max-turns` was reached with tool calls still asked for.
@@ -45,7 +45,7 @@ pub enum Stop {
 
 impl Stop {
     /// The name in summaries.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::Completed => "completed",
             Self::MaxTurns => "max_turns",
@@ -59,7 +59,7 @@ impl Stop {
 
 /// One tool call, as the summary lists it.
 #[derive(Debug, Clone, Serialize)]
-pub struct CallRecord {
+pub(crate) struct CallRecord {
     /// The turn that asked for it.
     pub turn: u32,
     /// The tool.
@@ -77,7 +77,7 @@ pub struct CallRecord {
 
 /// What a run did.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     /// The model's last text.
     pub final_answer: String,
     /// Why it stopped.
@@ -91,7 +91,7 @@ pub struct Run {
 }
 
 /// Everything the loop works with.
-pub struct Agent<'a> {
+pub(crate) struct Agent<'a> {
     /// The model.
     pub provider: &'a dyn Provider,
     /// The MCP servers.
@@ -124,7 +124,7 @@ pub struct Agent<'a> {
 
 impl Agent<'_> {
     /// Runs the conversation `messages` (ending with the user's message) to its end.
-    pub async fn run(&mut self, mut messages: Vec<Message>) -> Run {
+    pub(crate) async fn run(&mut self, mut messages: Vec<Message>) -> Run {
         let mut run = Run {
             final_answer: String::new(),
             stop: Stop::Completed,

@@ -39,7 +39,7 @@ enum Choice {
 rmcp::elicit_safe!(ApprovalForm);
 
 /// An approver asking through `peer`, if the client can answer form elicitations.
-pub fn approver(peer: &Peer<RoleServer>, timeout: Duration) -> Option<Approver> {
+pub(crate) fn approver(peer: &Peer<RoleServer>, timeout: Duration) -> Option<Approver> {
     if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
         return None;
     }
@@ -74,7 +74,7 @@ fn codec() -> Option<&'static rmcp::model::RequestStateCodec> {
 /// session has not used yet (it is used up then); otherwise the answer is ignored and the
 /// question put again. So an answer can be neither forged, nor moved to another call or
 /// question, nor replayed.
-pub fn input_required_approver(
+pub(crate) fn input_required_approver(
     responses: Option<InputResponses>,
     state: Option<String>,
     questions: Arc<toolbelt_mcp_tools::session::Session>,
@@ -106,7 +106,11 @@ pub fn input_required_approver(
 /// What an approval's `requestState` is bound to: the session, the tool and a digest of the
 /// call's full arguments (keys sorted, so a client that reorders them on the retry still
 /// matches).
-pub fn binding(session: &str, tool: &str, arguments: Option<&serde_json::Map<String, serde_json::Value>>) -> String {
+pub(crate) fn binding(
+    session: &str,
+    tool: &str,
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> String {
     use sha2::Digest;
     fn sorted(value: &serde_json::Value) -> serde_json::Value {
         match value {
@@ -140,7 +144,7 @@ fn answer_of_result(value: &serde_json::Value) -> Answer {
 }
 
 /// The input-required result asking `message`, echoing `state`.
-pub fn input_required(message: String, state: String) -> Result<InputRequiredResult, String> {
+pub(crate) fn input_required(message: String, state: String) -> Result<InputRequiredResult, String> {
     let schema = ElicitationSchema::from_type::<ApprovalForm>().map_err(|e| e.to_string())?;
     let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
     let mut requests = InputRequests::new();

@@ -8,13 +8,13 @@ use rmcp::model::{CallToolRequest, ClientJsonRpcMessage, JsonRpcMessage, JsonRpc
 use serde_json::{Value, json};
 
 /// JSON-RPC 2.0's code for invalid JSON.
-pub const PARSE_ERROR: i64 = -32700;
+pub(crate) const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC 2.0's code for a message that is not a valid request.
-pub const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 
 /// Why a message was refused, ready to answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     /// The request's id, or `null` when it could not be read.
     pub id: Value,
     /// [`PARSE_ERROR`] or [`INVALID_REQUEST`].
@@ -28,13 +28,13 @@ pub struct Rejection {
 
 impl Rejection {
     /// The JSON-RPC error answering it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"jsonrpc": "2.0", "id": self.id, "error": {"code": self.code, "message": self.message}})
     }
 }
 
 /// The message in `bytes` if rmcp can take it; else why not.
-pub fn screen(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
+pub(crate) fn screen(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let value: Value = serde_json::from_slice(bytes).map_err(|err| Rejection {
         id: Value::Null,

@@ -19,7 +19,7 @@ const MAX_LINE: usize = 64 * 1024 * 1024;
 const MAX_REPLIES: usize = 16;
 
 /// Lines in on `R`, lines out on `W`.
-pub struct Lines<R, W> {
+pub(crate) struct Lines<R, W> {
     read: R,
     /// The line read so far: kept across a cancelled `receive`, which rmcp polls in a select.
     line: Vec<u8>,
@@ -31,7 +31,7 @@ pub struct Lines<R, W> {
 
 impl<R, W> Lines<R, W> {
     /// A transport reading `read` (buffered) and writing `write`.
-    pub fn new(read: R, write: W) -> Self {
+    pub(crate) fn new(read: R, write: W) -> Self {
         Self { read, line: Vec::new(), discarding: false, rejected_in_a_row: 0, write: Arc::new(write.into()) }
     }
 }

@@ -17,11 +17,11 @@ use toolbelt_mcp_tools::{Notify, Severity};
 
 /// The level a connection asked for with `logging/setLevel` (`None`: it did not ask).
 #[derive(Default, Clone)]
-pub struct LogLevel(Arc<Mutex<Option<LoggingLevel>>>);
+pub(crate) struct LogLevel(Arc<Mutex<Option<LoggingLevel>>>);
 
 impl LogLevel {
     /// Records the level the client asked for.
-    pub fn set(&self, level: LoggingLevel) {
+    pub(crate) fn set(&self, level: LoggingLevel) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
     }
 
@@ -55,24 +55,24 @@ fn level_of(severity: Severity) -> LoggingLevel {
 
 /// Where a connection's (or a request's) log messages go, at what level.
 #[derive(Clone)]
-pub struct Logger {
+pub(crate) struct Logger {
     peer: Peer<RoleServer>,
     wanted: Option<LoggingLevel>,
 }
 
 impl Logger {
     /// For a request: its own `_meta` level (protocol 2026-07-28), else the connection's.
-    pub fn for_request(context: &RequestContext<RoleServer>, connection: &LogLevel) -> Self {
+    pub(crate) fn for_request(context: &RequestContext<RoleServer>, connection: &LogLevel) -> Self {
         Self { peer: context.peer.clone(), wanted: wanted(&context.meta, connection) }
     }
 
     /// For the connection, outside any request.
-    pub fn for_connection(peer: &Peer<RoleServer>, connection: &LogLevel) -> Self {
+    pub(crate) fn for_connection(peer: &Peer<RoleServer>, connection: &LogLevel) -> Self {
         Self { peer: peer.clone(), wanted: connection.get() }
     }
 
     /// Sends `message` if the client asked for `severity` or less.
-    pub fn log(&self, severity: Severity, message: String) {
+    pub(crate) fn log(&self, severity: Severity, message: String) {
         let level = level_of(severity);
         if self.wanted.is_none_or(|min| rank(level) < rank(min)) {
             return;
@@ -87,7 +87,7 @@ impl Logger {
     }
 
     /// As a call's notifier.
-    pub fn notifier(self) -> Option<Arc<Notify>> {
+    pub(crate) fn notifier(self) -> Option<Arc<Notify>> {
         self.wanted?;
         Some(Arc::new(move |severity, message| self.log(severity, message)))
     }
@@ -104,7 +104,7 @@ fn wanted(meta: &RequestMetaObject, connection: &LogLevel) -> Option<LoggingLeve
 
 /// What a failed call should tell the client's log, if anything: failures of the server, not
 /// of the model's request.
-pub fn about_failure(error: &ToolError) -> Option<(Severity, String)> {
+pub(crate) fn about_failure(error: &ToolError) -> Option<(Severity, String)> {
     match error {
         ToolError::Store(err) if !err.is_rule() => {
             Some((Severity::Error, format!("the todo and memory store failed: {err}")))

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// What was wrong with `params`, if `method` is one this server serves; `None` for a method
 /// it does not serve (which stays "method not found", whatever its params).
 #[allow(deprecated, reason = "logging/setLevel is deprecated by SEP-2577 but current hosts still send it")]
-pub fn why_invalid(method: &str, params: Option<Value>) -> Option<String> {
+pub(crate) fn why_invalid(method: &str, params: Option<Value>) -> Option<String> {
     use rmcp::model::{
         CallToolRequestParams, InitializeRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
         SetLevelRequestParams, SubscribeRequestParams,

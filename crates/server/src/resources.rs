@@ -12,14 +12,14 @@ use toolbelt_mcp_tools::session::Session;
 use toolbelt_mcp_tools::{memory as memory_tool, todo};
 
 /// The resource showing the policy and the session's grants.
-pub const POLICY_URI: &str = "toolbelt://policy";
+pub(crate) const POLICY_URI: &str = "toolbelt://policy";
 
 /// Memories shown when a collection is read as a resource.
 const COLLECTION_PAGE: u32 = 50;
 
 /// A resource this server has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `toolbelt://policy`.
     Policy,
     /// `todo://{list}`.
@@ -34,7 +34,7 @@ pub enum Target {
 }
 
 /// What `uri` names, if it is one of ours (names checked as the tools check them).
-pub fn parse(uri: &str) -> Option<Target> {
+pub(crate) fn parse(uri: &str) -> Option<Target> {
     if uri == POLICY_URI {
         return Some(Target::Policy);
     }
@@ -64,7 +64,7 @@ fn store_error(err: &StoreError) -> McpError {
 
 /// The resources to list: the policy, the workspace's todo lists (`default` always) and the
 /// memory collections of the workspace and the global scope.
-pub async fn list(server: &Server) -> Vec<Resource> {
+pub(crate) async fn list(server: &Server) -> Vec<Resource> {
     let policy = Resource::new(POLICY_URI, "policy")
         .with_title("Policy and grants")
         .with_description("The approval policy, sandbox, forbidden commands and what this session granted")
@@ -116,7 +116,7 @@ fn todo_resource(name: &str, state: String) -> Resource {
 }
 
 /// The resource templates: a todo list or a memory collection by name.
-pub fn templates() -> Vec<ResourceTemplate> {
+pub(crate) fn templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate::new("todo://{list}", "todo list")
             .with_title("Todo list")
@@ -134,7 +134,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
 }
 
 /// The contents of `uri`.
-pub async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<ResourceContents>, McpError> {
+pub(crate) async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<ResourceContents>, McpError> {
     match parse(uri).ok_or_else(|| not_found(uri))? {
         Target::Policy => {
             let text =
@@ -197,7 +197,7 @@ fn collection_markdown(collection: &str, memories: &[memory::Memory], total: i64
 }
 
 /// Whether `uri` can be subscribed to (a todo list or a memory collection).
-pub fn subscribable(uri: &str) -> bool {
+pub(crate) fn subscribable(uri: &str) -> bool {
     matches!(parse(uri), Some(Target::Todo(_) | Target::Memory { .. }))
 }
 

@@ -17,7 +17,7 @@ use toolbelt_mcp_tools::Severity;
 const ROOTS_WAIT: Duration = Duration::from_secs(5);
 
 /// The roots of one connection.
-pub struct SessionRoots {
+pub(crate) struct SessionRoots {
     current: RwLock<Arc<Roots>>,
     /// `false` while the client's roots are expected but not yet fetched.
     ready: watch::Sender<bool>,
@@ -25,23 +25,23 @@ pub struct SessionRoots {
 
 impl SessionRoots {
     /// Starts with the configured roots, ready.
-    pub fn new(roots: Roots) -> Self {
+    pub(crate) fn new(roots: Roots) -> Self {
         Self { current: RwLock::new(Arc::new(roots)), ready: watch::Sender::new(true) }
     }
 
     /// Called at `initialize` when the client's roots will replace the default ones: calls
     /// wait (briefly) until they arrive.
-    pub fn expect_client_roots(&self) {
+    pub(crate) fn expect_client_roots(&self) {
         self.ready.send_replace(false);
     }
 
     /// Whether the client's roots are expected and not fetched yet.
-    pub fn awaiting_client(&self) -> bool {
+    pub(crate) fn awaiting_client(&self) -> bool {
         !*self.ready.borrow()
     }
 
     /// The roots for a call, waiting up to five seconds for the client's first answer.
-    pub async fn current(&self) -> Arc<Roots> {
+    pub(crate) async fn current(&self) -> Arc<Roots> {
         let mut ready = self.ready.subscribe();
         let _ = tokio::time::timeout(ROOTS_WAIT, ready.wait_for(|r| *r)).await;
         self.snapshot()
@@ -56,7 +56,7 @@ impl SessionRoots {
 
     /// Asks the client for its roots and adopts the ones that are existing local directories.
     #[allow(deprecated, reason = "roots are deprecated by SEP-2577 but still sent by current hosts")]
-    pub async fn fetch(&self, peer: &Peer<RoleServer>, logger: &Logger) {
+    pub(crate) async fn fetch(&self, peer: &Peer<RoleServer>, logger: &Logger) {
         let answer = tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await;
         match answer {
             Ok(Ok(result)) => {

@@ -3,12 +3,12 @@
 
 /// The stop signals, watched from creation on (replacing the default of dying on them).
 #[cfg(unix)]
-pub struct Signals([tokio::signal::unix::Signal; 3]);
+pub(crate) struct Signals([tokio::signal::unix::Signal; 3]);
 
 #[cfg(unix)]
 impl Signals {
     /// Starts watching.
-    pub fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
         use tokio::signal::unix::{SignalKind, signal};
         let watch = |kind: SignalKind, name: &str| signal(kind).map_err(|e| format!("cannot watch for {name}: {e}"));
         Ok(Self([
@@ -19,7 +19,7 @@ impl Signals {
     }
 
     /// The name of the next signal received.
-    pub async fn next(&mut self) -> &'static str {
+    pub(crate) async fn next(&mut self) -> &'static str {
         let [terminate, interrupt, hangup] = &mut self.0;
         tokio::select! {
             _ = terminate.recv() => "SIGTERM",

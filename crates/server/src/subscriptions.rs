@@ -20,12 +20,12 @@ use toolbelt_mcp_store::{Changed, GLOBAL};
 const POLL: Duration = Duration::from_secs(1);
 
 /// The URIs a connection watches, asked afresh at every poll.
-pub type Watched = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+pub(crate) type Watched = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// The URIs a connection subscribed to with legacy `resources/subscribe`, and whether its
 /// forwarding task runs.
 #[derive(Debug, Default)]
-pub struct Subscriptions {
+pub(crate) struct Subscriptions {
     uris: Arc<Mutex<BTreeSet<String>>>,
     forwarding: std::sync::atomic::AtomicBool,
 }
@@ -33,7 +33,7 @@ pub struct Subscriptions {
 impl Subscriptions {
     /// Adds `uri`; starts forwarding changes to `peer` on the first subscription, until the
     /// connection's state is `closed`.
-    pub fn subscribe(&self, server: &Server, uri: String, peer: Peer<RoleServer>, closed: CancellationToken) {
+    pub(crate) fn subscribe(&self, server: &Server, uri: String, peer: Peer<RoleServer>, closed: CancellationToken) {
         self.uris.lock().unwrap_or_else(PoisonError::into_inner).insert(uri);
         if self.forwarding.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -62,14 +62,14 @@ impl Subscriptions {
     }
 
     /// Removes `uri`.
-    pub fn unsubscribe(&self, uri: &str) {
+    pub(crate) fn unsubscribe(&self, uri: &str) {
         self.uris.lock().unwrap_or_else(PoisonError::into_inner).remove(uri);
     }
 }
 
 /// The changes to a connection's workspace or the global scope: every one made through this
 /// process's store, and those of other processes to the watched resources.
-pub struct Changes {
+pub(crate) struct Changes {
     server: Server,
     receiver: tokio::sync::broadcast::Receiver<Changed>,
     watched: Watched,
@@ -79,14 +79,14 @@ pub struct Changes {
 
 impl Changes {
     /// Starts hearing about changes for `server`'s connection.
-    pub fn new(server: &Server, watched: Watched) -> Self {
+    pub(crate) fn new(server: &Server, watched: Watched) -> Self {
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         Self { receiver: server.shared.store.subscribe(), server: server.clone(), watched, seen: BTreeMap::new(), poll }
     }
 
     /// The URI of the next change that concerns the connection (`None`: the store is gone).
-    pub async fn next(&mut self) -> Option<String> {
+    pub(crate) async fn next(&mut self) -> Option<String> {
         loop {
             tokio::select! {
                 received = self.receiver.recv() => match received {

@@ -64,11 +64,11 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 /// The schema version this build creates.
-pub const LATEST: usize = MIGRATIONS.len();
+pub(crate) const LATEST: usize = MIGRATIONS.len();
 
 /// Runs the migrations the database lacks, in one transaction (so two servers starting
 /// together migrate once), or refuses a database newer than this build.
-pub fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+pub(crate) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     let current = version(connection)?;
     if current == LATEST as i64 {
         return Ok(());

@@ -55,7 +55,8 @@ pub struct Terminals {
     private_tmp: std::sync::OnceLock<PathBuf>,
     /// The connection's number in this process.
     number: u64,
-    /// The most its temp tmpfs may hold (0: plain directories on disk).
+    /// The most its temp tmpfs may hold (0: plain directories on disk; Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     temp_bytes: u64,
     /// The holder of its namespaces (and temp tmpfs), started with its first command.
     #[cfg(target_os = "linux")]
@@ -74,7 +75,8 @@ struct Staging {
     tracked: Mutex<Vec<Tracked>>,
     /// Lines for the next call's result: refused or failed changes of folds done in between.
     notes: Mutex<Vec<String>>,
-    /// The server's own files: never written by a fold.
+    /// The server's own files: never written by a fold (Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     own: Vec<PathBuf>,
     /// When the running ones were last folded.
     last_sweep: Mutex<Option<Instant>>,
@@ -203,7 +205,10 @@ impl Terminals {
             None
         };
         #[cfg(not(target_os = "linux"))]
-        let stage_base: Option<PathBuf> = None;
+        let stage_base: Option<PathBuf> = {
+            let _staged_beside = private_tmp;
+            None
+        };
         let plan = Plan {
             mode: config.sandbox,
             roots,

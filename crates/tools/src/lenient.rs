@@ -16,7 +16,11 @@ const COMMON: [&str; 2] = ["escalate", "justification"];
 
 /// Prepares `args` of `op` for a second strict parse. `siblings` are the operations of the
 /// same tool (empty in the granular layout, where every operation is a tool of its own).
-pub fn prepare(op: &OperationDef, siblings: &[OperationDef], args: &mut Map<String, Value>) -> Result<(), ToolError> {
+pub(crate) fn prepare(
+    op: &OperationDef,
+    siblings: &[OperationDef],
+    args: &mut Map<String, Value>,
+) -> Result<(), ToolError> {
     args.retain(|_, value| !value.is_null());
     let own = (op.input_schema)();
     let own_fields = properties(&own);

@@ -113,7 +113,7 @@ impl Lines {
 }
 
 /// Lines as text, each ending with a newline.
-pub fn join_lines(lines: &[String]) -> String {
+pub(crate) fn join_lines(lines: &[String]) -> String {
     let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     for line in lines {
         text.push_str(line);
@@ -316,7 +316,7 @@ fn drop_nulls(value: &mut Value) {
 
 /// Keeps `text` within `budget` bytes as a JSON string (on a character boundary), saying
 /// what was cut.
-pub fn cut_to_budget(text: String, budget: usize) -> (String, bool) {
+pub(crate) fn cut_to_budget(text: String, budget: usize) -> (String, bool) {
     if text.len() + escapes(text.as_bytes()) + 2 <= budget {
         return (text, false);
     }

@@ -21,7 +21,7 @@ const GRANULAR: &str = include_str!("../../../schemas/granular.json");
 /// The listing of `layout` with every operation, as published; `None` where the published
 /// files do not describe this build (Windows offers no PTY operations) or do not parse, and
 /// the caller generates it from the registry.
-pub fn listing(layout: ToolLayout) -> Option<Vec<ToolSpec>> {
+pub(crate) fn listing(layout: ToolLayout) -> Option<Vec<ToolSpec>> {
     if cfg!(windows) {
         return None;
     }

@@ -227,7 +227,7 @@ fn field_list(schema: &Map<String, Value>) -> String {
 }
 
 /// The accepted-fields clause of an argument error: "`path` (required), `offset`, `limit`".
-pub fn accepted_fields(schema: &Map<String, Value>) -> String {
+pub(crate) fn accepted_fields(schema: &Map<String, Value>) -> String {
     let list: Vec<String> = fields(schema)
         .into_iter()
         .map(|(k, req)| if req { format!("`{k}` (required)") } else { format!("`{k}`") })

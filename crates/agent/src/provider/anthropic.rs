@@ -15,7 +15,7 @@ const VERSION: &str = "2023-06-01";
 const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// An Anthropic Messages API client.
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     client: Client,
     settings: Settings,
     show: Option<TextSink>,
@@ -23,7 +23,7 @@ pub struct Anthropic {
 
 impl Anthropic {
     /// A client for `settings`, showing streamed text on `show`.
-    pub fn new(client: Client, settings: Settings, show: Option<TextSink>) -> Self {
+    pub(crate) fn new(client: Client, settings: Settings, show: Option<TextSink>) -> Self {
         Self { client, settings, show }
     }
 
@@ -60,7 +60,7 @@ impl Provider for Anthropic {
 }
 
 /// The request body.
-pub fn body(model: &str, request: &Request<'_>) -> Value {
+pub(crate) fn body(model: &str, request: &Request<'_>) -> Value {
     let mut messages: Vec<Value> = request.messages.iter().map(message).collect();
     if let Some(content) = messages.last_mut().and_then(|m| m["content"].as_array_mut()) {
         // Cache the conversation up to its newest block, so the next turn reads it back; the
@@ -118,7 +118,7 @@ fn block(block: &Block) -> Value {
 }
 
 /// The reply in an answer.
-pub fn reply(answer: &Value) -> Result<Reply, String> {
+pub(crate) fn reply(answer: &Value) -> Result<Reply, String> {
     let blocks = answer.get("content").and_then(Value::as_array).ok_or("no `content` array")?;
     let mut content = Vec::new();
     for item in blocks {

@@ -22,7 +22,7 @@ const MESSAGE_CHARS: usize = 600;
 
 /// What went wrong talking to the provider.
 #[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
+pub(crate) enum ProviderError {
     /// The key was refused.
     #[error(
         "{provider} refused the API key (HTTP {status}): {message}; check the key in `{key_env}` (or name another variable with `--api-key-env`)"
@@ -87,10 +87,10 @@ pub enum ProviderError {
 }
 
 /// Called with a line to show when a request is retried.
-pub type Notify = Arc<dyn Fn(String) + Send + Sync>;
+pub(crate) type Notify = Arc<dyn Fn(String) + Send + Sync>;
 
 /// A JSON-over-HTTP client for one provider.
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     label: String,
     key_env: String,
@@ -99,7 +99,7 @@ pub struct Client {
 
 impl Client {
     /// A client with the settings' timeout, speaking TLS through rustls.
-    pub fn new(settings: &Settings) -> Result<Self, ProviderError> {
+    pub(crate) fn new(settings: &Settings) -> Result<Self, ProviderError> {
         // `agent::main` installed rustls' provider; installing again is a harmless no-op.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -113,19 +113,19 @@ impl Client {
     }
 
     /// Shows retries through `notify`.
-    pub fn with_notify(mut self, notify: Notify) -> Self {
+    pub(crate) fn with_notify(mut self, notify: Notify) -> Self {
         self.notify = Some(notify);
         self
     }
 
     /// The provider's label, e.g. `anthropic (claude-…)`.
-    pub fn label(&self) -> &str {
+    pub(crate) fn label(&self) -> &str {
         &self.label
     }
 
     /// POSTs `body` to `url` with `headers`, retrying what is worth retrying, and returns the
     /// JSON answer.
-    pub async fn post(&self, url: &str, headers: HeaderMap, body: &Value) -> Result<Value, ProviderError> {
+    pub(crate) async fn post(&self, url: &str, headers: HeaderMap, body: &Value) -> Result<Value, ProviderError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -144,7 +144,7 @@ impl Client {
     /// POSTs `body` to `url` with `headers` and feeds the server-sent events of the answer to
     /// `sink` until it says the reply is complete. A stream that breaks, or an error event,
     /// is retried from the start (the sink is reset) like a failed request.
-    pub async fn post_stream(
+    pub(crate) async fn post_stream(
         &self,
         url: &str,
         headers: HeaderMap,
@@ -248,7 +248,7 @@ impl Client {
     }
 
     /// An answer that does not fit the wire format.
-    pub fn malformed(&self, detail: String) -> ProviderError {
+    pub(crate) fn malformed(&self, detail: String) -> ProviderError {
         ProviderError::Malformed { provider: self.label.clone(), detail }
     }
 }
@@ -269,7 +269,7 @@ enum Step {
 
 /// Why a stream stopped before its reply was complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Interrupted {
+pub(crate) enum Interrupted {
     /// The provider reported an error worth another attempt (overloaded, rate limited).
     Retry(String),
     /// What came is not this API's stream.
@@ -277,7 +277,7 @@ pub enum Interrupted {
 }
 
 /// What assembles a streamed reply from its events.
-pub trait Sink: Send {
+pub(crate) trait Sink: Send {
     /// Forgets what a failed attempt delivered.
     fn reset(&mut self);
     /// Takes one event (`kind` is the SSE `event:` field, empty when absent); `true` once the

@@ -1,21 +1,21 @@
 //! LLM providers behind one small trait: the conversation in a provider-neutral form, and the
 //! two wire formats that carry it (Anthropic Messages, OpenAI-compatible Chat Completions).
 
-pub mod anthropic;
-pub mod http;
-pub mod openai;
-pub mod stream;
+pub(crate) mod anthropic;
+pub(crate) mod http;
+pub(crate) mod openai;
+pub(crate) mod stream;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use http::ProviderError;
+pub(crate) use http::ProviderError;
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     /// The task, tool results and reminders.
     User,
     /// The model.
@@ -25,7 +25,7 @@ pub enum Role {
 /// One piece of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Block {
+pub(crate) enum Block {
     /// Plain text.
     Text {
         /// The text.
@@ -64,14 +64,14 @@ pub enum Block {
 
 impl Block {
     /// A text block.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub(crate) fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
     }
 }
 
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
+pub(crate) struct Message {
     /// Who said it.
     pub role: Role,
     /// What was said.
@@ -80,7 +80,7 @@ pub struct Message {
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
+pub(crate) struct ToolDef {
     /// The tool's name.
     pub name: String,
     /// What it does.
@@ -91,7 +91,7 @@ pub struct ToolDef {
 
 /// Everything one model turn needs.
 #[derive(Debug, Clone, Copy)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     /// The system prompt.
     pub system: &'a str,
     /// The conversation so far (the last message is the user's).
@@ -109,7 +109,7 @@ pub struct Request<'a> {
 /// Why the model stopped writing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Finish {
+pub(crate) enum Finish {
     /// It finished its turn (a final answer, or tool calls to run).
     Done,
     /// It hit the output-token limit.
@@ -120,7 +120,7 @@ pub enum Finish {
 
 /// Tokens a turn used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Prompt tokens (cache reads and writes included).
     pub input: u64,
     /// Generated tokens.
@@ -129,7 +129,7 @@ pub struct Usage {
 
 /// The model's answer in one turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// Text and tool calls, in order.
     pub content: Vec<Block>,
     /// Why it stopped.
@@ -139,7 +139,7 @@ pub struct Reply {
 }
 
 /// An LLM API.
-pub trait Provider: Send + Sync {
+pub(crate) trait Provider: Send + Sync {
     /// The provider and model, for progress lines and the summary (e.g. `anthropic claude-…`).
     fn label(&self) -> String;
     /// Asks the model for its next turn (retrying what is worth retrying).
@@ -168,7 +168,7 @@ impl Kind {
 
 /// What a provider needs to be built.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The wire format.
     pub kind: Kind,
     /// The model name.
@@ -187,7 +187,7 @@ pub struct Settings {
 
 /// The provider `settings` describe; retries are shown through `notify`, streamed text
 /// through `show`.
-pub fn build(
+pub(crate) fn build(
     settings: Settings,
     notify: http::Notify,
     show: Option<stream::TextSink>,
@@ -200,7 +200,7 @@ pub fn build(
 }
 
 /// Parses tool-call arguments sent as JSON text: the object, or the raw text and why not.
-pub fn parse_arguments(raw: &str) -> (Value, Option<String>) {
+pub(crate) fn parse_arguments(raw: &str) -> (Value, Option<String>) {
     let raw = if raw.trim().is_empty() { "{}" } else { raw };
     match serde_json::from_str::<Value>(raw) {
         Ok(value @ Value::Object(_)) => (value, None),
@@ -212,7 +212,7 @@ pub fn parse_arguments(raw: &str) -> (Value, Option<String>) {
 }
 
 /// The JSON kind of `value`, for messages.
-pub fn kind_of(value: &Value) -> &'static str {
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -12,7 +12,7 @@ use super::stream::{self, TextSink};
 use super::{Block, Finish, Provider, ProviderError, Reply, Request, Role, Settings, Usage};
 
 /// An OpenAI-compatible Chat Completions client.
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     client: Client,
     settings: Settings,
     /// The output limit goes in `max_completion_tokens`, not `max_tokens`: set once the server
@@ -27,7 +27,7 @@ pub struct OpenAi {
 
 impl OpenAi {
     /// A client for `settings`, showing streamed text on `show`.
-    pub fn new(client: Client, settings: Settings, show: Option<TextSink>) -> Self {
+    pub(crate) fn new(client: Client, settings: Settings, show: Option<TextSink>) -> Self {
         let whole = AtomicBool::new(!settings.stream);
         Self { client, settings, completion_tokens: AtomicBool::new(false), whole, show }
     }
@@ -92,7 +92,7 @@ impl Provider for OpenAi {
 }
 
 /// The request body.
-pub fn body(model: &str, request: &Request<'_>) -> Value {
+pub(crate) fn body(model: &str, request: &Request<'_>) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for message in request.messages {
         match message.role {
@@ -201,7 +201,7 @@ fn image(mime: &str, data: &str) -> Value {
 }
 
 /// The reply in an answer.
-pub fn reply(answer: &Value) -> Result<Reply, String> {
+pub(crate) fn reply(answer: &Value) -> Result<Reply, String> {
     let choice = answer.pointer("/choices/0").ok_or("no `choices[0]`")?;
     let message = choice.get("message").ok_or("no `choices[0].message`")?;
     let mut content = Vec::new();

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::http::{Interrupted, Sink};
 
 /// Where streamed text goes as it arrives (the terminal), when it is shown.
-pub type TextSink = Arc<dyn Fn(&str) + Send + Sync>;
+pub(crate) type TextSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 fn parse(data: &str) -> Result<Option<Value>, Interrupted> {
     if data.trim().is_empty() {
@@ -26,7 +26,7 @@ fn error_event(value: &Value) -> Interrupted {
 
 /// An Anthropic Messages stream (`message_start`, `content_block_*`, `message_delta`,
 /// `message_stop`) assembled into a message.
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     content: Vec<Value>,
     /// The `partial_json` of each block, joined.
     inputs: Vec<String>,
@@ -38,12 +38,12 @@ pub struct Anthropic {
 
 impl Anthropic {
     /// An assembly showing text on `show`.
-    pub fn new(show: Option<TextSink>) -> Self {
+    pub(crate) fn new(show: Option<TextSink>) -> Self {
         Self { content: Vec::new(), inputs: Vec::new(), stop_reason: Value::Null, usage: Map::new(), done: false, show }
     }
 
     /// The message as the non-streamed API returns it.
-    pub fn answer(&self) -> Value {
+    pub(crate) fn answer(&self) -> Value {
         json!({"content": self.content, "stop_reason": self.stop_reason, "usage": self.usage})
     }
 
@@ -129,7 +129,7 @@ impl Sink for Anthropic {
 
 /// An OpenAI-compatible Chat Completions stream (`chat.completion.chunk`s, then `[DONE]`)
 /// assembled into a completion.
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     text: String,
     /// Each tool call by its `index`: id, name, arguments joined.
     calls: Vec<(String, String, String)>,
@@ -140,12 +140,12 @@ pub struct OpenAi {
 
 impl OpenAi {
     /// An assembly showing text on `show`.
-    pub fn new(show: Option<TextSink>) -> Self {
+    pub(crate) fn new(show: Option<TextSink>) -> Self {
         Self { text: String::new(), calls: Vec::new(), finish: Value::Null, usage: Value::Null, show }
     }
 
     /// The completion as the non-streamed API returns it.
-    pub fn answer(&self) -> Value {
+    pub(crate) fn answer(&self) -> Value {
         let mut message = json!({"role": "assistant", "content": if self.text.is_empty() { Value::Null } else { self.text.clone().into() }});
         if !self.calls.is_empty() {
             let calls: Vec<Value> = self

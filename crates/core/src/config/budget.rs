@@ -3,10 +3,10 @@
 //! host passes on uncut (measured with each host, see `tests/hosts/`).
 
 /// Bytes a view may take for a client no row of [`HOSTS`] names.
-pub const DEFAULT_OUTPUT_BUDGET: usize = 32 * 1024;
+pub(super) const DEFAULT_OUTPUT_BUDGET: usize = 32 * 1024;
 
 /// Per host (by the prefix of the `clientInfo.name` it sends): the budget, and why.
-pub const HOSTS: &[(&str, usize, &str)] = &[
+pub(super) const HOSTS: &[(&str, usize, &str)] = &[
     (
         "claude-code",
         40_000,

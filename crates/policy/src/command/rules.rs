@@ -144,7 +144,7 @@ fn program_matches(pattern: &str, program: &str) -> bool {
 }
 
 /// The program's name without its directory (`/bin/rm` is `rm`).
-pub fn base_name(program: &str) -> &str {
+pub(super) fn base_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 

@@ -5,7 +5,7 @@
 use crate::command::rules::base_name;
 
 /// Programs that only read, whatever their arguments.
-pub const ANY_ARGS: &[&str] = &[
+pub(super) const ANY_ARGS: &[&str] = &[
     "cat", "cd", "cut", "echo", "expr", "false", "grep", "head", "id", "ls", "nl", "paste", "pwd", "rev", "seq",
     "stat", "tail", "tr", "true", "uname", "wc", "which", "whoami", "numfmt", "tac", "du", "df", "basename", "dirname",
     "realpath", "readlink",
@@ -13,10 +13,10 @@ pub const ANY_ARGS: &[&str] = &[
 
 /// Programs that only read with some arguments (see [`is_safe`]).
 #[cfg(test)]
-pub const SOME_ARGS: &[&str] = &["uniq", "file", "sort", "base64", "find", "rg", "git", "sed"];
+pub(super) const SOME_ARGS: &[&str] = &["uniq", "file", "sort", "base64", "find", "rg", "git", "sed"];
 
 /// Whether `argv` (every word known) only reads.
-pub fn is_safe(argv: &[String]) -> bool {
+pub(super) fn is_safe(argv: &[String]) -> bool {
     let program = argv.first().map_or("", |p| base_name(p));
     let args = argv.get(1..).unwrap_or_default();
     let any = |bad: &dyn Fn(&str) -> bool| args.iter().any(|a| bad(a));

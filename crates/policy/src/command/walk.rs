@@ -19,14 +19,14 @@ const WRAPPERS: &[&str] = &[
     "coproc", "chrt", "setsid", "unbuffer",
 ];
 /// Shells: `-c SCRIPT` runs SCRIPT; without it they read a script from a file or stdin.
-pub const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox"];
+pub(super) const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox"];
 /// Interpreters that read their program from stdin when given none (or `-`).
-pub const INTERPRETERS: &[&str] =
+pub(super) const INTERPRETERS: &[&str] =
     &["python", "python3", "python2", "node", "perl", "ruby", "php", "lua", "Rscript", "deno", "bun"];
 
 /// What a script holds.
 #[derive(Debug, Default)]
-pub struct Walked {
+pub(super) struct Walked {
     /// Every simple command, words decoded.
     pub commands: Vec<Vec<Word>>,
     /// Why part of the script is known only when it runs (a script from a pipe, …).
@@ -46,7 +46,7 @@ pub struct Walked {
 }
 
 /// Walks `script`.
-pub fn walk(script: &str, home: Option<&str>) -> Walked {
+pub(super) fn walk(script: &str, home: Option<&str>) -> Walked {
     let mut out = Walked::default();
     walk_into(script, home, 0, &mut out);
     out

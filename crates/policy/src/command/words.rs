@@ -25,7 +25,7 @@ impl Word {
 }
 
 /// The words a node expands to (one, or several for a brace list).
-pub fn expand(node: Node<'_>, source: &str, home: Option<&str>) -> Vec<Word> {
+pub(super) fn expand(node: Node<'_>, source: &str, home: Option<&str>) -> Vec<Word> {
     match value(node, source, home) {
         Some(text) if node.kind() == "word" || node.kind() == "concatenation" => {
             braces(&text).into_iter().map(Word::Known).collect()
@@ -177,7 +177,7 @@ fn ansi_c(body: &str) -> String {
 }
 
 /// A brace list (`{a,b}`, `x{a,b}y`) expanded; a word without one stays as it is.
-pub fn braces(word: &str) -> Vec<String> {
+pub(super) fn braces(word: &str) -> Vec<String> {
     let (Some(open), Some(close)) = (word.find('{'), word.find('}')) else { return vec![word.to_string()] };
     if close < open || !word[open..close].contains(',') {
         return vec![word.to_string()];
@@ -188,7 +188,7 @@ pub fn braces(word: &str) -> Vec<String> {
 
 /// A path as the kernel would see it, lexically: `//` is `/`, `/.` and trailing slashes go,
 /// `..` goes up. Words that are not absolute paths are returned as they are.
-pub fn normalize_path(word: &str) -> String {
+pub(super) fn normalize_path(word: &str) -> String {
     if !word.starts_with('/') {
         return word.to_string();
     }

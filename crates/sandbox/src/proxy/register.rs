@@ -20,16 +20,29 @@ use rustix::net::{
 const TOKEN_MAX: usize = 128;
 
 /// `dir/name` spelled through a handle of `dir`: `/proc/self/fd/N/name`, short whatever `dir`
-/// is. The handle must stay open while the path is used.
-fn short_path(path: &Path) -> io::Result<(OwnedFd, PathBuf)> {
+/// is. The handle must stay open while the path is used. (Elsewhere than Linux, where no
+/// command registers a proxy, the path as it is.)
+#[cfg(target_os = "linux")]
+fn short_path(path: &Path) -> io::Result<(Option<OwnedFd>, PathBuf)> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::other(format!("`{}` is not a socket path", path.display())));
     };
     let handle =
         rustix::fs::open(dir, rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())?;
     let short = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&handle))).join(name);
-    Ok((handle, short))
+    Ok((Some(handle), short))
 }
+
+#[cfg(not(target_os = "linux"))]
+fn short_path(path: &Path) -> io::Result<(Option<OwnedFd>, PathBuf)> {
+    Ok((None, path.to_path_buf()))
+}
+
+/// Received descriptors are closed on exec (Linux; elsewhere no flag asks for it).
+#[cfg(target_os = "linux")]
+const RECEIVE_FLAGS: RecvFlags = RecvFlags::CMSG_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const RECEIVE_FLAGS: RecvFlags = RecvFlags::empty();
 
 /// Binds the registration socket at `path` (a stale one from a dead server is replaced).
 pub fn bind(path: &Path) -> io::Result<UnixListener> {
@@ -101,8 +114,7 @@ pub fn receive(stream: &UnixStream) -> io::Result<(String, OwnedFd)> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut bytes = [0u8; TOKEN_MAX + 1];
-    let received =
-        rustix::net::recvmsg(stream, &mut [IoSliceMut::new(&mut bytes)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let received = rustix::net::recvmsg(stream, &mut [IoSliceMut::new(&mut bytes)], &mut control, RECEIVE_FLAGS)?;
     let mut fd = None;
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(fds) = message {

@@ -26,7 +26,7 @@ const ROOTS: usize = 8;
 static BARE: Mutex<Vec<(PathBuf, Vec<Version>)>> = Mutex::new(Vec::new());
 
 /// The ignore files above `root` (canonical) that exist, following symlinks as `ignore` does.
-pub fn ignore_files(root: &Path) -> Vec<PathBuf> {
+pub(super) fn ignore_files(root: &Path) -> Vec<PathBuf> {
     look(root, SETTLED)
 }
 

@@ -23,7 +23,7 @@ static KEPT: Mutex<Option<Lookup>> = Mutex::new(None);
 
 /// The global excludes file, as `ignore::gitignore::gitconfig_excludes_path` finds it (it may
 /// not exist): looked up again only when one of git's config files is not as it was.
-pub fn path() -> Option<PathBuf> {
+pub(super) fn path() -> Option<PathBuf> {
     let now = SystemTime::now();
     let versions: Vec<Option<Version>> = CONFIG_FILES.iter().map(|file| fs::version(file)).collect();
     if let Some((seen, path)) = KEPT.lock().ok().as_deref().and_then(Option::as_ref)

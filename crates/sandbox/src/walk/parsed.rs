@@ -48,7 +48,7 @@ static CACHE: LazyLock<Cache> = LazyLock::new(Cache::default);
 /// The rules of the ignore `file` rooted at `rooted`, whose version is `version` now: the
 /// kept ones if that version was seen, else `parse`'s (kept when the file has settled).
 /// `None` when `parse` has none (an unreadable file).
-pub fn rules(
+pub(super) fn rules(
     file: &Path,
     rooted: &Path,
     version: Version,

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use crate::handle::{self, DirHandle, FileId};
 
 /// How long an edit waits for another process's edit of the same file.
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+pub(super) const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// A held lock on the file that was at a name when it was taken.
 #[derive(Debug)]
-pub struct Held {
+pub(super) struct Held {
     /// The locked file, open read-only (the edit reads through it).
     pub file: File,
     id: FileId,
@@ -29,7 +29,7 @@ pub struct Held {
 
 /// Why a lock was not taken.
 #[derive(Debug)]
-pub enum LockError {
+pub(super) enum LockError {
     /// Another process held it for the whole wait.
     Busy,
     /// Opening or locking failed.
@@ -38,7 +38,7 @@ pub enum LockError {
 
 /// Locks the file at `name` in `dir`; `Ok(None)` if there is none (nothing to read, so
 /// nothing to lose). Waits at most `wait` for another holder.
-pub fn lock_file(dir: &DirHandle, name: &OsStr, wait: Duration) -> Result<Option<Held>, LockError> {
+pub(super) fn lock_file(dir: &DirHandle, name: &OsStr, wait: Duration) -> Result<Option<Held>, LockError> {
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_millis(1);
     loop {
@@ -70,7 +70,7 @@ pub fn lock_file(dir: &DirHandle, name: &OsStr, wait: Duration) -> Result<Option
 
 impl Held {
     /// Whether `name` in `dir` is still the locked file.
-    pub fn still_at(&self, dir: &DirHandle, name: &OsStr) -> bool {
+    pub(super) fn still_at(&self, dir: &DirHandle, name: &OsStr) -> bool {
         dir.identity(name).is_ok_and(|now| now == self.id)
     }
 }

@@ -57,7 +57,7 @@ impl InFlight {
 
 /// What a session's `POST` carries, as far as cancelling goes.
 #[derive(Debug, PartialEq)]
-pub enum Posted {
+pub(super) enum Posted {
     /// A `tools/call` request with this id.
     Call(serde_json::Value),
     /// Another request with this id.
@@ -83,7 +83,7 @@ struct CancelParams {
 }
 
 /// What `body` carries.
-pub fn classify(body: &Bytes) -> Posted {
+pub(super) fn classify(body: &Bytes) -> Posted {
     let Ok(message) = serde_json::from_slice::<Envelope>(body) else { return Posted::Other };
     match (message.method.as_deref(), message.id) {
         (Some("tools/call"), Some(id)) => Posted::Call(id),
@@ -98,7 +98,7 @@ pub fn classify(body: &Bytes) -> Posted {
 /// `response`, the answer stream of request `id` of `session`: when it is dropped before its
 /// end (the client went away), a call is cancelled through `in_flight` (so it still ends with
 /// an answer kept for a resume) and any other request through a notice to rmcp.
-pub fn watch(
+pub(super) fn watch(
     response: Response,
     (in_flight, sessions): (Arc<InFlight>, Arc<Sessions>),
     session: String,

@@ -11,13 +11,13 @@ use tokio_postgres::{AsyncMessage, NoTls};
 use crate::Changed;
 
 /// The notification channel.
-pub const CHANNEL: &str = "toolbelt_changes";
+pub(super) const CHANNEL: &str = "toolbelt_changes";
 /// The pause before listening again after the connection dropped or could not be made.
 const RETRY: Duration = Duration::from_secs(2);
 
 /// A change as sent: the sender's mark, the workspace key and the URI, tab-separated (neither
 /// a key nor a URI holds a tab: names are checked, paths rarely do and then only mismatch).
-pub fn payload(origin: &str, changed: &Changed) -> String {
+pub(super) fn payload(origin: &str, changed: &Changed) -> String {
     format!("{origin}\t{}\t{}", changed.workspace, changed.uri)
 }
 
@@ -28,7 +28,7 @@ fn parse(payload: &str) -> Option<(&str, Changed)> {
 }
 
 /// Listens until `alive` says the store is gone, forwarding other origins' changes.
-pub fn spawn(
+pub(super) fn spawn(
     config: tokio_postgres::Config,
     origin: String,
     changes: broadcast::Sender<Changed>,

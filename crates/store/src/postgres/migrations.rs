@@ -55,7 +55,7 @@ const MIGRATIONS: &[&str] = &[
 const LOCK: i64 = 0x746f_6f6c_6265_6c74; // "toolbelt"
 
 /// Applies the migrations the database lacks, or refuses one newer than this build.
-pub async fn migrate(client: &mut deadpool_postgres::Object) -> Result<(), tokio_postgres::Error> {
+pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<(), tokio_postgres::Error> {
     let transaction = client.transaction().await?;
     transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK]).await?;
     transaction.batch_execute("CREATE TABLE IF NOT EXISTS toolbelt_schema (version INTEGER NOT NULL)").await?;

@@ -13,7 +13,7 @@ use crate::{GLOBAL, StoreError, now_ms, todo_rules};
 
 /// Why a call failed: a rule of the store, or the driver.
 #[derive(Debug)]
-pub enum Failure {
+pub(super) enum Failure {
     /// A rule broken, an unknown id.
     Store(StoreError),
     /// The database or the connection.
@@ -35,7 +35,7 @@ impl From<StoreError> for Failure {
 const MEMORY_COLUMNS: &str = "id, workspace, collection, title, content, tags, created_at, updated_at";
 
 /// The list `name` of `workspace` (empty if never written); `lock` takes its row for a change.
-pub async fn todo_read(
+pub(super) async fn todo_read(
     client: &impl GenericClient,
     workspace: &str,
     name: &str,
@@ -81,7 +81,7 @@ async fn read_list(
 }
 
 /// One transaction: take the list's row, derive the new items, check every rule, save.
-pub async fn todo_change(
+pub(super) async fn todo_change(
     client: &mut Client,
     workspace: &str,
     name: &str,
@@ -163,7 +163,7 @@ async fn save_items(
 }
 
 /// How many times list `name` was saved (0: never).
-pub async fn todo_revision(
+pub(super) async fn todo_revision(
     client: &impl GenericClient,
     workspace: &str,
     name: &str,
@@ -175,7 +175,10 @@ pub async fn todo_revision(
 }
 
 /// The workspace's lists, by name.
-pub async fn todo_lists(client: &impl GenericClient, workspace: &str) -> Result<Vec<Summary>, tokio_postgres::Error> {
+pub(super) async fn todo_lists(
+    client: &impl GenericClient,
+    workspace: &str,
+) -> Result<Vec<Summary>, tokio_postgres::Error> {
     let rows = client
         .query(
             "SELECT l.name, count(i.id), count(CASE WHEN i.status = 'completed' THEN 1 END)
@@ -201,7 +204,7 @@ fn memory_row(row: &Row) -> Memory {
 }
 
 /// Stores `memory`, or finds the same content already in its collection.
-pub async fn memory_store(client: &mut Client, workspace: &str, memory: &NewMemory) -> Result<Stored, Failure> {
+pub(super) async fn memory_store(client: &mut Client, workspace: &str, memory: &NewMemory) -> Result<Stored, Failure> {
     let hash = memory::hash(&memory.content);
     let now = now_ms();
     let tags = memory::tags_json(&memory.tags);
@@ -226,7 +229,7 @@ pub async fn memory_store(client: &mut Client, workspace: &str, memory: &NewMemo
 }
 
 /// Memory `id`, if it belongs to `workspace` or the global scope.
-pub async fn memory_get(client: &impl GenericClient, workspace: &str, id: i64) -> Result<Memory, Failure> {
+pub(super) async fn memory_get(client: &impl GenericClient, workspace: &str, id: i64) -> Result<Memory, Failure> {
     get_memory(client, workspace, id, false).await
 }
 
@@ -240,7 +243,12 @@ async fn get_memory(client: &impl GenericClient, workspace: &str, id: i64, lock:
 }
 
 /// Changes the given fields of memory `id`; returns it as now stored.
-pub async fn memory_update(client: &mut Client, workspace: &str, id: i64, edit: MemoryEdit) -> Result<Memory, Failure> {
+pub(super) async fn memory_update(
+    client: &mut Client,
+    workspace: &str,
+    id: i64,
+    edit: MemoryEdit,
+) -> Result<Memory, Failure> {
     let (content, title, tags) = edit;
     let transaction = client.transaction().await?;
     let mut memory = get_memory(&transaction, workspace, id, true).await?;
@@ -275,14 +283,14 @@ pub async fn memory_update(client: &mut Client, workspace: &str, id: i64, edit: 
 }
 
 /// Deletes memory `id`; returns what it was.
-pub async fn memory_delete(client: &mut Client, workspace: &str, id: i64) -> Result<Memory, Failure> {
+pub(super) async fn memory_delete(client: &mut Client, workspace: &str, id: i64) -> Result<Memory, Failure> {
     let sql = format!("DELETE FROM memories WHERE id = $1 AND workspace IN ($2, $3) RETURNING {MEMORY_COLUMNS}");
     let row = client.query_opt(&sql, &[&id, &workspace, &GLOBAL]).await?;
     row.as_ref().map(memory_row).ok_or_else(|| Failure::Store(memory::not_found(id)))
 }
 
 /// The collections of `workspace`, by name.
-pub async fn memory_collections(
+pub(super) async fn memory_collections(
     client: &impl GenericClient,
     workspace: &str,
 ) -> Result<Vec<Collection>, tokio_postgres::Error> {
@@ -297,7 +305,7 @@ pub async fn memory_collections(
 }
 
 /// A value that changes whenever a memory of the collection changes.
-pub async fn memory_fingerprint(
+pub(super) async fn memory_fingerprint(
     client: &impl GenericClient,
     workspace: &str,
     collection: &str,
@@ -313,7 +321,7 @@ pub async fn memory_fingerprint(
 }
 
 /// The newest `limit` memories of a collection, newest first.
-pub async fn memory_recent(
+pub(super) async fn memory_recent(
     client: &impl GenericClient,
     workspace: &str,
     collection: &str,
@@ -330,7 +338,11 @@ pub async fn memory_recent(
 /// Searches `workspace`: the text as web search syntax (`"a phrase"`, `or`, `-word`); if it
 /// holds no words PostgreSQL indexes, as plain words; if several words match nothing
 /// together and no operator was used, any of them.
-pub async fn memory_search(client: &impl GenericClient, workspace: &str, query: &Query) -> Result<Found, Failure> {
+pub(super) async fn memory_search(
+    client: &impl GenericClient,
+    workspace: &str,
+    query: &Query,
+) -> Result<Found, Failure> {
     let words = search::words(&query.text);
     if words.is_empty() {
         return Err(Failure::Store(StoreError::Rule(format!(
@@ -414,14 +426,14 @@ async fn ranked(
 }
 
 /// How many todo lists and memories there are.
-pub async fn counts(client: &impl GenericClient) -> Result<(i64, i64), tokio_postgres::Error> {
+pub(super) async fn counts(client: &impl GenericClient) -> Result<(i64, i64), tokio_postgres::Error> {
     let row =
         client.query_one("SELECT (SELECT count(*) FROM todo_lists), (SELECT count(*) FROM memories)", &[]).await?;
     Ok((row.get(0), row.get(1)))
 }
 
 /// Moves workspace `from`'s records to `to`, keeping what `to` already has.
-pub async fn adopt(client: &mut Client, from: &str, to: &str) -> Result<usize, tokio_postgres::Error> {
+pub(super) async fn adopt(client: &mut Client, from: &str, to: &str) -> Result<usize, tokio_postgres::Error> {
     let transaction = client.transaction().await?;
     let lists = transaction
         .execute(

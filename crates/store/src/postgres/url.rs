@@ -12,7 +12,7 @@ use toolbelt_mcp_sandbox::fs;
 
 /// Whether `url` names a PostgreSQL database.
 #[cfg(test)]
-pub fn is_postgres_url(url: &str) -> bool {
+pub(super) fn is_postgres_url(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 

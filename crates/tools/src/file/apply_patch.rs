@@ -12,12 +12,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::{Existing, Kind, Replace, Target};
 
 /// The `apply_patch` operation.
-pub struct ApplyPatch;
+pub(super) struct ApplyPatch;
 
 /// Arguments of `apply_patch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// A unified diff (several files; `/dev/null` for new or deleted ones; renames) or a `*** Begin Patch` envelope.
     pub patch: String,
     /// Only preview; change nothing.
@@ -26,7 +26,7 @@ pub struct Args {
 
 /// Structured result of `apply_patch`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// Each file the patch touched, in patch order.
     pub patched_files: Vec<Patched>,
     /// Whether this was a preview: nothing was written.
@@ -38,7 +38,7 @@ pub struct Output {
 
 /// One file of the patch.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Patched {
+pub(super) struct Patched {
     /// The path, relative to the first root (the new path when moved).
     pub path: String,
     /// `created`, `modified`, `deleted` or `moved`.

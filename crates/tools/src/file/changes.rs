@@ -11,19 +11,19 @@ use toolbelt_mcp_sandbox::paths::normalize;
 use toolbelt_mcp_sandbox::write::Target;
 
 /// The `changes` operation.
-pub struct Changes;
+pub(super) struct Changes;
 
 /// Arguments of `changes`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: Option<String>,
 }
 
 /// Structured result of `changes`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// Files changed, in the order first changed.
     pub changed_files: Vec<FileChange>,
     /// Old changes dropped from the undo history to keep it within its size cap.
@@ -35,7 +35,7 @@ pub struct Output {
 
 /// One file's net change.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct FileChange {
+pub(super) struct FileChange {
     /// The path, relative to the first root.
     pub path: String,
     /// `created`, `modified`, `deleted`, `renamed from …`, `directory created` or `directory deleted (N files)`.

@@ -8,19 +8,19 @@ use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `create_directory` operation.
-pub struct CreateDirectory;
+pub(super) struct CreateDirectory;
 
 /// Arguments of `create_directory`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
 }
 
 /// Structured result of `create_directory`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The directory, relative to the first root.
     pub path: String,
     /// `created` or `exists`.

@@ -9,12 +9,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::Replace;
 
 /// The `create_file` operation.
-pub struct CreateFile;
+pub(super) struct CreateFile;
 
 /// Arguments of `create_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// The file's whole content.

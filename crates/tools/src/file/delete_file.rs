@@ -11,12 +11,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::Kind;
 
 /// The `delete_file` operation.
-pub struct DeleteFile;
+pub(super) struct DeleteFile;
 
 /// Arguments of `delete_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// Delete a non-empty directory too.
@@ -27,7 +27,7 @@ pub struct Args {
 
 /// Structured result of `delete_file`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The path deleted, relative to the first root.
     pub path: String,
     /// `file` or `directory`.

@@ -14,7 +14,7 @@ use toolbelt_mcp_sandbox::write::{Existing, Replace, Target};
 
 /// Structured result of every write operation.
 #[derive(Debug, Default, Serialize, JsonSchema)]
-pub struct WriteOutput {
+pub(super) struct WriteOutput {
     /// The path written, relative to the first root.
     pub path: String,
     /// `created`, `overwritten`, `modified`, `unchanged`, `reverted` or `removed`.
@@ -39,7 +39,7 @@ pub struct WriteOutput {
 /// A text file decoded for editing: UTF-8 body with CRLF folded to LF when the file uses
 /// CRLF throughout, and whether it had a BOM; `encode` restores both.
 #[derive(Debug)]
-pub struct Text {
+pub(super) struct Text {
     /// The editable body.
     pub body: String,
     bom: bool,
@@ -48,7 +48,7 @@ pub struct Text {
 
 impl Text {
     /// Decodes a file's bytes; refuses invalid UTF-8 (an edit would corrupt it).
-    pub fn decode(bytes: &[u8], shown: &str) -> Result<Self, ToolError> {
+    pub(super) fn decode(bytes: &[u8], shown: &str) -> Result<Self, ToolError> {
         let text = std::str::from_utf8(bytes).map_err(|err| {
             ToolError::EditFailed(format!(
                 "`{shown}` is not valid UTF-8 (at byte {}); text edits could corrupt it. Replace it whole with `create_file` (`overwrite: true`) if that is intended",
@@ -66,12 +66,12 @@ impl Text {
     }
 
     /// Brings a string from the model to the body's line endings.
-    pub fn normalize<'a>(&self, s: &'a str) -> Cow<'a, str> {
+    pub(super) fn normalize<'a>(&self, s: &'a str) -> Cow<'a, str> {
         if self.crlf && s.contains('\r') { Cow::Owned(s.replace("\r\n", "\n")) } else { Cow::Borrowed(s) }
     }
 
     /// The file's bytes for a new body, with the original BOM and line endings.
-    pub fn encode(&self, body: &str) -> Vec<u8> {
+    pub(super) fn encode(&self, body: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(body.len() + 3);
         if self.bom {
             out.extend_from_slice("\u{feff}".as_bytes());
@@ -86,13 +86,13 @@ impl Text {
 }
 
 /// sha256 of bytes, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// Fails if the caller's `expected_hash` is not the file's current sha256.
-pub fn check_expected(expected: Option<&str>, current: &[u8], shown: &str) -> Result<(), ToolError> {
+pub(super) fn check_expected(expected: Option<&str>, current: &[u8], shown: &str) -> Result<(), ToolError> {
     let Some(expected) = expected else { return Ok(()) };
     let expected = expected.trim().trim_start_matches("sha256:").to_ascii_lowercase();
     let actual = sha256_hex(current);
@@ -105,7 +105,7 @@ const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(100)
 
 /// A unified diff as lines, with the lines added and removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Diff {
+pub(super) struct Diff {
     /// `---`/`+++` headers, then `@@` hunks with 3 lines of context.
     pub lines: Vec<String>,
     /// Lines added.
@@ -123,7 +123,7 @@ const REGION_LINES: usize = 20;
 
 /// The unified diff from `old` (`None`: no file) to `new`: in full, or summarised when it is
 /// too large or its deadline passed.
-pub fn diff(shown: &str, old: Option<&str>, new: &str) -> Diff {
+pub(super) fn diff(shown: &str, old: Option<&str>, new: &str) -> Diff {
     let before = old.unwrap_or("");
     let started = std::time::Instant::now();
     let text_diff = similar::TextDiff::configure().deadline(started + DIFF_DEADLINE).diff_lines(before, new);
@@ -176,7 +176,7 @@ pub fn diff(shown: &str, old: Option<&str>, new: &str) -> Diff {
 
 /// Adds `diff` to `lines` while it fits; past that, one line saying how much was left out
 /// and `how_to_see` it. Returns whether every line fitted.
-pub fn push_diff(lines: &mut Lines, diff: &[String], how_to_see: &str) -> bool {
+pub(super) fn push_diff(lines: &mut Lines, diff: &[String], how_to_see: &str) -> bool {
     for (i, line) in diff.iter().enumerate() {
         if !lines.push(line.clone()) {
             lines.push_marker(format!("… {} more diff lines not shown; {how_to_see}", diff.len() - i));
@@ -187,7 +187,7 @@ pub fn push_diff(lines: &mut Lines, diff: &[String], how_to_see: &str) -> bool {
 }
 
 /// A change ready to land.
-pub struct Landing<'a> {
+pub(super) struct Landing<'a> {
     /// The operation making it.
     pub operation: &'static str,
     /// Where.
@@ -213,7 +213,7 @@ pub struct Landing<'a> {
 /// The shared road of text edits: the file must exist; `expected_hash` is checked; the body
 /// (BOM and CRLF folded away) goes through `transform`, which returns the new body and an
 /// optional replacement count; the result is encoded back and committed.
-pub fn edit_text(
+pub(super) fn edit_text(
     operation: &'static str,
     target: Target,
     context: &Context,
@@ -244,7 +244,7 @@ pub fn edit_text(
 
 /// Previews or performs a change: keeps the old content for undo, writes atomically, records
 /// it in the session's history, and answers with the diff.
-pub fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
+pub(super) fn commit(landing: Landing<'_>) -> Result<Reply<WriteOutput>, ToolError> {
     let Landing { operation, mut target, before, bytes, replace, dry_run, action, replacements, known_diff, context } =
         landing;
     let shown = target.shown().to_string();

@@ -22,12 +22,12 @@ const DEFAULT_LIMIT: usize = 500;
 const FEW: usize = 1024;
 
 /// The `file_search` operation.
-pub struct FileSearch;
+pub(super) struct FileSearch;
 
 /// How to order matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Sort {
+pub(super) enum Sort {
     /// By path, A to Z.
     Path,
     /// By modification time, newest first.
@@ -37,7 +37,7 @@ pub enum Sort {
 /// Arguments of `file_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// file_search: a glob (`*.rs` at any depth, `src/**/*.ts`, `{a,b}`, `!` inverts); grep_search: a regex (Rust syntax).
     pub pattern: String,
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
@@ -58,7 +58,7 @@ pub struct Args {
 
 /// Structured result of `file_search`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The directory searched.
     pub path: String,
     /// Files matching, in all.

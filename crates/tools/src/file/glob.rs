@@ -11,7 +11,7 @@ use toolbelt_mcp_core::error::ToolError;
 
 /// A compiled path glob.
 #[derive(Debug, Clone)]
-pub struct PathGlob {
+pub(super) struct PathGlob {
     matcher: Regex,
     name_only: bool,
     negated: bool,
@@ -19,7 +19,7 @@ pub struct PathGlob {
 
 impl PathGlob {
     /// Compiles `pattern`; a leading `./` or `/` anchors it to the search directory.
-    pub fn new(pattern: &str) -> Result<Self, ToolError> {
+    pub(super) fn new(pattern: &str) -> Result<Self, ToolError> {
         let (negated, rest) = match pattern.strip_prefix('!') {
             Some(rest) => (true, rest),
             None => (false, pattern),
@@ -40,7 +40,7 @@ impl PathGlob {
     }
 
     /// Whether a path relative to the search directory matches.
-    pub fn is_match(&self, relative: &Path) -> bool {
+    pub(super) fn is_match(&self, relative: &Path) -> bool {
         let matched = if self.name_only {
             relative.file_name().is_some_and(|name| self.matcher.is_match(bytes(Path::new(name)).as_ref()))
         } else {

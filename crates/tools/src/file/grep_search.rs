@@ -29,12 +29,12 @@ const FEW: usize = 512;
 const MAX_LINE_CHARS: usize = 500;
 
 /// The `grep_search` operation.
-pub struct GrepSearch;
+pub(super) struct GrepSearch;
 
 /// What to return for the matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum OutputMode {
+pub(super) enum OutputMode {
     /// Matching lines as `path:line:text` (context lines as `path-line-text`).
     Content,
     /// Paths of files with a match.
@@ -46,7 +46,7 @@ pub enum OutputMode {
 /// Arguments of `grep_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// file_search: a glob (`*.rs` at any depth, `src/**/*.ts`, `{a,b}`, `!` inverts); grep_search: a regex (Rust syntax).
     pub pattern: String,
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
@@ -81,7 +81,7 @@ pub struct Args {
 
 /// Structured result of `grep_search`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// Where the search ran.
     pub path: String,
     /// Matches in all files, counted like `rg -c`: matching lines, or with `multiline` whole matches (not counted in `files` output, which stops at a file's first match).
@@ -101,7 +101,7 @@ pub struct Output {
 
 /// One file in the result.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct FileRow {
+pub(super) struct FileRow {
     /// Path relative to the first root.
     pub path: String,
     /// Matches in it (absent in `files` output).

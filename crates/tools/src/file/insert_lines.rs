@@ -8,12 +8,12 @@ use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `insert_lines` operation.
-pub struct InsertLines;
+pub(super) struct InsertLines;
 
 /// Arguments of `insert_lines`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// Insert after this line (0 = top).

@@ -20,12 +20,12 @@ const DEFAULT_LIMIT: usize = 1000;
 const MAX_DEPTH: usize = 10;
 
 /// The `list_dir` operation.
-pub struct ListDir;
+pub(super) struct ListDir;
 
 /// Arguments of `list_dir`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: Option<String>,
     /// Levels (default 1).
@@ -45,7 +45,7 @@ pub struct Args {
 
 /// Structured result of `list_dir`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The directory listed.
     pub path: String,
     /// Entries found within `depth`.
@@ -58,7 +58,7 @@ pub struct Output {
 
 /// One listed entry.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Entry {
+pub(super) struct Entry {
     /// Path relative to the first root.
     pub path: String,
     /// `file`, `dir`, `symlink` or `other`.

@@ -6,7 +6,7 @@ const MAX_WINDOWS: usize = 20_000;
 
 /// Replaces `old` by `new` in `body`: exactly one occurrence, or all with `replace_all`.
 /// Returns the new body and the number of replacements, or a message saying what to do.
-pub fn replace(body: &str, old: &str, new: &str, replace_all: bool) -> Result<(String, u64), String> {
+pub(super) fn replace(body: &str, old: &str, new: &str, replace_all: bool) -> Result<(String, u64), String> {
     if old.is_empty() {
         return Err("`old_string` is empty; to add text use `insert_lines`, to write a whole file `create_file`".into());
     }

@@ -9,12 +9,12 @@ use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `multi_replace` operation.
-pub struct MultiReplace;
+pub(super) struct MultiReplace;
 
 /// One replacement of a `multi_replace`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Edit {
+pub(super) struct Edit {
     /// Exact text; unique unless `replace_all`.
     pub old_string: String,
     /// Its replacement.
@@ -26,7 +26,7 @@ pub struct Edit {
 /// Arguments of `multi_replace`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// In order, each on the previous result.

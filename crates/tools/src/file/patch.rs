@@ -4,7 +4,7 @@
 
 /// One file's part of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FilePatch {
+pub(super) enum FilePatch {
     /// A new file with this content.
     Add { path: String, content: String },
     /// Remove the file.
@@ -15,7 +15,7 @@ pub enum FilePatch {
 
 impl FilePatch {
     /// The path the patch names first.
-    pub fn path(&self) -> &str {
+    pub(super) fn path(&self) -> &str {
         match self {
             Self::Add { path, .. } | Self::Delete { path } | Self::Update { path, .. } => path,
         }
@@ -24,7 +24,7 @@ impl FilePatch {
 
 /// One hunk: the lines it expects (context and removals) and what replaces them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Hunk {
+pub(super) struct Hunk {
     /// 1-based line the header puts the hunk at, if it says.
     pub old_start: Option<usize>,
     /// A line to find first (the envelope's `@@ line`); the hunk matches after it.
@@ -40,7 +40,7 @@ pub struct Hunk {
 }
 
 /// Parses either format; the error says which line is wrong.
-pub fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
+pub(super) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
     let files =
         if patch.trim_start().starts_with("*** Begin Patch") { parse_envelope(patch)? } else { parse_unified(patch)? };
     if files.is_empty() {
@@ -234,7 +234,7 @@ fn parse_envelope(patch: &str) -> Result<Vec<FilePatch>, String> {
 
 /// A patched body with the unified diff of exactly what changed.
 #[derive(Debug)]
-pub struct Applied {
+pub(super) struct Applied {
     /// The new body.
     pub body: String,
     /// `@@` hunks (without file headers) rendered from the hunks where they landed.
@@ -249,7 +249,7 @@ pub struct Applied {
 /// after the end of the previous hunk, nearest to where its header puts it. The error names
 /// the hunk (1-based) and the nearest near-match. The diff is rendered from the hunks (only
 /// their own lines are compared), so large files cost no whole-file diff.
-pub fn apply(body: &str, hunks: &[Hunk]) -> Result<Applied, String> {
+pub(super) fn apply(body: &str, hunks: &[Hunk]) -> Result<Applied, String> {
     let mut diff = String::new();
     let (mut added, mut removed) = (0, 0);
     let had_final_newline = body.is_empty() || body.ends_with('\n');

@@ -31,12 +31,12 @@ const INLINE_BYTES: u64 = 16 * 1024;
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// The `read_file` operation.
-pub struct ReadFile;
+pub(super) struct ReadFile;
 
 /// Arguments of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// First line, 1-based.
@@ -51,7 +51,7 @@ pub struct Args {
 
 /// Structured result of `read_file`.
 #[derive(Debug, Default, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The file, relative to the first root when inside it.
     pub path: String,
     /// `text` or `image`.

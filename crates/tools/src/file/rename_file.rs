@@ -9,12 +9,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::{Kind, Replace};
 
 /// The `rename_file` operation.
-pub struct RenameFile;
+pub(super) struct RenameFile;
 
 /// Arguments of `rename_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// The new path.
@@ -30,7 +30,7 @@ pub struct Args {
 
 /// Structured result of `rename_file`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The new path, relative to the first root.
     pub path: String,
     /// The old path.

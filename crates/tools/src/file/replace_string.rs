@@ -9,12 +9,12 @@ use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `replace_string` operation.
-pub struct ReplaceString;
+pub(super) struct ReplaceString;
 
 /// Arguments of `replace_string`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Relative to the first root, or absolute inside it. Default: the root (changes: all files).
     pub path: String,
     /// Exact text, without line numbers; unique unless `replace_all`.

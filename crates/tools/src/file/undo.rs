@@ -14,12 +14,12 @@ use toolbelt_mcp_policy::Gate;
 use toolbelt_mcp_sandbox::write::{Kind, Replace, Target};
 
 /// The `undo` operation.
-pub struct Undo;
+pub(super) struct Undo;
 
 /// Arguments of `undo`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Calls to revert (default 1).
     #[schemars(range(min = 1))]
     #[schemars(extend("default" = 1))]
@@ -30,7 +30,7 @@ pub struct Args {
 
 /// Structured result of `undo`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// What was reverted, newest first.
     pub undone: Vec<Undone>,
     /// Changes still undoable.
@@ -39,7 +39,7 @@ pub struct Output {
 
 /// One reverted change.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Undone {
+pub(super) struct Undone {
     /// The path, relative to the first root.
     pub path: String,
     /// The operation that had made the change.

@@ -8,19 +8,19 @@ use crate::{Call, Effect, EffectKind, Operation, Reply};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `delete` operation.
-pub struct Delete;
+pub(super) struct Delete;
 
 /// Arguments of `delete`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The memory's id.
     pub id: i64,
 }
 
 /// Structured result of `delete`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The memory's id.
     pub id: i64,
     /// Its collection.

@@ -9,19 +9,19 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_store::timestamp;
 
 /// The `get` operation.
-pub struct Get;
+pub(super) struct Get;
 
 /// Arguments of `get`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The memory's id.
     pub id: i64,
 }
 
 /// Structured result of `get`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The memory's id.
     pub id: i64,
     /// Its collection.

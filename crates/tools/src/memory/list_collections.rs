@@ -9,12 +9,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_store::timestamp;
 
 /// The `list_collections` operation.
-pub struct ListCollections;
+pub(super) struct ListCollections;
 
 /// Arguments of `list_collections`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Default `workspace`.
     #[serde(default)]
     pub scope: Scope,
@@ -22,7 +22,7 @@ pub struct Args {
 
 /// Structured result of `list_collections`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The scope listed.
     pub scope: Scope,
     /// Its collections, by name.
@@ -31,7 +31,7 @@ pub struct Output {
 
 /// One collection.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Row {
+pub(super) struct Row {
     /// Its name.
     pub name: String,
     /// Memories in it.

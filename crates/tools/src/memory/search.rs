@@ -11,12 +11,12 @@ use toolbelt_mcp_store::search::{MAX_LIMIT, Mode, Query, RANK_WINDOW};
 use toolbelt_mcp_store::timestamp;
 
 /// The `search` operation.
-pub struct Search;
+pub(super) struct Search;
 
 /// Arguments of `search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Words (all, else any) or FTS5: `"phrase"`, `pre*`, `a OR b`, `NEAR(a b)`, `title:x`.
     pub query: String,
     /// Default `default` (search: every one).
@@ -38,7 +38,7 @@ pub struct Args {
 
 /// Structured result of `search`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The scope searched.
     pub scope: Scope,
     /// How the query was read: `fts` (FTS5 syntax), `plain` (not valid FTS5: as words, all required) or `any_word` (no memory had every word: any of them).
@@ -56,7 +56,7 @@ pub struct Output {
 
 /// One match.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Hit {
+pub(super) struct Hit {
     /// The memory's id, for `get`, `update` and `delete`.
     pub id: i64,
     /// Its collection.

@@ -9,12 +9,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_store::memory::{self, NewMemory};
 
 /// The `store` operation.
-pub struct Store;
+pub(super) struct Store;
 
 /// Arguments of `store`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The text (max 100,000 bytes).
     pub content: String,
     /// A short title (`""` removes it).
@@ -32,7 +32,7 @@ pub struct Args {
 
 /// Structured result of `store`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The memory's id.
     pub id: i64,
     /// Its collection.

@@ -9,12 +9,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_store::{memory, timestamp};
 
 /// The `update` operation.
-pub struct Update;
+pub(super) struct Update;
 
 /// Arguments of `update`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The memory's id.
     pub id: i64,
     /// The text (max 100,000 bytes).
@@ -27,7 +27,7 @@ pub struct Args {
 
 /// Structured result of `update`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The memory's id.
     pub id: i64,
     /// Its collection.

@@ -10,12 +10,12 @@ use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::process::signal_named;
 
 /// The `kill_session` operation.
-pub struct KillSession;
+pub(super) struct KillSession;
 
 /// Arguments of `kill_session`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// From start_session, run_command or list_sessions.
     pub session_id: String,
     /// `TERM` (default, `KILL` after 2 s), `INT`, `HUP`, `KILL`, `STOP`, `CONT`…
@@ -28,7 +28,7 @@ pub struct Args {
 
 /// Structured result of `kill_session`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,

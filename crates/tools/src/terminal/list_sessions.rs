@@ -8,23 +8,23 @@ use crate::{Call, Effect, EffectKind, Operation, Reply};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `list_sessions` operation.
-pub struct ListSessions;
+pub(super) struct ListSessions;
 
 /// Arguments of `list_sessions` (none).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {}
+pub(super) struct Args {}
 
 /// Structured result of `list_sessions`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// Sessions, oldest first.
     pub sessions: Vec<Row>,
 }
 
 /// One session.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Row {
+pub(super) struct Row {
     /// Its id.
     pub session_id: String,
     /// `command` (background, or a finished command kept for paging) or `pty`.

@@ -13,15 +13,15 @@ use toolbelt_mcp_terminal::session::{Kind, TermSession};
 use toolbelt_mcp_terminal::text;
 
 /// Output is "quiet" when nothing arrived for this long.
-pub const QUIET: Duration = Duration::from_millis(50);
+pub(super) const QUIET: Duration = Duration::from_millis(50);
 
 /// The `read_output` operation.
-pub struct ReadOutput;
+pub(super) struct ReadOutput;
 
 /// Arguments of `read_output`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// From start_session, run_command or list_sessions.
     pub session_id: String,
     /// Byte cursor (a result's `next`; 0 = start; default: after the last read).
@@ -41,7 +41,7 @@ pub struct Args {
 
 /// Structured result of `read_output`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,
@@ -63,7 +63,7 @@ pub struct Output {
 }
 
 /// A page of a session's output.
-pub struct Page {
+pub(super) struct Page {
     /// The text.
     pub text: String,
     /// Its first byte's cursor.
@@ -82,7 +82,7 @@ pub struct Page {
 
 /// Reads up to `max` bytes of `stream` from `since`, ending on a line end when more
 /// follows, and moves the session's default cursor past it.
-pub fn page(session: &TermSession, stream: usize, since: u64, max: usize) -> Page {
+pub(super) fn page(session: &TermSession, stream: usize, since: u64, max: usize) -> Page {
     let Some(log) = session.log(stream) else {
         return Page { text: String::new(), from: 0, next: 0, dropped: 0, more: false, binary: false, total: 0 };
     };

@@ -25,12 +25,12 @@ const TIMEOUT_MS: (u64, u64) = (120_000, 600_000);
 const BACKGROUND_WAIT_MS: u64 = 500;
 
 /// The `run_command` operation.
-pub struct RunCommand;
+pub(super) struct RunCommand;
 
 /// Arguments of `run_command`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// Command line for `bash -c`.
     pub command: String,
     /// Working directory (default: the first root).
@@ -53,7 +53,7 @@ pub struct Args {
 
 /// Structured result of `run_command`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,
@@ -106,6 +106,7 @@ impl Operation for RunCommand {
         let timeout = millis("timeout_ms", args.timeout_ms.unwrap_or(TIMEOUT_MS.0), TIMEOUT_MS.1)?;
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(BACKGROUND_WAIT_MS), TIMEOUT_MS.1)?;
         let context = call.context;
+        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
         let mut launch = launch(
             &context,
             (call.cwd, call.unsandboxed),
@@ -280,7 +281,7 @@ fn shares(out: usize, err: usize, budget: usize) -> (usize, usize) {
 /// A stream's text within `budget` bytes: all of it, or its head and tail with a marker
 /// saying how many bytes and lines were left out and `how_to_see` them. Returns the text,
 /// whether it was cut, and whether the output held non-text bytes.
-pub fn excerpt(log: &OutputLog, budget: usize, how_to_see: &str) -> (String, bool, bool) {
+pub(super) fn excerpt(log: &OutputLog, budget: usize, how_to_see: &str) -> (String, bool, bool) {
     let total = log.total();
     if total as usize <= budget {
         let (shown, binary) = text::to_text(&log.read(0, budget).bytes);

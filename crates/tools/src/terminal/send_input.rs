@@ -14,12 +14,12 @@ use toolbelt_mcp_terminal::session::Kind;
 const WAIT_MS: u64 = 500;
 
 /// The `send_input` operation.
-pub struct SendInput;
+pub(super) struct SendInput;
 
 /// Arguments of `send_input`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// From start_session, run_command or list_sessions.
     pub session_id: String,
     /// Text to type.
@@ -37,7 +37,7 @@ pub struct Args {
 
 /// Structured result of `send_input`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,

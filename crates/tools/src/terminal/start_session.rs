@@ -17,12 +17,12 @@ use toolbelt_mcp_terminal::session::TermSession;
 const WAIT_MS: u64 = 500;
 
 /// The `start_session` operation.
-pub struct StartSession;
+pub(super) struct StartSession;
 
 /// Arguments of `start_session`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The program (default: the shell), e.g. `python3`.
     pub shell: Option<String>,
     /// Working directory (default: the first root).
@@ -43,7 +43,7 @@ pub struct Args {
 
 /// Structured result of `start_session`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Output {
+pub(super) struct Output {
     /// The session and its state.
     #[serde(flatten)]
     pub state: SessionState,

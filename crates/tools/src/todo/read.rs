@@ -8,12 +8,12 @@ use crate::{Call, Effect, EffectKind, Operation, Reply};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `read` operation.
-pub struct Read;
+pub(super) struct Read;
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The list's name (default `default`).
     #[schemars(extend("default" = "default"))]
     pub list: Option<String>,

@@ -10,12 +10,12 @@ use toolbelt_mcp_store::TodoChange;
 use toolbelt_mcp_store::todos::Patch;
 
 /// The `update` operation.
-pub struct Update;
+pub(super) struct Update;
 
 /// Arguments of `update`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The list's name (default `default`).
     #[schemars(extend("default" = "default"))]
     pub list: Option<String>,

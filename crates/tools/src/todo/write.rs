@@ -10,12 +10,12 @@ use toolbelt_mcp_store::TodoChange;
 use toolbelt_mcp_store::todos::Draft;
 
 /// The `write` operation.
-pub struct Write;
+pub(super) struct Write;
 
 /// Arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(super) struct Args {
     /// The list's name (default `default`).
     #[schemars(extend("default" = "default"))]
     pub list: Option<String>,

@@ -18,11 +18,11 @@ const SETTLED: Duration = Duration::from_secs(2);
 
 /// A file as it was when it was read (device, inode, size, mtime, ctime): any change makes
 /// another identity.
-pub use toolbelt_mcp_sandbox::handle::Version as Identity;
+pub(super) use toolbelt_mcp_sandbox::handle::Version as Identity;
 
 /// The whole-file facts of a full pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
+pub(super) struct Summary {
     /// Lines.
     pub total: u64,
     /// CRLF line endings.
@@ -39,7 +39,7 @@ pub struct Summary {
 
 impl Summary {
     /// The whole-file facts of `scan` (a full pass).
-    pub fn of(scan: &Scan) -> Self {
+    pub(super) fn of(scan: &Scan) -> Self {
         Self {
             total: scan.total,
             crlf: scan.crlf,
@@ -52,7 +52,7 @@ impl Summary {
 
     /// Where to start reading for line `line`: the number of a line at or before it, and the
     /// byte where that line starts.
-    pub fn start_for(&self, line: u64) -> (u64, u64) {
+    pub(super) fn start_for(&self, line: u64) -> (u64, u64) {
         let k = (line.saturating_sub(1) / CHECKPOINT_LINES).min(self.checkpoints.len() as u64);
         match k.checked_sub(1).and_then(|i| self.checkpoints.get(i as usize)) {
             Some(&byte) => (k * CHECKPOINT_LINES + 1, byte),
@@ -72,7 +72,7 @@ struct Kept {
 static KEPT: Mutex<VecDeque<Kept>> = Mutex::new(VecDeque::new());
 
 /// What is known of a file read before.
-pub struct Known {
+pub(super) struct Known {
     /// Its whole-file facts.
     pub summary: Arc<Summary>,
     resume: Option<(u64, u64)>,
@@ -82,7 +82,7 @@ impl Known {
     /// Where to start reading for line `line`: the checkpoint at or before it, or where the
     /// last page ended when that is nearer, so pages read one after another each read only
     /// their own lines.
-    pub fn start_for(&self, line: u64) -> (u64, u64) {
+    pub(super) fn start_for(&self, line: u64) -> (u64, u64) {
         let checkpoint = self.summary.start_for(line);
         match self.resume {
             Some((next, byte)) if next <= line && next > checkpoint.0 => (next, byte),
@@ -93,7 +93,7 @@ impl Known {
 
 /// Remembers that line `line` of the file with `identity` starts at byte `byte`, if the file's
 /// summary is kept (so only for settled files, like the summary).
-pub fn resume_at(identity: Identity, line: u64, byte: u64) {
+pub(super) fn resume_at(identity: Identity, line: u64, byte: u64) {
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(entry) = kept.iter_mut().find(|entry| entry.identity == identity) {
         entry.resume = Some((line, byte));
@@ -101,7 +101,7 @@ pub fn resume_at(identity: Identity, line: u64, byte: u64) {
 }
 
 /// What a full pass left of the file with `identity`, if it was kept.
-pub fn get(identity: &Identity) -> Option<Known> {
+pub(super) fn get(identity: &Identity) -> Option<Known> {
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let at = kept.iter().position(|entry| entry.identity == *identity)?;
     let entry = kept.remove(at)?;
@@ -112,7 +112,7 @@ pub fn get(identity: &Identity) -> Option<Known> {
 
 /// Keeps `summary` of the file with `identity`, read by a pass that began at `pass`, unless the
 /// file changed too shortly before it.
-pub fn put(identity: Identity, summary: Summary, pass: SystemTime) {
+pub(super) fn put(identity: Identity, summary: Summary, pass: SystemTime) {
     if !identity.settled_before(pass, SETTLED) {
         return;
     }

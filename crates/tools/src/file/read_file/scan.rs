@@ -10,16 +10,16 @@ use sha2::{Digest, Sha256};
 use crate::{Lines, RESERVE, push_decimal};
 
 /// Characters of one line shown before it is cut.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(super) const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of one line kept while scanning (enough for 2000 characters of any UTF-8).
-pub const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
+pub(super) const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 /// Lines between two checkpoints of a full pass.
-pub const CHECKPOINT_LINES: u64 = 1024;
+pub(super) const CHECKPOINT_LINES: u64 = 1024;
 /// Bytes scanned between two looks at `stop`.
 const STOP_EVERY_BYTES: usize = 1 << 20;
 
 /// Which lines to show, within what budget.
-pub struct Window {
+pub(super) struct Window {
     /// First line shown, 1-based.
     pub offset: u64,
     /// Most lines shown.
@@ -30,7 +30,7 @@ pub struct Window {
 
 /// What a pass found. After a window pass only the window's fields are set.
 #[derive(Default)]
-pub struct Scan {
+pub(super) struct Scan {
     pub lines: Lines,
     pub total: u64,
     pub shown_end: u64,
@@ -50,7 +50,7 @@ pub struct Scan {
 
 /// The whole file (`first_line` 1) or, from a checkpoint, only as far as the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
+pub(super) enum Pass {
     /// Every byte: hashed, every line counted.
     Full,
     /// From the start of line `first_line` to the end of the window.
@@ -59,7 +59,7 @@ pub enum Pass {
 
 /// Streams `reader` once as `pass` says, keeping the window's lines; gives up (`None`) when
 /// `stop` says so.
-pub fn scan(
+pub(super) fn scan(
     mut reader: impl BufRead,
     window: &Window,
     pass: Pass,
