@@ -318,7 +318,7 @@ async fn an_escalated_grant_covers_only_what_the_question_said() {
     asker.answer(&["allow_session"]);
     let pushed = run(&service, escalated("git push -q origin HEAD")).await;
     assert!(!pushed.is_error && asker.asked() == 1, "{}", pushed.text);
-    assert!(asker.messages()[0].contains("never a line that sets a variable"), "{}", asker.messages()[0]);
+    assert!(asker.messages()[0].contains("and no other line"), "{}", asker.messages()[0]);
     let again = run(&service, escalated("git push -q origin HEAD")).await;
     assert!(!again.is_error && asker.asked() == 1, "the grant covers the same line: {}", again.text);
     let marker = ws.root.join("INJECTED");
@@ -336,20 +336,18 @@ async fn an_escalated_grant_covers_only_what_the_question_said() {
         assert!(asker.asked() == 2 + n || reply.text.contains("denied"), "{line} ran unasked: {}", reply.text);
         assert!(!marker.exists(), "{line} ran");
     }
-    // A script is granted with its content: the same name with other content asks again.
+    // A script the agent can write (in the root) is never granted: it could change between
+    // the check and the run. Each run asks.
     std::fs::write(ws.root.join("build.sh"), "#!/bin/sh\necho built\n").unwrap();
     std::fs::set_permissions(ws.root.join("build.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     asker.answer(&["allow_session"]);
     let asked = asker.asked();
     let built = run(&service, escalated("./build.sh")).await;
     assert!(!built.is_error && built.text.contains("built") && asker.asked() == asked + 1, "{}", built.text);
-    assert!(asker.messages().last().unwrap().contains("build.sh (sha256 "), "{}", asker.messages().last().unwrap());
-    assert!(!run(&service, escalated("./build.sh")).await.is_error);
-    assert_eq!(asker.asked(), asked + 1, "the same script, unchanged, is covered");
-    std::fs::write(ws.root.join("build.sh"), "#!/bin/sh\ntouch INJECTED\n").unwrap();
+    assert!(asker.messages().last().unwrap().contains("asks every time"), "{}", asker.messages().last().unwrap());
     asker.answer(&["deny"]);
     assert!(run(&service, escalated("./build.sh")).await.is_error);
-    assert_eq!(asker.asked(), asked + 2, "a changed script asks again");
+    assert_eq!(asker.asked(), asked + 2, "the same script asks again");
     std::fs::create_dir(ws.root.join("sub")).unwrap();
     std::fs::write(ws.root.join("sub/build.sh"), "#!/bin/sh\ntouch INJECTED\n").unwrap();
     std::fs::set_permissions(ws.root.join("sub/build.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755))

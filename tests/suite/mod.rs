@@ -18,6 +18,7 @@ pub(crate) mod http;
 mod integrity;
 #[cfg(target_os = "linux")]
 mod isolation;
+mod layers;
 mod list_dir;
 mod llm;
 #[cfg(target_os = "macos")]
@@ -35,6 +36,7 @@ mod proxy;
 mod read_file;
 mod read_races;
 mod review;
+mod review2;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 use toolbelt_mcp_core::config::args::Approval;
 use toolbelt_mcp_sandbox::mode::SandboxMode;
 
+use crate::visible::code;
+
 /// Where a path lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Location {
@@ -213,73 +215,74 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             deny(what, ESCALATE_HINT)
         }
     };
+    // The subject as the question shows it: a code span its own backticks cannot close.
+    let shown = match subject {
+        Subject::Command(line, _, _) => code(line),
+        Subject::Read(path, _) | Subject::Write(path, _) => code(&path.display().to_string()),
+        Subject::Control => String::new(),
+    };
     match subject {
         Subject::Command(_, CommandClass::Forbidden(rule), _) => deny(
             format!("the command matches the forbidden rule `{rule}`"),
             "remove the rule from `forbidden_commands` in the config (the catastrophic defaults: `forbid_catastrophic = false`)",
         ),
-        Subject::Command(line, CommandClass::DangerousEnv(name), _) => {
-            beyond(format!("`{line}` would run with `{name}` set, which changes which code runs"), Scope::Once)
+        Subject::Command(_, CommandClass::DangerousEnv(name), _) => {
+            beyond(format!("{shown} would run with `{name}` set, which changes which code runs"), Scope::Once)
         }
         Subject::Command(line, CommandClass::Unresolved(why), _) if never => deny(
             format!(
-                "`{line}` cannot be checked against the forbidden rules ({why}), and the approval policy is `never`"
+                "{shown} cannot be checked against the forbidden rules ({why}), and the approval policy is `never`"
             ),
             "write the command so every program and argument is literal, or restart the server with `--approval on-request`",
         ),
-        Subject::Command(line, CommandClass::Unresolved(why), _) => {
-            ask(format!("`{line}` cannot be checked against the forbidden rules: {why}"), Scope::Once)
+        Subject::Command(_, CommandClass::Unresolved(why), _) => {
+            ask(format!("{shown} cannot be checked against the forbidden rules: {why}"), Scope::Once)
         }
-        Subject::Read(path, Location::Hidden) | Subject::Write(path, Location::Hidden) => deny(
+        Subject::Read(_, Location::Hidden) | Subject::Write(_, Location::Hidden) => deny(
             format!(
-                "`{}` is hidden from the agent (listed in `deny_read`, or the server's own state and secrets): it may neither read nor write it",
-                path.display()
+                "{shown} is hidden from the agent (listed in `deny_read`, or the server's own state and secrets): it may neither read nor write it"
             ),
             "a path of `deny_read` can be removed from the config (or from `--deny-read`); the server's own files stay hidden",
         ),
-        Subject::Write(path, Location::Own) => deny(
-            format!(
-                "`{}` is the server's own configuration or state, which the agent can never change",
-                path.display()
-            ),
+        Subject::Write(_, Location::Own) => deny(
+            format!("{shown} is the server's own configuration or state, which the agent can never change"),
             "ask the user to change it",
         ),
         Subject::Read(path, Location::Outside) => {
-            beyond(format!("`{}` is outside the roots", path.display()), Scope::ReadPath(parent(path)))
+            beyond(format!("{shown} is outside the roots"), Scope::ReadPath(parent(path)))
         }
         Subject::Write(path, Location::Outside) => {
-            beyond(format!("`{}` is outside the roots", path.display()), Scope::WritePath(parent(path)))
+            beyond(format!("{shown} is outside the roots"), Scope::WritePath(parent(path)))
         }
         Subject::Write(path, Location::Protected) if never => deny(
-            format!("`{}` is protected and the approval policy is `never`", path.display()),
+            format!("{shown} is protected and the approval policy is `never`"),
             "make the change yourself, or restart the server with `--approval on-request`",
         ),
-        Subject::Write(path, Location::Protected) => ask(format!("`{}` is protected", path.display()), Scope::Once),
-        Subject::Write(path, Location::Inside) if policy.sandbox == SandboxMode::ReadOnly => beyond(
-            format!("the sandbox is `read-only`, and `{}` would be written", path.display()),
-            Scope::WritePath(parent(path)),
-        ),
+        Subject::Write(_, Location::Protected) => ask(format!("{shown} is protected"), Scope::Once),
+        Subject::Write(path, Location::Inside) if policy.sandbox == SandboxMode::ReadOnly => {
+            beyond(format!("the sandbox is `read-only`, and {shown} would be written"), Scope::WritePath(parent(path)))
+        }
         Subject::Command(line, _, keys) if escalate => {
-            beyond(format!("`{line}` would run without the sandbox"), command_scope(keys, true))
+            beyond(format!("{shown} would run without the sandbox"), exact_scope(line, keys))
         }
         Subject::Command(line, CommandClass::Other, _) if !policy.commands_confined && never => deny(
             format!(
-                "`{line}` is not known to be read-only, nothing confines commands on this OS, and the approval policy is `never`"
+                "{shown} is not known to be read-only, nothing confines commands on this OS, and the approval policy is `never`"
             ),
             "run only read-only commands, or restart the server with `--approval on-request` so such commands are asked",
         ),
         Subject::Command(line, CommandClass::Other, keys) if !policy.commands_confined => ask(
-            format!("`{line}` is not known to be read-only, and nothing confines commands on this OS"),
-            command_scope(keys, true),
+            format!("{shown} is not known to be read-only, and nothing confines commands on this OS"),
+            exact_scope(line, keys),
         ),
         _ if always => {
             ask(format!("every call asks under `--approval always`: {}", describe(subject)), scope_of(subject))
         }
         Subject::Write(path, Location::Inside) if on_write => {
-            ask(format!("`{}` would be written", path.display()), Scope::WritePath(parent(path)))
+            ask(format!("{shown} would be written"), Scope::WritePath(parent(path)))
         }
         Subject::Command(line, CommandClass::Other, keys) if on_write => {
-            ask(format!("`{line}` is not known to be read-only"), command_scope(keys, false))
+            ask(format!("{shown} is not known to be read-only"), command_scope(keys, false))
         }
         _ => Decision::Allow,
     }
@@ -287,9 +290,9 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
 
 fn describe(subject: &Subject) -> String {
     match subject {
-        Subject::Read(path, _) => format!("read `{}`", path.display()),
-        Subject::Write(path, _) => format!("write `{}`", path.display()),
-        Subject::Command(line, _, _) => format!("run `{line}`"),
+        Subject::Read(path, _) => format!("read {}", code(&path.display().to_string())),
+        Subject::Write(path, _) => format!("write {}", code(&path.display().to_string())),
+        Subject::Command(line, _, _) => format!("run {}", code(line)),
         Subject::Control => "signal a session".into(),
     }
 }
@@ -307,6 +310,28 @@ fn scope_of(subject: &Subject) -> Scope {
 fn command_scope(keys: &Option<Vec<String>>, unsandboxed: bool) -> Scope {
     match keys {
         Some(keys) if !keys.is_empty() => Scope::Command { keys: keys.clone(), unsandboxed },
+        _ => Scope::Once,
+    }
+}
+
+/// The prefix of an unsandboxed grant's one key: the whole line it covers.
+pub const LINE_KEY: &str = "line: ";
+
+/// The grant an unsandboxed command's "allow for this session" creates: that exact line again
+/// (with the same files behind its file keys), nothing else. What runs outside the sandbox is
+/// covered only as the user read it: the options of a granted program can write files
+/// (`git log --output=…`, `git archive -o …`) or run code, and no list of them is complete.
+fn exact_scope(line: &str, keys: &Option<Vec<String>>) -> Scope {
+    match keys {
+        Some(keys) if !keys.is_empty() => {
+            let files: Vec<&str> = keys.iter().filter(|k| k.contains(" (")).map(String::as_str).collect();
+            let key = if files.is_empty() {
+                format!("{LINE_KEY}{line}")
+            } else {
+                format!("{LINE_KEY}{line} [{}]", files.join("; "))
+            };
+            Scope::Command { keys: vec![key], unsandboxed: true }
+        }
         _ => Scope::Once,
     }
 }
@@ -549,7 +574,9 @@ mod tests {
         };
         assert!(reason.contains("nothing confines commands"), "{reason}");
         let grants = [scope];
-        assert_eq!(kind(&decide(&policy, &run("cargo build --release", CommandClass::Other), &grants)), 'A');
+        // Nothing confines it: the grant covers that exact line again, not other options.
+        assert_eq!(kind(&decide(&policy, &run("cargo build", CommandClass::Other), &grants)), 'A');
+        assert_eq!(kind(&decide(&policy, &run("cargo build --release", CommandClass::Other), &grants)), 'S');
     }
 
     #[test]

@@ -284,7 +284,12 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
             let mut analysis = command::classify(command, given, &rules);
             let base =
                 resolved.cwd.as_ref().map_or_else(|| roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
-            analysis.keys = analysis.keys.and_then(|keys| keys.iter().map(|key| bind_file_key(key, &base)).collect());
+            // What the agent can write (the roots, `writable_roots`) it can also change between
+            // the check and the run: a file there is never what a grant covers.
+            let writable: Vec<&Path> =
+                roots.list().iter().chain(&config.writable_roots).map(PathBuf::as_path).collect();
+            analysis.keys =
+                analysis.keys.and_then(|keys| keys.iter().map(|key| bind_file_key(key, &base, &writable)).collect());
             subjects.push(Subject::Command(described(command, env, stdin.as_deref()), analysis.class, analysis.keys));
         }
     }
@@ -293,12 +298,17 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
 
 /// A grant key naming a file by the path a line gave (`./build.sh`, `bash deploy.sh`), bound to
 /// the file itself: its resolved path and a digest of its content (at most 1 MiB read; a larger
-/// file by its device, inode, size and times). `None` when the file cannot be read as one:
-/// nothing is granted then.
-fn bind_file_key(key: &str, base: &Path) -> Option<String> {
+/// file by its device, inode, size and times). `None` when the file cannot be read as one, or
+/// lies where the agent can write (`writable`): it could change the file between this check
+/// and the run (a concurrent write, a rename), so nothing is granted then and each run asks.
+fn bind_file_key(key: &str, base: &Path, writable: &[&Path]) -> Option<String> {
     let Some(at) = key.find(command::FILE_KEY) else { return Some(key.to_string()) };
     let typed = &key[at + command::FILE_KEY.len()..];
     let path = toolbelt_mcp_sandbox::paths::normalize(&base.join(typed));
+    let real = toolbelt_mcp_sandbox::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    if writable.iter().any(|place| path.starts_with(place) || real.starts_with(place)) {
+        return None;
+    }
     let identity = match toolbelt_mcp_sandbox::fs::read_trusted_config(&path) {
         Some(bytes) => {
             use sha2::Digest;

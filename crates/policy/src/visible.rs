@@ -47,6 +47,15 @@ fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` as a Markdown code span its own backticks cannot close: delimited by a run of
+/// backticks longer than any in it (padded with a space where it starts or ends with one).
+pub fn code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// `text` in a Markdown code fence no line of it can close (a run of backticks longer than
 /// any in the text), under `label`.
 pub fn fenced(label: &str, text: &str) -> String {
@@ -97,6 +106,13 @@ fn hides(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_code_span_holds_its_backticks() {
+        assert_eq!(code("ls"), "`ls`");
+        assert_eq!(code("a '`<!--' b"), "``a '`<!--' b``");
+        assert_eq!(code("`x``"), "``` `x`` ```");
+    }
 
     #[test]
     fn what_could_hide_or_rewrite_a_line_is_written_out() {

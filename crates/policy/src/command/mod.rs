@@ -137,8 +137,16 @@ pub fn classify(line: &str, given: Given<'_>, rules: &Rules) -> Analysis {
     if let Some(why) = maybe {
         return Analysis { class: CommandClass::Unresolved(why), keys: None };
     }
-    // A line that writes files by redirection is not what a grant for its commands covered.
-    let keys = keys(&walked.commands).filter(|_| walked.unknown.is_empty() && !walked.writes_files);
+    // A grant covers only what the question showed word for word: a line of literal words
+    // (no expansion of any kind, no assignment, no `env`), redirected at most to `/dev/null`
+    // or between stdout and stderr, given no environment. Anything else may run or write what
+    // no one read (`${x@P}`, `$((x))`, `1<>file`, `GIT_TRACE=…`, `env -C …`).
+    let grantable = walked.unknown.is_empty()
+        && !walked.writes_files
+        && walked.assigned.is_empty()
+        && given.env.is_empty()
+        && parse(line).is_some_and(|tree| literal_line(&tree, line));
+    let keys = keys(&walked.commands).filter(|_| grantable);
     walked.obfuscated |= walked.errors;
     let plain_and_safe = !walked.obfuscated
         && given.env.is_empty()
@@ -369,6 +377,59 @@ fn plain_commands(tree: &Tree, source: &str) -> Option<Vec<Vec<String>>> {
     }
     commands.sort_by_key(Node::start_byte);
     commands.into_iter().map(|c| plain_argv(c, source)).collect()
+}
+
+/// Whether `tree` is a line a grant may cover: plain commands of literal words (as
+/// [`plain_commands`] reads them) that run no `env`, whose only redirections send stdout or
+/// stderr to `/dev/null` or to each other.
+fn literal_line(tree: &Tree, source: &str) -> bool {
+    let root = tree.root_node();
+    if root.has_error() {
+        return false;
+    }
+    let mut commands = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "redirected_statement" => {}
+            "file_redirect" => {
+                if !harmless_redirect(node, source) {
+                    return false;
+                }
+                continue;
+            }
+            "command" => commands.push(node),
+            kind if node.is_named() && !PLAIN_KINDS.contains(&kind) => return false,
+            token if !node.is_named() && !PLAIN_PUNCTUATION.contains(&token) && !token.trim().is_empty() => {
+                return false;
+            }
+            _ => {}
+        }
+        stack.extend(node.children(&mut node.walk()));
+    }
+    commands.iter().all(|command| {
+        plain_argv(*command, source)
+            .is_some_and(|argv| argv.first().is_some_and(|program| rules::base_name(program) != "env"))
+    })
+}
+
+/// `>/dev/null`, `2>/dev/null`, `>>/dev/null`, `&>/dev/null`, `2>&1`, `1>&2`: nothing else.
+fn harmless_redirect(node: Node<'_>, source: &str) -> bool {
+    let mut descriptor = None;
+    let mut operator = None;
+    let mut destination = None;
+    for child in node.children(&mut node.walk()) {
+        match child.kind() {
+            "file_descriptor" => descriptor = Some(text(child, source)),
+            "word" | "number" if destination.is_none() => destination = Some(text(child, source)),
+            kind if !child.is_named() => operator = Some(kind),
+            _ => return false,
+        }
+    }
+    if !descriptor.is_none_or(|d| d == "1" || d == "2") {
+        return false;
+    }
+    matches!((operator, destination), (Some(">" | ">>" | "&>"), Some("/dev/null")) | (Some(">&"), Some("1" | "2")))
 }
 
 fn plain_argv(command: Node<'_>, source: &str) -> Option<Vec<String>> {
@@ -608,6 +669,34 @@ mod tests {
         ] {
             assert_eq!(keys(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn a_grant_covers_only_literal_words_shown_as_they_run() {
+        let keys = |line: &str| classify(line, Given::default(), &rules()).keys;
+        for line in ["git status", "git status 2>/dev/null", "git status 2>&1 | head", "cargo test >/dev/null 2>&1"] {
+            assert!(keys(line).is_some(), "{line}");
+        }
+        // Each of these ran code or wrote a file under a `git status` or `python3` grant.
+        for line in [
+            "x='$(touch /tmp/p)'; git status -- \"${x@P}\"",
+            "x='a[$(touch /tmp/p)]'; git status -- $((x))",
+            "y=abc; git status -- ${y:x}",
+            "git status -- ${y[x]}",
+            "git status -- $HOME",
+            "git status 1<>/tmp/rc",
+            "git status >/dev/null <>/tmp/rc",
+            "git status 2>/dev//null",
+            "GIT_TRACE=/tmp/p.pth git status",
+            "PYTHONUSERBASE=ub python3 -m report",
+            "env -C /other git status",
+            "env git status",
+            "git status <<< \"$(id)\"",
+        ] {
+            assert_eq!(keys(line), None, "{line}");
+        }
+        let given = Given { env: &["GIT_TRACE=/tmp/p".to_string()], stdin: None };
+        assert_eq!(classify("git status", given, &rules()).keys, None, "nothing given in `env` is granted");
     }
 
     #[test]

@@ -67,7 +67,7 @@ fn prepare(
     }
     let temps = mounts::apply(contract)?;
     // From here to the command's end, a secret that appears is hidden too.
-    let watch = Watch::start(&contract.watch, std::env::var_os("HOME").map(std::path::PathBuf::from));
+    let watch = Watch::start(&contract.watch, std::env::var_os("HOME").map(std::path::PathBuf::from))?;
     timings.step("mounts");
     limits::apply(&contract.limits)?;
     // Init reports how the command ended over a socket pair made here (close-on-exec: the
@@ -81,7 +81,10 @@ fn prepare(
     forwarded().thread_block().map_err(|e| format!("cannot block signals: {e}"))?;
     match fork::fork() {
         Ok(fork::Fork::Child) => {
+            // Init and the command never hold the watch: what they hold, a command could
+            // take (`pidfd_getfd`) and switch off.
             drop(status);
+            drop(watch);
             std::process::exit(i32::from(init::run(&plan, program, rest, report)))
         }
         Ok(fork::Fork::Parent(pid)) => {

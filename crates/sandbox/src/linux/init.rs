@@ -23,6 +23,12 @@ use crate::linux::{InitArgs, SETUP_FAILED, Timings, caps, helper, report_setup_f
 pub fn run(plan: &InitArgs, program: OsString, rest: Vec<OsString>, mut report: UnixStream) -> u8 {
     let mut timings = Timings::start("init");
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // Not dumpable: the command (same user, no capabilities) can then neither trace init nor
+    // take its descriptors (`pidfd_getfd`: its report channel to the helper) nor read its
+    // memory or `/proc/1` (its arguments).
+    if let Err(err) = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable) {
+        return report_setup_failure(&format!("cannot make the sandbox's init private: {err}"));
+    }
     if helper_gone(&report) {
         return report_setup_failure("the sandbox helper exited before the command started");
     }

@@ -33,15 +33,21 @@ pub struct Watch {
 
 impl Watch {
     /// Starts watching `secrets` (the contract's `watch`), bounded by `home`. `None` when
-    /// there is nothing to watch or inotify is unavailable (then only the start hid them).
-    pub fn start(secrets: &[PathBuf], home: Option<PathBuf>) -> Option<Self> {
+    /// there is nothing to watch. Fails closed: without inotify (another process of the user
+    /// holding every instance, say) the command does not start, since a secret that appeared
+    /// while it ran would stay in view.
+    pub fn start(secrets: &[PathBuf], home: Option<PathBuf>) -> Result<Option<Self>, String> {
         if secrets.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).map_err(|err| {
+            format!(
+                "cannot watch the hidden paths for secrets that appear while the command runs (inotify: {err}); end what holds this user's inotify instances (`fs.inotify.max_user_instances`), then run it again"
+            )
+        })?;
         let mut watch = Self { fd, secrets: secrets.to_vec(), home, watched: HashSet::new() };
         watch.rescan();
-        Some(watch)
+        Ok(Some(watch))
     }
 
     /// The descriptor to poll.

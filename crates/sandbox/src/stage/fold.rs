@@ -351,7 +351,7 @@ impl Fold<'_> {
                         continue;
                     }
                     if let Some(mode) = tree::mtime_and_mode(upper, &name).ok().map(|(_, m)| m) {
-                        let _ = tree::set_mode(real, &temp, mode);
+                        let _ = tree::set_mode(real, &temp, mode & !tree::NEVER_FOLDED);
                     }
                     self.swap_in(real, &temp, &name, &path, real_kind, Kind::Dir);
                     match real.open_dir(&name) {
@@ -369,12 +369,14 @@ impl Fold<'_> {
         }
     }
 
-    /// Gives the real directory `name` the upper one's permission bits if they differ.
+    /// Gives the real directory `name` the upper one's permission bits if they differ, never
+    /// adding write for group or others ([`tree::NEVER_FOLDED`]).
     fn sync_mode(&self, upper: &DirHandle, real: &DirHandle, name: &OsStr) {
         if let (Ok((_, want)), Ok((_, have))) = (tree::mtime_and_mode(upper, name), tree::mtime_and_mode(real, name))
             && want != have
         {
-            let _ = tree::set_mode(real, name, want);
+            // Group or other write it had before stays; none is added.
+            let _ = tree::set_mode(real, name, (want & !tree::NEVER_FOLDED) | (want & have & tree::NEVER_FOLDED));
         }
     }
 
@@ -396,8 +398,9 @@ impl Fold<'_> {
             return self.fail(path, "write", &err);
         }
         super::layer::strip(real, &temp);
-        // A setuid or setgid file never reaches the real tree from a command (a copied-up one
-        // it changed would keep its bit, with the command's content).
+        // A setuid or setgid file, or anything writable by group or others, never reaches the
+        // real tree from a command (a copied-up one it changed would keep its bits, with the
+        // command's content; `chmod 777 .git/hooks` would let another user plant a hook).
         tree::clear_setid(real, &temp);
         self.swap_in(real, &temp, name, path, before, kind);
     }

@@ -173,36 +173,43 @@ pub fn mtime_and_mode(dir: &DirHandle, name: &OsStr) -> io::Result<((i64, i64), 
     Ok(((stat.st_mtime as i64, stat.st_mtime_nsec as i64), stat.st_mode & 0o7777))
 }
 
-/// Clears the set-user-ID and set-group-ID bits of the regular file `name` in `dir`, or of
-/// every regular file beneath it when it is a directory.
+/// Permission bits a command's write never brings into the real tree: set-user-ID and
+/// set-group-ID (a file another user runs as this one), and write for group and others (a
+/// file or directory, `.git/hooks` say, that another local user could then plant code in).
+pub const NEVER_FOLDED: u32 = 0o022;
+
+/// Takes [`NEVER_FOLDED`] bits, and set-user-ID and set-group-ID of regular files, off `name`
+/// in `dir`, and off everything beneath it when it is a directory.
 pub fn clear_setid(dir: &DirHandle, name: &OsStr) {
     clear_setid_at(dir, name, 0);
 }
 
 fn clear_setid_at(dir: &DirHandle, name: &OsStr, depth: usize) {
+    clear_setid_file(dir, name);
     if depth <= MAX_DEPTH
         && let Ok(inner) = dir.open_dir(name)
     {
         for child in inner.entries().unwrap_or_default() {
             clear_setid_at(&inner, &child, depth + 1);
         }
-        return;
     }
-    clear_setid_file(dir, name);
 }
 
 fn clear_setid_file(dir: &DirHandle, name: &OsStr) {
     let Ok(stat) = rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) else { return };
-    let setid = libc::S_ISUID | libc::S_ISGID;
+    let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
     #[allow(clippy::unnecessary_cast)]
-    let mode = stat.st_mode as u32;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile && mode & setid != 0 {
-        let _ =
-            rustix::fs::chmodat(dir.fd(), name, Mode::from_raw_mode((mode & 0o7777 & !setid) as _), AtFlags::empty());
+    let mode = stat.st_mode as u32 & 0o7777;
+    let never = match kind {
+        rustix::fs::FileType::RegularFile => NEVER_FOLDED | libc::S_ISUID | libc::S_ISGID,
+        rustix::fs::FileType::Directory => NEVER_FOLDED,
+        _ => return,
+    };
+    if mode & never != 0 {
+        let _ = rustix::fs::chmodat(dir.fd(), name, Mode::from_raw_mode((mode & !never) as _), AtFlags::empty());
     }
 }
 
-/// Sets the permission bits of the directory `name` in `dir`.
 pub fn set_mode(dir: &DirHandle, name: &OsStr, mode: u32) -> io::Result<()> {
     Ok(rustix::fs::chmodat(dir.fd(), name, Mode::from_raw_mode(mode), AtFlags::empty())?)
 }

@@ -1,0 +1,146 @@
+//! The workspace's layers, read from the crates' manifests: each crate depends only on the
+//! crates below it, and each heavy or sensitive external crate appears only where it belongs.
+//! Cargo already refuses a cycle among normal dependencies; this holds the order to the
+//! design (a dev-dependency upward, or a new edge sideways, fails here).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Each crate (directory under `crates/`) and the workspace crates it may depend on.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("sandbox", &[]),
+    ("core", &["sandbox"]),
+    ("store", &["core", "sandbox"]),
+    ("policy", &["core", "sandbox"]),
+    ("terminal", &["core", "sandbox"]),
+    ("tools", &["policy", "terminal", "store", "core", "sandbox"]),
+    ("server", &["tools", "policy", "terminal", "store", "core", "sandbox"]),
+    ("agent", &["core", "sandbox"]),
+];
+
+/// External crates and the only crates that may name them (the root package may hold any of
+/// them as a dev-dependency: the integration suite's client and fixtures).
+const PLACES: &[(&str, &[&str])] = &[
+    ("rmcp", &["server", "agent"]),
+    ("axum", &["server"]),
+    ("rusqlite", &["store"]),
+    ("tokio-postgres", &["store"]),
+    ("deadpool-postgres", &["store"]),
+    ("reqwest", &["agent"]),
+    ("rustls", &["agent"]),
+    ("eventsource-stream", &["agent"]),
+    ("tree-sitter", &["policy"]),
+    ("tree-sitter-bash", &["policy"]),
+    ("landlock", &["sandbox"]),
+    ("seccompiler", &["sandbox"]),
+    ("nix", &["sandbox"]),
+    ("fork", &["sandbox"]),
+    ("cap-std", &["sandbox"]),
+    ("cap-fs-ext", &["sandbox"]),
+    ("pty-process", &["terminal"]),
+    ("vt100", &["terminal"]),
+    ("vte", &["terminal"]),
+    ("win32job", &["terminal"]),
+];
+
+/// Every dependency a manifest names, in any table (normal, dev, build, per target), with the
+/// table it is in.
+fn dependencies(manifest: &toml::Table) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut tables: Vec<(String, &toml::Table)> = vec![("".into(), manifest)];
+    if let Some(targets) = manifest.get("target").and_then(toml::Value::as_table) {
+        for (cfg, table) in targets {
+            tables.extend(table.as_table().map(|t| (format!("target.{cfg}."), t)));
+        }
+    }
+    for (prefix, table) in tables {
+        for kind in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            for name in table.get(kind).and_then(toml::Value::as_table).into_iter().flat_map(|t| t.keys()) {
+                found.push((name.clone(), format!("{prefix}{kind}")));
+            }
+        }
+    }
+    found
+}
+
+/// What in one crate's manifest breaks the layers: a workspace crate it may not depend on,
+/// or an external crate that belongs elsewhere.
+fn misplaced(name: &str, allowed: &[&str], manifest: &toml::Table, places: &BTreeMap<&str, &[&str]>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (dependency, table) in dependencies(manifest) {
+        if let Some(other) = dependency.strip_prefix("toolbelt-mcp-") {
+            if !allowed.contains(&other) {
+                wrong.push(format!("`{name}` depends on `{other}` ({table}); it may depend on {allowed:?}"));
+            }
+        } else if let Some(owners) = places.get(dependency.as_str())
+            && !owners.contains(&name)
+        {
+            wrong.push(format!("`{name}` names `{dependency}` ({table}); only {owners:?} may"));
+        }
+    }
+    wrong
+}
+
+fn read(path: &Path) -> toml::Table {
+    std::fs::read_to_string(path).unwrap().parse().unwrap()
+}
+
+#[test]
+fn each_crate_depends_only_downward_and_heavy_crates_stay_in_their_place() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layers: BTreeMap<&str, &[&str]> = LAYERS.iter().copied().collect();
+    let places: BTreeMap<&str, &[&str]> = PLACES.iter().copied().collect();
+    let mut on_disk: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| root.join("crates").join(name).join("Cargo.toml").is_file())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = layers.keys().map(|name| name.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "every crate under crates/ has its place in LAYERS, and only those");
+    let mut wrong = Vec::new();
+    for (name, allowed) in &layers {
+        let manifest = read(&root.join("crates").join(name).join("Cargo.toml"));
+        let package = manifest["package"].as_table().unwrap();
+        assert_eq!(package["name"].as_str(), Some(format!("toolbelt-mcp-{name}").as_str()));
+        assert!(
+            package.get("version").and_then(|v| v.get("workspace")).and_then(toml::Value::as_bool) == Some(true),
+            "`{name}` takes the workspace's version (one version compiled into server, agent and doctor)"
+        );
+        assert!(
+            manifest.get("lints").and_then(|l| l.get("workspace")).and_then(toml::Value::as_bool) == Some(true),
+            "`{name}` keeps the workspace's lints (unsafe_code, unwrap_used, print_stdout, …)"
+        );
+        wrong.extend(misplaced(name, allowed, &manifest, &places));
+    }
+    // The binary's package: heavy crates only as the suite's dev-dependencies.
+    for (dependency, table) in dependencies(&read(&root.join("Cargo.toml"))) {
+        if places.contains_key(dependency.as_str()) && !table.ends_with("dev-dependencies") {
+            wrong.push(format!("the binary names `{dependency}` ({table}); it reaches it through its crate"));
+        }
+    }
+    assert!(wrong.is_empty(), "layers broken:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn an_edge_upward_or_a_heavy_crate_out_of_place_is_caught() {
+    // The check itself, on a manifest that breaks it twice: the sandbox naming the tools crate
+    // (as a dev-dependency, which Cargo allows), and rmcp for one target.
+    let manifest: toml::Table = concat!(
+        "[package]\nname = \"toolbelt-mcp-sandbox\"\n",
+        "[dev-dependencies]\ntoolbelt-mcp-tools = { path = \"../tools\" }\n",
+        "[target.'cfg(unix)'.dependencies]\nrmcp = \"1\"\nlibc = \"0.2\"\n",
+    )
+    .parse()
+    .unwrap();
+    let places: BTreeMap<&str, &[&str]> = PLACES.iter().copied().collect();
+    let wrong = misplaced("sandbox", &[], &manifest, &places);
+    assert_eq!(wrong.len(), 2, "{wrong:?}");
+    assert!(
+        wrong[0].contains("`tools` (dev-dependencies)") || wrong[1].contains("`tools` (dev-dependencies)"),
+        "{wrong:?}"
+    );
+    assert!(wrong.iter().any(|w| w.contains("`rmcp` (target.cfg(unix).dependencies)")), "{wrong:?}");
+    assert!(misplaced("agent", &["core", "sandbox"], &manifest, &places).len() == 1, "rmcp is the agent's to name");
+}

@@ -1,0 +1,119 @@
+//! What the second adversarial review of security v3 found, each tried the way it was found:
+//! grants that covered more than the question showed, a script changed between its check and
+//! its run, and permission bits that let another local user into `.git`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use super::common::Workspace;
+use super::policy::{Asker, run, start};
+
+fn repo(dir: &Path) {
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(dir).status().unwrap().success());
+}
+
+/// F3, F11, F12, F17: after "allow for this session" for an escalated `git status`, lines that
+/// ran code or wrote files under that grant (`${x@P}`, arithmetic on a variable, `1<>file`,
+/// `GIT_TRACE`, `env`, options of the same program) are asked again; the granted line is not.
+#[tokio::test]
+async fn an_unsandboxed_grant_covers_that_line_and_nothing_else() {
+    let ws = Workspace::new();
+    repo(&ws.root);
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
+    let escalated = |command: &str| json!({"command": command, "escalate": true, "justification": "status"});
+    asker.answer(&["allow_session"]);
+    assert!(!run(&service, escalated("git status")).await.is_error);
+    assert_eq!(asker.asked(), 1);
+    assert!(!run(&service, escalated("git status")).await.is_error, "the granted line again");
+    assert_eq!(asker.asked(), 1, "the granted line is not asked again");
+    let marker = |n: usize| ws.outside.join(format!("PWNED_{n}"));
+    let lines = [
+        format!("x='$(touch {})'; git status -- \"${{x@P}}\"", marker(0).display()),
+        format!("x='a[$(touch {})]'; git status -- $((x))", marker(1).display()),
+        format!("git status 1<>{}", marker(2).display()),
+        format!("git status >/dev/null <>{}", marker(3).display()),
+        format!("GIT_TRACE={} git status", marker(4).display()),
+        format!("env -C {} git status", ws.outside.display()),
+        format!("git status --short > /dev/null; touch {}", marker(6).display()),
+        "git status --porcelain".to_string(),
+    ];
+    for (n, line) in lines.iter().enumerate() {
+        asker.answer(&["deny"]);
+        let reply = run(&service, escalated(line)).await;
+        assert!(reply.is_error, "{line}: {}", reply.text);
+        assert_eq!(asker.asked(), 2 + n, "{line} ran unasked: {}", reply.text);
+    }
+    asker.answer(&["deny"]);
+    let given = json!({"command": "git status", "env": [format!("GIT_TRACE={}", marker(9).display())], "escalate": true, "justification": "x"});
+    assert!(run(&service, given).await.is_error);
+    assert_eq!(asker.asked(), 2 + lines.len(), "a variable given in `env` is asked");
+    for n in 0..10 {
+        assert!(!marker(n).exists(), "marker {n} was written");
+    }
+    service.cancel().await.unwrap();
+}
+
+/// F4: a grant for an escalated `bash deploy.sh` was checked against the script's content,
+/// then the script was replaced before bash read it. A script the agent can write (in a root)
+/// is never what a grant covers: each run asks.
+#[tokio::test]
+async fn a_script_the_agent_can_write_is_asked_every_time() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("deploy.sh"), "echo deploying\n").unwrap();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
+    let escalated = json!({"command": "bash deploy.sh", "escalate": true, "justification": "deploy"});
+    asker.answer(&["allow_session"]);
+    let first = run(&service, escalated.clone()).await;
+    assert!(!first.is_error && first.text.contains("deploying"), "{}", first.text);
+    asker.answer(&["deny"]);
+    assert!(run(&service, escalated).await.is_error);
+    assert_eq!(asker.asked(), 2, "the script in the root is asked about again");
+    service.cancel().await.unwrap();
+}
+
+/// F13: a command's `chmod 777 .git .git/hooks; chmod 666 .git/config` reached the real tree,
+/// and another local user then planted a hook. What a command leaves is never writable by
+/// group or others (unless it was before).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn no_fold_makes_a_file_writable_by_other_users() {
+    let ws = Workspace::new();
+    repo(&ws.root);
+    let client = super::common::Client::start(&ws, &[]).await;
+    let reply = client
+        .term(
+            "run_command",
+            json!({"command": "chmod 777 .git .git/hooks && chmod 666 .git/config && mkdir pub && chmod 1777 pub && touch pub/f && chmod 666 pub/f"}),
+        )
+        .await;
+    assert!(!reply.is_error, "{}", reply.text);
+    for path in [".git", ".git/hooks", ".git/config", "pub", "pub/f"] {
+        let mode = std::fs::metadata(ws.root.join(path)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o022, 0, "`{path}` is writable by group or others: {mode:o}");
+    }
+    client.close().await;
+}
+
+/// F2: a command took the sandbox's init's descriptors (`pidfd_getfd` on PID 1: the secret
+/// watcher, the status channel) and read its arguments. Init is not dumpable and holds no
+/// watch: its descriptors, environment and memory are closed to the command.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_sandbox_init_is_private_to_its_command() {
+    let ws = Workspace::new();
+    let client = super::common::Client::start(&ws, &[]).await;
+    // (`/proc/1/cmdline` stays readable, as every process's is.)
+    let probe = "cat /proc/1/environ >/dev/null 2>&1 && echo OPEN environ; \
+                 for f in /proc/1/fd/*; do readlink $f >/dev/null 2>&1 && echo OPEN $f; done; \
+                 cat /proc/1/mem >/dev/null 2>&1 && echo OPEN mem; echo done";
+    let reply = client.term("run_command", json!({"command": probe})).await;
+    assert!(!reply.is_error, "{}", reply.text);
+    assert!(reply.text.contains("done"), "{}", reply.text);
+    assert!(!reply.text.contains("OPEN"), "init's /proc entries are open to the command: {}", reply.text);
+    client.close().await;
+}
