@@ -2,7 +2,6 @@
 //! grants that covered more than the question showed, a script changed between its check and
 //! its run, and permission bits that let another local user into `.git`.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -93,7 +92,8 @@ async fn no_fold_makes_a_file_writable_by_other_users() {
         .await;
     assert!(!reply.is_error, "{}", reply.text);
     for path in [".git", ".git/hooks", ".git/config", "pub", "pub/f"] {
-        let mode = std::fs::metadata(ws.root.join(path)).unwrap().permissions().mode();
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(ws.root.join(path)).unwrap().permissions());
         assert_eq!(mode & 0o022, 0, "`{path}` is writable by group or others: {mode:o}");
     }
     client.close().await;
@@ -115,5 +115,53 @@ async fn the_sandbox_init_is_private_to_its_command() {
     assert!(!reply.is_error, "{}", reply.text);
     assert!(reply.text.contains("done"), "{}", reply.text);
     assert!(!reply.text.contains("OPEN"), "init's /proc entries are open to the command: {}", reply.text);
+    client.close().await;
+}
+
+/// F1: a `.env` setting an exported bash function, an editor's or TLS's startup variable, or
+/// a value that substitutes a command passed; and its siblings (`.env.local`, `dev.env`,
+/// `.flaskenv`) were not judged at all. F15: deleting the root's `.git`, then `git init` with
+/// another remote, changed whose todos and memories the root sees. F16: a symlink above a
+/// directory on `PATH` (`.venv` → a directory the agent filled) put its programs there.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn dotenv_siblings_the_root_repository_and_links_above_path_hold() {
+    let ws = Workspace::new();
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&ws.root).status().unwrap().success());
+    assert!(
+        Command::new("git")
+            .args(["remote", "add", "origin", "https://example.com/me/mine.git"])
+            .current_dir(&ws.root)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let path = format!("{}/.venv/bin:/usr/local/bin:/usr/bin:/bin", ws.root.display());
+    let client = super::common::Client::start_with_env(&ws, &[], &[("PATH", path.as_str())]).await;
+    let run = |command: &str| client.term("run_command", json!({"command": command}));
+    for (file, line) in [
+        (".env", "BASH_FUNC_ls%%=() { touch PWNED; }"),
+        (".env", "VIMINIT=:!touch PWNED"),
+        (".env", "A=$(touch PWNED)"),
+        (".env.local", "NODE_OPTIONS=--require ./evil.js"),
+        ("dev.env", "NODE_OPTIONS=--require ./evil.js"),
+        (".flaskenv", "OPENSSL_CONF=./x"),
+    ] {
+        let reply = run(&format!("printf '%s\\n' '{line}' > {file}")).await;
+        let now = std::fs::read_to_string(ws.root.join(file)).unwrap_or_default();
+        assert!(!now.contains(line), "{file} with `{line}` reached the tree: {}", reply.text);
+    }
+    let reply = run("printf 'PORT=3000\\n' > .env.local").await;
+    let now = std::fs::read_to_string(ws.root.join(".env.local")).unwrap_or_default();
+    assert!(now.contains("PORT=3000"), "an ordinary sibling passes: {}", reply.text);
+    // The root's repository is not removed, so its remote stays.
+    let reply = run("rm -rf .git").await;
+    assert!(ws.root.join(".git/HEAD").exists(), "the root's .git was removed: {}", reply.text);
+    let config = std::fs::read_to_string(ws.root.join(".git/config")).unwrap();
+    assert!(config.contains("example.com/me/mine.git"), "{config}");
+    // A link above the PATH directory.
+    let reply = run("mkdir -p v/bin && printf '#!/bin/sh\\ntouch PWNED\\n' > v/bin/python && chmod +x v/bin/python && ln -s v .venv").await;
+    assert!(!ws.root.join(".venv").exists(), "a symlink above a PATH directory landed: {}", reply.text);
+    assert!(!ws.root.join("PWNED").exists());
     client.close().await;
 }

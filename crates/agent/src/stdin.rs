@@ -56,7 +56,7 @@ pub(crate) fn line(cancelled: &dyn Fn() -> bool) -> Option<String> {
 /// One line from stdin without its end; `None` at the end of input. (Windows: a console read
 /// cannot be polled here, so a cancelled question's reader takes the next line.)
 #[cfg(not(unix))]
-pub fn line(_cancelled: &dyn Fn() -> bool) -> Option<String> {
+pub(crate) fn line(_cancelled: &dyn Fn() -> bool) -> Option<String> {
     let mut line = String::new();
     match std::io::stdin().read_line(&mut line) {
         Ok(0) | Err(_) => None,

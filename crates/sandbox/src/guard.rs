@@ -368,6 +368,7 @@ mod tests {
         assert_eq!(guard.check().iter().map(|f| f.path.clone()).collect::<Vec<_>>(), [evil.join("config")]);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlinked_parent_is_never_followed() {
         let (dir, root) = repo();

@@ -31,7 +31,7 @@ impl Signals {
 
 /// The stop signals, watched from creation on (replacing the default of dying on them).
 #[cfg(windows)]
-pub struct Signals {
+pub(crate) struct Signals {
     ctrl_c: tokio::signal::windows::CtrlC,
     ctrl_break: tokio::signal::windows::CtrlBreak,
     ctrl_close: tokio::signal::windows::CtrlClose,
@@ -40,7 +40,7 @@ pub struct Signals {
 #[cfg(windows)]
 impl Signals {
     /// Starts watching.
-    pub fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
         use tokio::signal::windows;
         let fail = |name: &str, e: std::io::Error| format!("cannot watch for {name}: {e}");
         Ok(Self {
@@ -51,7 +51,7 @@ impl Signals {
     }
 
     /// The name of the next signal received.
-    pub async fn next(&mut self) -> &'static str {
+    pub(crate) async fn next(&mut self) -> &'static str {
         tokio::select! {
             _ = self.ctrl_c.recv() => "Ctrl-C",
             _ = self.ctrl_break.recv() => "Ctrl-Break",

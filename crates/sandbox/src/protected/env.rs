@@ -182,6 +182,28 @@ const DOTENV_PREFIXES: &[&str] = &[
     "ELECTRON_",
     "XDG_",
     "SUDO_",
+    // Editors, shells' readline and history, TLS, PHP, R, Emacs, terminals, displays, cloud
+    // credentials that can name a program, host sandboxes.
+    "VIM",
+    "MYVIMRC",
+    "GVIMINIT",
+    "EXINIT",
+    "EMACS",
+    "INPUTRC",
+    "HISTFILE",
+    "OPENSSL_",
+    "SSLKEYLOG",
+    "PHP",
+    "R_LIBS",
+    "R_PROFILE",
+    "R_ENVIRON",
+    "TERMINFO",
+    "DISPLAY",
+    "WAYLAND_",
+    "XAUTHORITY",
+    "DBUS_",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "SEATBELT_",
 ];
 /// Whole names of that kind the endings and beginnings miss.
 const DOTENV_NAMES: &[&str] = &[
@@ -249,15 +271,42 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(text);
     text.split(['\n', '\r']).find_map(|line| {
         let line = line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+        if line.starts_with('#') {
+            return None;
+        }
         let line = line.strip_prefix("export").filter(|rest| rest.starts_with(char::is_whitespace)).unwrap_or(line);
         let line = line.trim_start();
-        let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-'))?;
+        // A name is whatever comes before `=` or `:` (bash's exported functions are
+        // `BASH_FUNC_name%%`, which python-dotenv takes as it is).
+        let end = line.find(|c: char| c == '=' || c == ':' || c.is_whitespace())?;
         let (name, rest) = line.split_at(end);
         let rest = rest.trim_start_matches([' ', '\t']);
-        let assigns = rest.starts_with('=') || rest.starts_with(':');
-        (assigns && !name.is_empty() && dotenv_dangerous(name))
-            .then(|| format!("it sets `{name}`, which points the programs that load it at other code, config or hosts"))
+        let value = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':'))?;
+        if name.is_empty() {
+            return None;
+        }
+        if dotenv_dangerous(name) {
+            return Some(format!(
+                "it sets `{name}`, which points the programs that load it at other code, config or hosts"
+            ));
+        }
+        (value.contains("$(") || value.contains('`'))
+            .then(|| format!("the value of `{name}` runs a command in the loaders that substitute (`$(…)`, backticks)"))
     })
+}
+
+/// Whether a file of this name is loaded as a `.env` by some program: `.env` and its siblings
+/// (`.env.local`, `.env.production`, `.env_local`), `*.env` (`dev.env`, `docker.env`),
+/// `.flaskenv` and `.dotenv`, in any case (`.ENV` is `.env` on a case-insensitive disk).
+pub fn is_dotenv_name(name: &std::ffi::OsStr) -> bool {
+    let lower = name.to_string_lossy().to_lowercase();
+    lower == ".env"
+        || lower.starts_with(".env.")
+        || lower.starts_with(".env_")
+        || lower.starts_with(".env-")
+        || (lower.ends_with(".env") && lower.len() > ".env".len())
+        || lower == ".flaskenv"
+        || lower == ".dotenv"
 }
 
 #[cfg(test)]
@@ -270,6 +319,28 @@ mod tests {
         assert!(judge_dotenv(b"PORT=1\nNODE_OPTIONS=--require ./x.js\n").is_some());
         assert!(judge_dotenv(b"  export LD_PRELOAD=/tmp/x.so").is_some());
         assert!(judge_dotenv(b"# GIT_SSH_COMMAND=x\nA=1").is_none());
+    }
+
+    #[test]
+    fn exported_functions_editors_tls_and_substitutions_are_refused() {
+        for text in [
+            &b"BASH_FUNC_ls%%=() { touch x; }\n"[..],
+            b"VIMINIT=:!touch x\n",
+            b"OPENSSL_CONF=./x\n",
+            b"PHPRC=.\n",
+            b"HISTFILE=/root/.bashrc\n",
+            b"GOOGLE_APPLICATION_CREDENTIALS=./c.json\n",
+            b"A=$(touch x)\n",
+            b"A=`touch x`\n",
+        ] {
+            assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
+        }
+        for name in [".env", ".env.local", ".ENV", ".Env", "dev.env", ".env_local", ".flaskenv", ".dotenv"] {
+            assert!(is_dotenv_name(std::ffi::OsStr::new(name)), "{name}");
+        }
+        for name in [".envrc", "env", "environment.yml", ".env"[1..].as_ref()] {
+            assert!(!is_dotenv_name(std::ffi::OsStr::new(name)), "{name}");
+        }
     }
 
     #[test]

@@ -567,25 +567,51 @@ pub fn named_paths(entries: &[Entry]) -> Vec<Named> {
     named
 }
 
-/// The words of a command line that name files: the first word when it is a path (one with a
-/// `/`; a bare name is looked up in `PATH`), and every later word that holds a `/` or looks
-/// like a file name (a `.` in it), options and git's `%` placeholders left out. Quotes are read
-/// as a shell reads them; a line that does not split is taken word by word at blanks.
+/// The words of a command line that name files, read as the shell git hands it to reads it:
+/// split at its operators (`;`, `&&`, `|`, subshells, braces, function bodies), each part
+/// word by word with quotes as a shell reads them (a quoted script given to `sh -c` is read
+/// the same way in turn). In each part, the first word when it is a path (one with a `/`; a
+/// bare name is looked up in `PATH`), and every later word that holds a `/` or looks like a
+/// file name (a `.` in it), options and git's `%` placeholders left out. A part after `cd
+/// DIR` names its files beneath `DIR` too; a path that follows an expansion
+/// (`$(git rev-parse --show-toplevel)/x.sh`) is taken from the top of the worktree too.
 fn command_files(command: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(command);
-    let words = shlex::split(&text).unwrap_or_else(|| text.split_whitespace().map(str::to_string).collect());
     let mut files = Vec::new();
-    for (i, word) in words.into_iter().enumerate() {
-        // `-F./x` and `--file=./x` name files too.
-        let word = word.split_once('=').map_or(word.as_str(), |(_, v)| v).trim_start_matches('-').to_string();
-        let word = if i > 0 && word.len() > 2 && words_flag(&word) { word[1..].to_string() } else { word };
-        let file = word.contains('/') || (i > 0 && word.contains('.') && !word.starts_with('.') && word != ".");
-        if word.is_empty() || word.contains('%') || !file {
+    shell_files(&String::from_utf8_lossy(command), 0, &mut files);
+    files
+}
+
+fn shell_files(text: &str, depth: usize, files: &mut Vec<String>) {
+    let mut cd: Option<String> = None;
+    for part in text.split([';', '&', '|', '(', ')', '{', '}', '\n', '`']) {
+        let words = shlex::split(part).unwrap_or_else(|| part.split_whitespace().map(str::to_string).collect());
+        if words.first().is_some_and(|w| w == "cd") {
+            cd = words.get(1).cloned();
             continue;
         }
-        files.push(word);
+        for (i, word) in words.into_iter().enumerate() {
+            if depth < 4 && word.contains(char::is_whitespace) {
+                shell_files(&word, depth + 1, files);
+                continue;
+            }
+            // `-F./x` and `--file=./x` name files too.
+            let word = word.split_once('=').map_or(word.as_str(), |(_, v)| v).trim_start_matches('-').to_string();
+            let word = if i > 0 && word.len() > 2 && words_flag(&word) { word[1..].to_string() } else { word };
+            let file = word.contains('/') || (i > 0 && word.contains('.') && !word.starts_with('.') && word != ".");
+            if word.is_empty() || word.contains('%') || word.starts_with('$') || !file {
+                continue;
+            }
+            if let Some(relative) = word.strip_prefix('/').filter(|rest| !rest.is_empty()) {
+                files.push(relative.to_string());
+            }
+            if let Some(dir) = &cd
+                && !word.starts_with('/')
+            {
+                files.push(format!("{dir}/{word}"));
+            }
+            files.push(word);
+        }
     }
-    files
 }
 
 /// Whether `word` (its dashes taken off) was a one-letter option glued to its value (`F./x`).
@@ -602,6 +628,22 @@ mod tests {
     /// Every vector git produced (`git config --file=- --null --list --no-includes`, git
     /// 2.47; `make_gitconfig_vectors.py` beside this file writes them again from any git):
     /// the same entries, or refused where git refused.
+    #[test]
+    fn files_a_shell_alias_runs_are_found_in_every_form() {
+        for (alias, file) in [
+            ("f() { bash scripts/x.sh; }; f", "scripts/x.sh"),
+            ("cd tools && sh build.sh", "tools/build.sh"),
+            ("sh -c \"sh scripts/z.sh\"", "scripts/z.sh"),
+            ("(bash scripts/u.sh)", "scripts/u.sh"),
+            ("bash $(git rev-parse --show-toplevel)/scripts/r.sh", "scripts/r.sh"),
+            ("for f in scripts/q.sh; do bash $f; done", "scripts/q.sh"),
+            ("python3 tools/clean.py", "tools/clean.py"),
+        ] {
+            let found = command_files(alias.as_bytes());
+            assert!(found.iter().any(|f| f == file), "{alias}: {found:?}");
+        }
+    }
+
     #[test]
     fn reads_every_vector_as_git_does() {
         let vectors: serde_json::Value = serde_json::from_str(include_str!("gitconfig_vectors.json")).unwrap();

@@ -84,6 +84,18 @@ pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Chan
             }
             judge.in_git_dir(change, &dir, &inner, new);
         }
+        if change.path == Path::new(".git")
+            && change.after != Some(Kind::Dir)
+            && judge.before.kind(&change.path.join("HEAD")).is_some()
+        {
+            // The root's own repository: its history, and the remote that names the workspace
+            // whose todos and memories a server started here sees (a new one in its place
+            // could name any).
+            judge.refuse(
+                &change.path,
+                "the root's repository (`.git`) is never removed or replaced by a command; remove it yourself if you mean to".into(),
+            );
+        }
         if change.path.file_name().is_some_and(|n| n == ".git") && change.after.is_some() {
             judge.dot_git(change);
         }

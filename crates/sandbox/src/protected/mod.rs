@@ -166,9 +166,9 @@ pub fn judge_write(roots: &[PathBuf], path: &Path, home: Option<&Path>) -> Optio
     use gitdir::View;
     let root = roots.iter().filter(|root| path.starts_with(root)).max_by_key(|root| root.as_os_str().len())?;
     let rel = path.strip_prefix(root).ok()?;
-    if rel.file_name().is_some_and(|name| name == ".env") {
+    if rel.file_name().is_some_and(env::is_dotenv_name) {
         return Some(
-            "a `.env` file: programs that load it (Gemini CLI, Qwen Code, direnv) take the variables that decide what they run from it",
+            "a `.env` file (or a sibling: `.env.local`, `*.env`, `.flaskenv`): programs that load it (Gemini CLI, Qwen Code, direnv, dotenv) take the variables that decide what they run from it",
         );
     }
     let real = view::Real::new(crate::handle::DirHandle::open(root).ok()?);
@@ -257,13 +257,14 @@ mod tests {
             ("/ws/dotfiles/.zshenv", Protection::Shell),
             ("/home/u/.config/fish/config.fish", Protection::Shell),
             ("/home/u/.config/fish/conf.d/evil.fish", Protection::Shell),
+            ("/ws/.tool-versions", Protection::Editor),
+            ("/ws/.direnv/python-3.11/bin/git", Protection::Editor),
         ] {
             assert_eq!(classify(Path::new(path)), Some(protection), "{path}");
         }
         for path in [
             "/ws/.vscode/extensions.json",
             "/ws/notes/bashrc.txt",
-            "/ws/.tool-versions",
             "/ws/my.idea/x",
             "/ws/.claude/CLAUDE.md",
             "/ws/src/.envrc.example",

@@ -248,7 +248,17 @@ impl Fold<'_> {
         }
         for change in changes {
             let absolute = self.root.join(&change.path);
-            let named_dotenv = change.path.file_name().is_some_and(|n| n == ".env");
+            let named_dotenv = change.path.file_name().is_some_and(crate::protected::env::is_dotenv_name);
+            if change.after == Some(Kind::Link)
+                && let Some(dir) = rules.path_dirs.iter().find(|dir| dir.starts_with(&absolute))
+            {
+                self.refused.entry(change.path.clone()).or_insert_with(|| {
+                    format!(
+                        "a symlink at or above `{}`, which is on your PATH: programs would run by name whatever it points at",
+                        dir.display()
+                    )
+                });
+            }
             if named_dotenv && change.after == Some(Kind::Link) {
                 self.refused.entry(change.path.clone()).or_insert_with(|| {
                     "a `.env` that is a symlink: the programs that load it read whatever it points at".to_string()
