@@ -259,12 +259,18 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     let path = if path.is_empty() { "/".to_string() } else { path.to_string() };
     let mut forward = format!("{method} {path} {version}\r\n");
     let mut body: u64 = 0;
+    let mut lengths = 0;
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
         if name == "transfer-encoding" {
             return Err("a request body sent in chunks; send its length (`Content-Length`), or use https".into());
         }
         if name == "content-length" {
+            // One length, or the server and the proxy could each read another body (smuggling).
+            lengths += 1;
+            if lengths > 1 {
+                return Err("a request with two `Content-Length` headers; send one".into());
+            }
             let value = line.split_once(':').map(|(_, v)| v.trim()).unwrap_or_default();
             body = value.parse().map_err(|_| format!("`Content-Length: {value}` is not a length"))?;
         }
@@ -317,5 +323,23 @@ mod tests {
         assert!(authority("user:pw@example.com:443", None).is_err());
         assert!(authority("example.com:99999", None).is_err());
         assert!(authority("ex\0ample.com:443", None).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_request_with_two_lengths_is_refused() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let listener = &listener;
+        let ask = |request: &'static str| async move {
+            let mut client = TcpStream::connect(address).await.unwrap();
+            client.write_all(request.as_bytes()).await.unwrap();
+            let (mut served, _) = listener.accept().await.unwrap();
+            http_request(&mut served).await.map(|asked| asked.body_left)
+        };
+        let one = "POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n\r\n";
+        assert_eq!(ask(one).await, Ok(3));
+        let two = "POST http://example.com/ HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 47\r\n\r\n";
+        assert!(ask(two).await.unwrap_err().contains("two `Content-Length`"));
     }
 }
