@@ -62,18 +62,20 @@ pub enum EffectKind {
     },
 }
 
-/// What a running operation gets: the gate-approved subjects and the call's context.
+/// What a running operation gets: the gate-approved subjects and the call's context. Its fields
+/// are private to this crate, so only `invoke::<O>` (after `Gate::check`) can make one: no
+/// other crate can call an operation's `run` past the gate.
 pub struct Call {
     /// A `Read` effect's paths, resolved and confined, in the order `effect` listed them.
-    pub subjects: Vec<Resolved>,
+    pub(crate) subjects: Vec<Resolved>,
     /// A `Write` effect's paths, confined and held open for writing, in order.
-    pub targets: Vec<Target>,
+    pub(crate) targets: Vec<Target>,
     /// An `Exec` effect's working directory, confined (`None` when the call gave none).
-    pub cwd: Option<Resolved>,
+    pub(crate) cwd: Option<Resolved>,
     /// The user approved running this command without the sandbox.
-    pub unsandboxed: bool,
+    pub(crate) unsandboxed: bool,
     /// Configuration and session state for this call.
-    pub context: Arc<Context>,
+    pub(crate) context: Arc<Context>,
 }
 
 impl Call {
