@@ -144,3 +144,99 @@ fn an_edge_upward_or_a_heavy_crate_out_of_place_is_caught() {
     assert!(wrong.iter().any(|w| w.contains("`rmcp` (target.cfg(unix).dependencies)")), "{wrong:?}");
     assert!(misplaced("agent", &["core", "sandbox"], &manifest, &places).len() == 1, "rmcp is the agent's to name");
 }
+
+/// The top-level modules of `src` (a crate's) and which others each names (`crate::x`), test
+/// modules left out (after a file's first `#[cfg(test)]`).
+fn module_edges(src: &Path) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    let modules: std::collections::BTreeSet<String> = std::fs::read_dir(src)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|name| name != "lib" && name != "main")
+        .collect();
+    let mut edges: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let top = path.strip_prefix(src).unwrap().components().next().unwrap().as_os_str().to_string_lossy();
+            let top = top.trim_end_matches(".rs").to_string();
+            if !modules.contains(&top) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let body = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let mut named = |name: &str| {
+                if name != top && modules.contains(name) {
+                    edges.entry(top.clone()).or_default().insert(name.to_string());
+                }
+            };
+            for (at, _) in body.match_indices("crate::") {
+                let rest = &body[at + "crate::".len()..];
+                if let Some(group) = rest.strip_prefix('{') {
+                    for part in group.split('}').next().unwrap_or_default().split(',') {
+                        named(part.trim().split("::").next().unwrap_or_default());
+                    }
+                } else {
+                    named(rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or_default());
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// A cycle among `edges`, if there is one (as the path that closes it).
+fn cycle(edges: &BTreeMap<String, std::collections::BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_string());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    edges.keys().find_map(|node| visit(node, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_has_a_cycle_among_its_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = vec![root.join("src")];
+    sources.extend(LAYERS.iter().map(|(name, _)| root.join("crates").join(name).join("src")));
+    for src in sources {
+        let edges = module_edges(&src);
+        assert!(!edges.is_empty() || src.ends_with("src"), "{} names no module", src.display());
+        if let Some(found) = cycle(&edges) {
+            panic!("modules of `{}` form a cycle: {}", src.display(), found.join(" → "));
+        }
+    }
+    // The check itself finds one.
+    let mut looped: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    looped.entry("a".into()).or_default().insert("b".into());
+    looped.entry("b".into()).or_default().insert("a".into());
+    assert_eq!(cycle(&looped), Some(vec!["a".to_string(), "b".into(), "a".into()]));
+}

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::fs;
-use crate::write::TEMP_SUFFIX;
+
+/// Suffix of our temp files; leftovers of a killed server are swept by [`TempJournal`].
+pub const TEMP_SUFFIX: &str = ".toolbelt-tmp";
 
 /// Where a killed server may have left temp files: each process lists, in
 /// `<state>/tmp/<pid>`, every directory it has written a temp file in (once per directory),

@@ -17,13 +17,12 @@ use crate::paths::normalize;
 use crate::{Roots, fs};
 
 pub use crate::handle::{Kind, Replace};
-pub use crate::journal::TempJournal;
+use crate::journal::TempJournal;
 
 mod lock;
 mod tree;
 
-/// Suffix of our temp files; leftovers of a killed server are swept by [`TempJournal`].
-pub const TEMP_SUFFIX: &str = ".toolbelt-tmp";
+pub use crate::journal::TEMP_SUFFIX;
 
 /// A path to write inside the roots: its deepest existing ancestor held open, the parent
 /// directories still to create, and the final name.

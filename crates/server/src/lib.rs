@@ -228,7 +228,7 @@ pub fn sweep_leftovers(config: &Config) {
                 }
             }
             let swept = tokio::task::spawn_blocking(move || {
-                let temp_files = toolbelt_mcp_sandbox::write::TempJournal::new(&state_dir).sweep();
+                let temp_files = toolbelt_mcp_sandbox::journal::TempJournal::new(&state_dir).sweep();
                 let dirs = toolbelt_mcp_tools::session::sweep_undo(&state_dir)
                     + toolbelt_mcp_terminal::sweep_dead_servers_output_and_temp(&state_dir);
                 (temp_files, dirs)

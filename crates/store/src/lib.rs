@@ -10,6 +10,7 @@ mod migrations;
 pub mod postgres;
 pub mod search;
 mod sqlite;
+pub mod todo_list;
 pub mod todo_rules;
 pub mod todos;
 pub mod workspace;

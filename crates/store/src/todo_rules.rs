@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::StoreError;
-use crate::todos::{Draft, Item, Patch, Priority, Status};
+use crate::todo_list::{Draft, Item, Patch, Priority, Status};
 
 /// Items a list may hold.
 pub const MAX_ITEMS: usize = 200;

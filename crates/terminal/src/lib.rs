@@ -8,8 +8,6 @@ pub mod env;
 pub mod foreground;
 #[cfg(windows)]
 pub mod jobs;
-#[cfg(target_os = "linux")]
-pub mod keep;
 #[cfg(unix)]
 pub mod keys;
 pub mod log;

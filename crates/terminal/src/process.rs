@@ -1,6 +1,9 @@
 //! Starting commands (through the sandbox re-exec unless in `full-access`), each in its own
 //! process group (Windows: its own Job Object, `jobs.rs`), and signalling those groups.
 
+#[cfg(target_os = "linux")]
+pub mod keep;
+
 use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
@@ -48,7 +51,7 @@ pub struct Launch {
     /// The keeper an unsandboxed command runs under (Linux): nothing it starts outlives the
     /// server.
     #[cfg(target_os = "linux")]
-    pub kept: Option<Arc<crate::keep::Kept>>,
+    pub kept: Option<Arc<keep::Kept>>,
 }
 
 /// A started piped command.
@@ -239,7 +242,7 @@ impl Launch {
     fn track(&self, _pgid: u32) {
         #[cfg(target_os = "linux")]
         if let Some(kept) = &self.kept {
-            crate::keep::track(_pgid, kept);
+            keep::track(_pgid, kept);
         }
     }
 
@@ -304,7 +307,7 @@ pub fn signal_group(pgid: u32, signal: Signal) -> bool {
     // An unsandboxed command's keeper ends the group and whatever left it; `SIGKILL` would
     // end the keeper first.
     #[cfg(target_os = "linux")]
-    if signal == Signal::KILL && crate::keep::end(pgid) {
+    if signal == Signal::KILL && keep::end(pgid) {
         return true;
     }
     let Some(pid) = Pid::from_raw(pgid as i32) else { return false };

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::fs;
-use toolbelt_mcp_sandbox::write::TempJournal;
+use toolbelt_mcp_sandbox::journal::TempJournal;
 use toolbelt_mcp_terminal::Terminals;
 
 mod ledger;

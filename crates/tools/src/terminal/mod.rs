@@ -120,7 +120,7 @@ fn launch(
     // Without the sandbox, a keeper: nothing the command starts outlives the server.
     #[cfg(target_os = "linux")]
     let kept = match &confinement {
-        None => Some(toolbelt_mcp_terminal::keep::kept(&context.config.state_dir).map_err(|err| {
+        None => Some(toolbelt_mcp_terminal::process::keep::kept(&context.config.state_dir).map_err(|err| {
             ToolError::Sandbox(format!(
                 "cannot start the keeper of commands run without the sandbox ({err}); check that the state dir `{}` is writable",
                 context.config.state_dir.display()

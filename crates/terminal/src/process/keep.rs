@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::process::Child;
 
-use crate::process::Status;
+use super::Status;
 use toolbelt_mcp_sandbox::linux::keeper::{END, KEEP_SUBCOMMAND};
 use toolbelt_mcp_sandbox::proxy::register;
 
@@ -85,7 +85,7 @@ pub fn kept(state_dir: &Path) -> std::io::Result<Arc<Kept>> {
 /// Remembers the keeper of group `pgid` (the keeper leads it) until it leaves.
 pub fn track(pgid: u32, kept: &Arc<Kept>) {
     let mut all = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-    all.retain(|(group, _)| *group != pgid && crate::process::group_alive(*group));
+    all.retain(|(group, _)| *group != pgid && super::group_alive(*group));
     all.push((pgid, kept.clone()));
 }
 
