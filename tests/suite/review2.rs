@@ -165,3 +165,66 @@ async fn dotenv_siblings_the_root_repository_and_links_above_path_hold() {
     assert!(!ws.root.join("PWNED").exists());
     client.close().await;
 }
+
+/// G3 (third review): the fold clamped modes but brought a default ACL a command set
+/// (`os.setxattr`), so what the user later made in that directory was writable by others. The
+/// fold brings no extended attribute but `user.*`.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn no_fold_brings_an_access_control_list() {
+    let ws = Workspace::new();
+    let client = super::common::Client::start(&ws, &[]).await;
+    // A default ACL: owner rwx, group r-x, others rwx (version 2, then tag, perm, id entries).
+    let script = "import os, struct\n\
+                  os.mkdir('shared')\n\
+                  acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, p, 0xffffffff) for t, p in [(1, 7), (4, 5), (32, 7)])\n\
+                  os.setxattr('shared', 'system.posix_acl_default', acl)\n\
+                  os.setxattr('shared', 'system.posix_acl_access', acl)\n\
+                  print('set', os.listxattr('shared'))\n";
+    std::fs::write(ws.root.join("acl.py"), script).unwrap();
+    let reply = client.term("run_command", json!({"command": "python3 acl.py"})).await;
+    assert!(reply.text.contains("set ["), "the command could not set the ACL: {}", reply.text);
+    let shared = ws.root.join("shared");
+    assert!(shared.is_dir(), "{}", reply.text);
+    let listed = Command::new("python3")
+        .args(["-c", "import os, sys; print(os.listxattr(sys.argv[1]))", shared.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(!listed.contains("posix_acl"), "the ACL reached the real tree: {listed}");
+    client.close().await;
+}
+
+/// G1 (third review): a granted `python3 -c 'import json; …'` ran an agent-written `json.py`
+/// beside it, and a grant made in the root covered the same line in another directory. An
+/// interpreter or shell loads code from where it runs: asked every time unsandboxed; and an
+/// unsandboxed grant holds for the directory it was given in. G4: `rm .git/HEAD`, then
+/// `git init` with another remote, renamed the workspace.
+#[tokio::test]
+async fn interpreters_are_asked_grants_keep_their_directory_and_head_stays() {
+    let ws = Workspace::new();
+    repo(&ws.root);
+    std::fs::create_dir(ws.root.join("sub")).unwrap();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
+    let escalated = |command: &str| json!({"command": command, "escalate": true, "justification": "x"});
+    asker.answer(&["allow_session"]);
+    assert!(!run(&service, escalated("python3 -c 'import json; print(json.dumps([1]))'")).await.is_error);
+    asker.answer(&["deny"]);
+    assert!(run(&service, escalated("python3 -c 'import json; print(json.dumps([1]))'")).await.is_error);
+    assert_eq!(asker.asked(), 2, "an interpreter's line is asked every time");
+    asker.answer(&["allow_session"]);
+    assert!(!run(&service, escalated("git status")).await.is_error);
+    assert!(!run(&service, escalated("git status")).await.is_error);
+    assert_eq!(asker.asked(), 3, "the same line in the same directory is granted");
+    asker.answer(&["deny"]);
+    let elsewhere = json!({"command": "git status", "cwd": "sub", "escalate": true, "justification": "x"});
+    assert!(run(&service, elsewhere).await.is_error);
+    assert_eq!(asker.asked(), 4, "the same line in another directory is asked");
+    service.cancel().await.unwrap();
+
+    let client = super::common::Client::start(&ws, &[]).await;
+    let reply = client.term("run_command", json!({"command": "rm -f .git/HEAD"})).await;
+    assert!(ws.root.join(".git/HEAD").exists(), "the root repository lost its HEAD: {}", reply.text);
+    client.close().await;
+}

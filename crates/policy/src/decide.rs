@@ -308,8 +308,12 @@ fn scope_of(subject: &Subject) -> Scope {
 
 /// The grant a command's "allow for this session" creates (nothing, if it cannot be granted).
 fn command_scope(keys: &Option<Vec<String>>, unsandboxed: bool) -> Scope {
+    // The directory a sandboxed line runs in is not part of its grant.
+    let keys: Option<Vec<String>> = keys
+        .as_ref()
+        .map(|keys| keys.iter().filter(|k| !k.starts_with(CWD_KEY) && *k != LOADS_CODE).cloned().collect());
     match keys {
-        Some(keys) if !keys.is_empty() => Scope::Command { keys: keys.clone(), unsandboxed },
+        Some(keys) if !keys.is_empty() => Scope::Command { keys, unsandboxed },
         _ => Scope::Once,
     }
 }
@@ -317,20 +321,26 @@ fn command_scope(keys: &Option<Vec<String>>, unsandboxed: bool) -> Scope {
 /// The prefix of an unsandboxed grant's one key: the whole line it covers.
 pub const LINE_KEY: &str = "line: ";
 
+/// The prefix of the key that names the directory a line runs in: part of what an
+/// unsandboxed grant covers (the same line elsewhere reads other files), left out of sandboxed
+/// grants.
+pub const CWD_KEY: &str = "cwd: ";
+
+/// The key a line that runs a shell or an interpreter carries: it loads code from where it
+/// runs, so no unsandboxed grant covers it (left out of sandboxed grants).
+pub const LOADS_CODE: &str = "loads code";
+
 /// The grant an unsandboxed command's "allow for this session" creates: that exact line again
 /// (with the same files behind its file keys), nothing else. What runs outside the sandbox is
 /// covered only as the user read it: the options of a granted program can write files
 /// (`git log --output=…`, `git archive -o …`) or run code, and no list of them is complete.
 fn exact_scope(line: &str, keys: &Option<Vec<String>>) -> Scope {
     match keys {
+        // A shell or an interpreter loads code from where it runs (an agent-written `json.py`
+        // next to a granted `python3 -c 'import json'`): asked every time.
+        Some(keys) if keys.iter().any(|key| key == LOADS_CODE) => Scope::Once,
         Some(keys) if !keys.is_empty() => {
-            let files: Vec<&str> = keys.iter().filter(|k| k.contains(" (")).map(String::as_str).collect();
-            let key = if files.is_empty() {
-                format!("{LINE_KEY}{line}")
-            } else {
-                format!("{LINE_KEY}{line} [{}]", files.join("; "))
-            };
-            Scope::Command { keys: vec![key], unsandboxed: true }
+            Scope::Command { keys: vec![format!("{LINE_KEY}{line} [{}]", keys.join("; "))], unsandboxed: true }
         }
         _ => Scope::Once,
     }

@@ -115,6 +115,17 @@ const DOTENV_SUFFIXES: &[&str] = &[
     "_EDITOR",
     "_PAGER",
     "_BROWSER",
+    // A directory, an rc file, a module or app to import, options added to a tool's own, a
+    // backend or include path: each names code (`IPYTHONDIR`, `WGETRC`, `DJANGO_SETTINGS_MODULE`,
+    // `FLASK_APP`, `PYTEST_ADDOPTS`, `MPLBACKEND`, `TEXINPUTS`, `TMUX_TMPDIR`).
+    "DIR",
+    "RC",
+    "_MODULE",
+    "_MODULES",
+    "_APP",
+    "ADDOPTS",
+    "BACKEND",
+    "INPUTS",
 ];
 /// Name beginnings of variables that configure a toolchain or an agent host as a whole
 /// (cargo and rustup, Go, pip, uv, poetry, npm, yarn, pnpm, bun, deno, Python, Ruby, Perl,
@@ -204,6 +215,20 @@ const DOTENV_PREFIXES: &[&str] = &[
     "DBUS_",
     "GOOGLE_APPLICATION_CREDENTIALS",
     "SEATBELT_",
+    // Erlang's and OCaml's runtimes, pytest, ts-node, web frameworks' app loaders, man, less.
+    "ERL_",
+    "OCAML",
+    "PYTEST_",
+    "TS_NODE_",
+    "DJANGO_",
+    "FLASK_",
+    "CELERY_",
+    "UVICORN_",
+    "GUNICORN_",
+    "GTK_",
+    "QT_",
+    "MANOPT",
+    "LESS",
 ];
 /// Whole names of that kind the endings and beginnings miss.
 const DOTENV_NAMES: &[&str] = &[
@@ -332,6 +357,19 @@ mod tests {
             b"GOOGLE_APPLICATION_CREDENTIALS=./c.json\n",
             b"A=$(touch x)\n",
             b"A=`touch x`\n",
+            b"IPYTHONDIR=.\n",
+            b"ERL_AFLAGS=-eval x\n",
+            b"PYTEST_ADDOPTS=-p evil\n",
+            b"DJANGO_SETTINGS_MODULE=evil\n",
+            b"FLASK_APP=evil\n",
+            b"MPLBACKEND=module://evil\n",
+            b"LESS=+!id\n",
+            b"MANOPT=-P ./x\n",
+            b"WGETRC=./x\n",
+            b"TEXINPUTS=./x\n",
+            b"TMUX_TMPDIR=./x\n",
+            b"GTK_MODULES=x\n",
+            b"TS_NODE_COMPILER=./x.js\n",
         ] {
             assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
         }

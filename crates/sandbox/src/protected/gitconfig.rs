@@ -584,12 +584,31 @@ fn command_files(command: &[u8]) -> Vec<String> {
 fn shell_files(text: &str, depth: usize, files: &mut Vec<String>) {
     let mut cd: Option<String> = None;
     for part in text.split([';', '&', '|', '(', ')', '{', '}', '\n', '`']) {
-        let words = shlex::split(part).unwrap_or_else(|| part.split_whitespace().map(str::to_string).collect());
+        // A part cut inside quotes (`"$(dirname $0)/x.sh"`) does not split: word by word at
+        // blanks then, its quote marks dropped.
+        let words = shlex::split(part).unwrap_or_else(|| {
+            part.split_whitespace().map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_string()).collect()
+        });
         if words.first().is_some_and(|w| w == "cd") {
             cd = words.get(1).cloned();
             continue;
         }
+        let mut previous = String::new();
         for (i, word) in words.into_iter().enumerate() {
+            // `python3 -m pkg.tool` runs `pkg/tool.py` (or the package `pkg/tool/`).
+            if previous == "-m" && !word.starts_with('-') {
+                let module = word.replace('.', "/");
+                files.push(format!("{module}.py"));
+                files.push(module);
+            }
+            previous.clone_from(&word);
+            // A glob (`scripts/c3*.sh`) names whatever matches it: its whole directory.
+            if let Some(at) = word.find(['*', '?', '[']) {
+                if let Some(dir) = word[..at].rfind('/').map(|slash| &word[..slash]).filter(|d| !d.is_empty()) {
+                    files.push(dir.trim_start_matches('/').to_string());
+                }
+                continue;
+            }
             if depth < 4 && word.contains(char::is_whitespace) {
                 shell_files(&word, depth + 1, files);
                 continue;
@@ -638,6 +657,9 @@ mod tests {
             ("bash $(git rev-parse --show-toplevel)/scripts/r.sh", "scripts/r.sh"),
             ("for f in scripts/q.sh; do bash $f; done", "scripts/q.sh"),
             ("python3 tools/clean.py", "tools/clean.py"),
+            ("bash scripts/c3*.sh", "scripts"),
+            ("python3 -m scripts.d7", "scripts/d7.py"),
+            ("bash \"$(dirname $0)/scripts/e.sh\"", "scripts/e.sh"),
         ] {
             let found = command_files(alias.as_bytes());
             assert!(found.iter().any(|f| f == file), "{alias}: {found:?}");

@@ -84,16 +84,15 @@ pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Chan
             }
             judge.in_git_dir(change, &dir, &inner, new);
         }
-        if change.path == Path::new(".git")
-            && change.after != Some(Kind::Dir)
-            && judge.before.kind(&change.path.join("HEAD")).is_some()
-        {
+        let root_repository = (change.path == Path::new(".git") && change.after != Some(Kind::Dir))
+            || (change.path == Path::new(".git/HEAD") && change.after != Some(Kind::File));
+        if root_repository && judge.before.kind(Path::new(".git/HEAD")).is_some() {
             // The root's own repository: its history, and the remote that names the workspace
             // whose todos and memories a server started here sees (a new one in its place
             // could name any).
             judge.refuse(
                 &change.path,
-                "the root's repository (`.git`) is never removed or replaced by a command; remove it yourself if you mean to".into(),
+                "the root's repository (`.git`, its `HEAD`) is never removed or replaced by a command; remove it yourself if you mean to".into(),
             );
         }
         if change.path.file_name().is_some_and(|n| n == ".git") && change.after.is_some() {

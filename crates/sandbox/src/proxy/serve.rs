@@ -261,7 +261,16 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     let mut body: u64 = 0;
     let mut lengths = 0;
     for line in lines.filter(|l| !l.is_empty()) {
-        let name = line.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
+        // Strict, so that no server behind reads another request than this proxy did: a
+        // header is `token: value`, with no CR, LF or NUL inside it.
+        let Some((raw_name, raw_value)) = line.split_once(':') else {
+            return Err(format!("`{}` is not a header", line.escape_debug()));
+        };
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if raw_name.is_empty() || !raw_name.chars().all(token) || raw_value.contains(['\r', '\n', '\0']) {
+            return Err(format!("`{}` is not a header this proxy forwards", line.escape_debug()));
+        }
+        let name = raw_name.to_ascii_lowercase();
         if name == "transfer-encoding" {
             return Err("a request body sent in chunks; send its length (`Content-Length`), or use https".into());
         }
@@ -271,7 +280,11 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
             if lengths > 1 {
                 return Err("a request with two `Content-Length` headers; send one".into());
             }
-            let value = line.split_once(':').map(|(_, v)| v.trim()).unwrap_or_default();
+            let value = raw_value.trim_matches(' ');
+            let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+            if !digits || (value.len() > 1 && value.starts_with('0')) {
+                return Err(format!("`Content-Length: {}` is not a length", value.escape_debug()));
+            }
             body = value.parse().map_err(|_| format!("`Content-Length: {value}` is not a length"))?;
         }
         if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
@@ -341,5 +354,15 @@ mod tests {
         assert_eq!(ask(one).await, Ok(3));
         let two = "POST http://example.com/ HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 47\r\n\r\n";
         assert!(ask(two).await.unwrap_err().contains("two `Content-Length`"));
+        for bad in [
+            "GET http://example.com/ HTTP/1.1\r\nX-A: a\rHost: internal.example\r\n\r\n",
+            "POST http://example.com/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n",
+            "POST http://example.com/ HTTP/1.1\r\nContent-Length: 05\r\n\r\n",
+            "POST http://example.com/ HTTP/1.1\r\nContent-Length : 5\r\n\r\n",
+            "POST http://example.com/ HTTP/1.1\r\nContent-Length:\t5\r\n\r\n",
+            "GET http://example.com/ HTTP/1.1\r\nno colon here\r\n\r\n",
+        ] {
+            assert!(ask(bad).await.is_err(), "{bad:?}");
+        }
     }
 }

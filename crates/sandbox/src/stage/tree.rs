@@ -208,6 +208,23 @@ fn clear_setid_file(dir: &DirHandle, name: &OsStr) {
     if mode & never != 0 {
         let _ = rustix::fs::chmodat(dir.fd(), name, Mode::from_raw_mode((mode & !never) as _), AtFlags::empty());
     }
+    drop_system_attributes(dir, name);
+}
+
+/// Takes every extended attribute but `user.*` off `name`: POSIX ACLs (a default ACL on a
+/// directory gives what is later made in it to other users, whatever its mode), file
+/// capabilities, security labels. What the fold brings is content, mode and times.
+fn drop_system_attributes(dir: &DirHandle, name: &OsStr) {
+    let flags = rustix::fs::OFlags::RDONLY
+        | rustix::fs::OFlags::NOFOLLOW
+        | rustix::fs::OFlags::NONBLOCK
+        | rustix::fs::OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::openat(dir.fd(), name, flags, Mode::empty()) else { return };
+    let mut list = vec![0u8; 4096];
+    let Ok(len) = rustix::fs::flistxattr(&fd, &mut list[..]) else { return };
+    for attribute in list[..len].split(|b| *b == 0).filter(|a| !a.is_empty() && !a.starts_with(b"user.")) {
+        let _ = rustix::fs::fremovexattr(&fd, String::from_utf8_lossy(attribute).as_ref());
+    }
 }
 
 pub fn set_mode(dir: &DirHandle, name: &OsStr, mode: u32) -> io::Result<()> {
