@@ -318,9 +318,7 @@ async fn an_escalated_grant_covers_only_what_the_question_said() {
     asker.answer(&["allow_session"]);
     let pushed = run(&service, escalated("git push -q origin HEAD")).await;
     assert!(!pushed.is_error && asker.asked() == 1, "{}", pushed.text);
-    assert!(asker.messages()[0].contains("and no other line"), "{}", asker.messages()[0]);
-    let again = run(&service, escalated("git push -q origin HEAD")).await;
-    assert!(!again.is_error && asker.asked() == 1, "the grant covers the same line: {}", again.text);
+    assert!(asker.messages()[0].contains("asks every time"), "{}", asker.messages()[0]);
     let marker = ws.root.join("INJECTED");
     let attempts = [
         "git -c core.sshCommand='touch INJECTED' -c protocol.file.allow=always push -q origin HEAD; touch INJECTED",

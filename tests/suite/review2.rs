@@ -14,11 +14,13 @@ fn repo(dir: &Path) {
     assert!(Command::new("git").args(["init", "-q"]).current_dir(dir).status().unwrap().success());
 }
 
-/// F3, F11, F12, F17: after "allow for this session" for an escalated `git status`, lines that
-/// ran code or wrote files under that grant (`${x@P}`, arithmetic on a variable, `1<>file`,
-/// `GIT_TRACE`, `env`, options of the same program) are asked again; the granted line is not.
+/// F3, F11, F12, F17, and the third and fourth reviews' G1, H5–H7: a session grant for an
+/// unsandboxed line covered lines that ran code or wrote files (`${x@P}`, arithmetic on a
+/// variable, `1<>file`, `GIT_TRACE`, `env`, other options), and then the same line that read an
+/// agent-written Makefile, module or symlink. Nothing outside the sandbox is granted for the
+/// session: the same line, and every other, is asked every time.
 #[tokio::test]
-async fn an_unsandboxed_grant_covers_that_line_and_nothing_else() {
+async fn an_unsandboxed_run_is_asked_every_time() {
     let ws = Workspace::new();
     repo(&ws.root);
     let asker = Asker::default();
@@ -26,9 +28,10 @@ async fn an_unsandboxed_grant_covers_that_line_and_nothing_else() {
     let escalated = |command: &str| json!({"command": command, "escalate": true, "justification": "status"});
     asker.answer(&["allow_session"]);
     assert!(!run(&service, escalated("git status")).await.is_error);
-    assert_eq!(asker.asked(), 1);
-    assert!(!run(&service, escalated("git status")).await.is_error, "the granted line again");
-    assert_eq!(asker.asked(), 1, "the granted line is not asked again");
+    assert!(asker.messages()[0].contains("asks every time"), "{}", asker.messages()[0]);
+    asker.answer(&["deny"]);
+    assert!(run(&service, escalated("git status")).await.is_error, "the same line again is asked");
+    assert_eq!(asker.asked(), 2);
     let marker = |n: usize| ws.outside.join(format!("PWNED_{n}"));
     let lines = [
         format!("x='$(touch {})'; git status -- \"${{x@P}}\"", marker(0).display()),
@@ -44,12 +47,12 @@ async fn an_unsandboxed_grant_covers_that_line_and_nothing_else() {
         asker.answer(&["deny"]);
         let reply = run(&service, escalated(line)).await;
         assert!(reply.is_error, "{line}: {}", reply.text);
-        assert_eq!(asker.asked(), 2 + n, "{line} ran unasked: {}", reply.text);
+        assert_eq!(asker.asked(), 3 + n, "{line} ran unasked: {}", reply.text);
     }
     asker.answer(&["deny"]);
     let given = json!({"command": "git status", "env": [format!("GIT_TRACE={}", marker(9).display())], "escalate": true, "justification": "x"});
     assert!(run(&service, given).await.is_error);
-    assert_eq!(asker.asked(), 2 + lines.len(), "a variable given in `env` is asked");
+    assert_eq!(asker.asked(), 3 + lines.len(), "a variable given in `env` is asked");
     for n in 0..10 {
         assert!(!marker(n).exists(), "marker {n} was written");
     }
@@ -143,6 +146,10 @@ async fn dotenv_siblings_the_root_repository_and_links_above_path_hold() {
         (".env", "BASH_FUNC_ls%%=() { touch PWNED; }"),
         (".env", "VIMINIT=:!touch PWNED"),
         (".env", "A=$(touch PWNED)"),
+        (".env", "touch PWNED"),
+        (".env", "A=1;touch PWNED"),
+        (".env", "'NODE_OPTIONS'=--require ./evil.js"),
+        (".secrets", "NODE_OPTIONS=--require ./evil.js"),
         (".env.local", "NODE_OPTIONS=--require ./evil.js"),
         ("dev.env", "NODE_OPTIONS=--require ./evil.js"),
         (".flaskenv", "OPENSSL_CONF=./x"),
@@ -195,36 +202,28 @@ async fn no_fold_brings_an_access_control_list() {
     client.close().await;
 }
 
-/// G1 (third review): a granted `python3 -c 'import json; …'` ran an agent-written `json.py`
-/// beside it, and a grant made in the root covered the same line in another directory. An
-/// interpreter or shell loads code from where it runs: asked every time unsandboxed; and an
-/// unsandboxed grant holds for the directory it was given in. G4: `rm .git/HEAD`, then
-/// `git init` with another remote, renamed the workspace.
+/// G4 (third review): `rm .git/HEAD`, then `git init` with another remote, renamed the
+/// workspace; H1 (fourth): `git remote remove origin` let the next remote name it.
+#[cfg(target_os = "linux")]
 #[tokio::test]
-async fn interpreters_are_asked_grants_keep_their_directory_and_head_stays() {
+async fn the_root_repository_keeps_its_head_and_its_remotes() {
     let ws = Workspace::new();
     repo(&ws.root);
-    std::fs::create_dir(ws.root.join("sub")).unwrap();
-    let asker = Asker::default();
-    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
-    let escalated = |command: &str| json!({"command": command, "escalate": true, "justification": "x"});
-    asker.answer(&["allow_session"]);
-    assert!(!run(&service, escalated("python3 -c 'import json; print(json.dumps([1]))'")).await.is_error);
-    asker.answer(&["deny"]);
-    assert!(run(&service, escalated("python3 -c 'import json; print(json.dumps([1]))'")).await.is_error);
-    assert_eq!(asker.asked(), 2, "an interpreter's line is asked every time");
-    asker.answer(&["allow_session"]);
-    assert!(!run(&service, escalated("git status")).await.is_error);
-    assert!(!run(&service, escalated("git status")).await.is_error);
-    assert_eq!(asker.asked(), 3, "the same line in the same directory is granted");
-    asker.answer(&["deny"]);
-    let elsewhere = json!({"command": "git status", "cwd": "sub", "escalate": true, "justification": "x"});
-    assert!(run(&service, elsewhere).await.is_error);
-    assert_eq!(asker.asked(), 4, "the same line in another directory is asked");
-    service.cancel().await.unwrap();
-
+    assert!(
+        Command::new("git")
+            .args(["remote", "add", "origin", "https://example.com/me/mine.git"])
+            .current_dir(&ws.root)
+            .status()
+            .unwrap()
+            .success()
+    );
     let client = super::common::Client::start(&ws, &[]).await;
     let reply = client.term("run_command", json!({"command": "rm -f .git/HEAD"})).await;
     assert!(ws.root.join(".git/HEAD").exists(), "the root repository lost its HEAD: {}", reply.text);
+    for command in ["git remote remove origin", "rm -f .git/config"] {
+        let reply = client.term("run_command", json!({"command": command})).await;
+        let config = std::fs::read_to_string(ws.root.join(".git/config")).unwrap_or_default();
+        assert!(config.contains("example.com/me/mine.git"), "`{command}` changed the remote: {}", reply.text);
+    }
     client.close().await;
 }

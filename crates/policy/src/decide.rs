@@ -308,42 +308,19 @@ fn scope_of(subject: &Subject) -> Scope {
 
 /// The grant a command's "allow for this session" creates (nothing, if it cannot be granted).
 fn command_scope(keys: &Option<Vec<String>>, unsandboxed: bool) -> Scope {
-    // The directory a sandboxed line runs in is not part of its grant.
-    let keys: Option<Vec<String>> = keys
-        .as_ref()
-        .map(|keys| keys.iter().filter(|k| !k.starts_with(CWD_KEY) && *k != LOADS_CODE).cloned().collect());
     match keys {
-        Some(keys) if !keys.is_empty() => Scope::Command { keys, unsandboxed },
+        Some(keys) if !keys.is_empty() => Scope::Command { keys: keys.clone(), unsandboxed },
         _ => Scope::Once,
     }
 }
 
-/// The prefix of an unsandboxed grant's one key: the whole line it covers.
-pub const LINE_KEY: &str = "line: ";
-
-/// The prefix of the key that names the directory a line runs in: part of what an
-/// unsandboxed grant covers (the same line elsewhere reads other files), left out of sandboxed
-/// grants.
-pub const CWD_KEY: &str = "cwd: ";
-
-/// The key a line that runs a shell or an interpreter carries: it loads code from where it
-/// runs, so no unsandboxed grant covers it (left out of sandboxed grants).
-pub const LOADS_CODE: &str = "loads code";
-
-/// The grant an unsandboxed command's "allow for this session" creates: that exact line again
-/// (with the same files behind its file keys), nothing else. What runs outside the sandbox is
-/// covered only as the user read it: the options of a granted program can write files
-/// (`git log --output=…`, `git archive -o …`) or run code, and no list of them is complete.
-fn exact_scope(line: &str, keys: &Option<Vec<String>>) -> Scope {
-    match keys {
-        // A shell or an interpreter loads code from where it runs (an agent-written `json.py`
-        // next to a granted `python3 -c 'import json'`): asked every time.
-        Some(keys) if keys.iter().any(|key| key == LOADS_CODE) => Scope::Once,
-        Some(keys) if !keys.is_empty() => {
-            Scope::Command { keys: vec![format!("{LINE_KEY}{line} [{}]", keys.join("; "))], unsandboxed: true }
-        }
-        _ => Scope::Once,
-    }
+/// What "allow for this session" covers for a command that would run outside the sandbox
+/// (escalated, or on an OS that confines no command): nothing. Whatever such a line reads or
+/// runs besides its own words — a Makefile, `node_modules/.bin`, a module beside it, a file
+/// named in it that is now a symlink out of the roots — the agent can change between two runs,
+/// and no grant can see that; so each run is asked.
+fn exact_scope(_line: &str, _keys: &Option<Vec<String>>) -> Scope {
+    Scope::Once
 }
 
 /// Whether the grants cover `wanted`: a path grant covers paths beneath it; command grants

@@ -290,12 +290,6 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                 roots.list().iter().chain(&config.writable_roots).map(PathBuf::as_path).collect();
             analysis.keys =
                 analysis.keys.and_then(|keys| keys.iter().map(|key| bind_file_key(key, &base, &writable)).collect());
-            if let Some(keys) = &mut analysis.keys {
-                if keys.iter().any(|key| command::loads_code(key)) {
-                    keys.push(decide::LOADS_CODE.to_string());
-                }
-                keys.push(format!("{}{}", decide::CWD_KEY, base.display()));
-            }
             subjects.push(Subject::Command(described(command, env, stdin.as_deref()), analysis.class, analysis.keys));
         }
     }

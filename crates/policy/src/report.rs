@@ -58,11 +58,7 @@ pub fn describe(scope: &Scope) -> String {
         Scope::ReadPath(path) => format!("reading anything under `{}`", path.display()),
         Scope::WritePath(path) => format!("changing anything under `{}`", path.display()),
         Scope::Command { keys, unsandboxed: true } => {
-            let lines: Vec<&str> = keys.iter().map(|k| k.strip_prefix(crate::decide::LINE_KEY).unwrap_or(k)).collect();
-            let shown = lines.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ");
-            format!(
-                "exactly {shown} again, outside the sandbox, and no other line (not the same program with other options)"
-            )
+            format!("command lines made only of {}, outside the sandbox{COMMAND_GRANT_LIMITS}", list(keys))
         }
         Scope::Command { keys, unsandboxed: false } => {
             format!("command lines made only of {}{COMMAND_GRANT_LIMITS}", list(keys))

@@ -199,14 +199,6 @@ fn keys(commands: &[Vec<Word>]) -> Option<Vec<String>> {
     Some(keys)
 }
 
-/// Whether the grant key `key` runs a shell or an interpreter: it loads code from where it runs
-/// (Python's `sys.path[0]`, Node's `node_modules`, a shell's sourced files), which the agent
-/// can write, whatever its own text says.
-pub fn loads_code(key: &str) -> bool {
-    let program = key.split(' ').next().unwrap_or_default();
-    walk::SHELLS.contains(&program) || walk::INTERPRETERS.contains(&program)
-}
-
 /// The prefix of a key that names a file by the path the line gave: the gate replaces it with
 /// the resolved path and the file's content digest (a grant for `./build.sh` covers that file
 /// as it is, not any file of that name).

@@ -229,6 +229,28 @@ const DOTENV_PREFIXES: &[&str] = &[
     "QT_",
     "MANOPT",
     "LESS",
+    // Programs other tools run, their config and the hosts they send secrets to.
+    "CLOUDSDK_",
+    "RSYNC_",
+    "CVS_",
+    "HGRC",
+    "HGEDITOR",
+    "FCEDIT",
+    "AWK",
+    "TCL",
+    "FPATH",
+    "CDPATH",
+    "VIRTUAL_ENV",
+    "PIPENV_",
+    "CGO_",
+    "GROFF_",
+    "MANROFF",
+    "VAULT_",
+    "AWS_ENDPOINT",
+    "OLLAMA_",
+    "CONTAINER_",
+    "TRANSFORMERS_",
+    "HF_",
 ];
 /// Whole names of that kind the endings and beginnings miss.
 const DOTENV_NAMES: &[&str] = &[
@@ -287,37 +309,92 @@ pub fn dotenv_dangerous(name: &str) -> bool {
         || DOTENV_PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
 }
 
-/// Why a `.env` file's text must not reach the programs that load it: the first variable it
-/// sets that [`dotenv_dangerous`] names, read the way the loosest loader reads it (npm's
-/// `dotenv`: a line ends at `\n`, `\r\n` or a lone `\r`; `NAME=value` or `NAME: value`, an
-/// optional `export`; a byte-order mark or any other blank before the name ignored). A name
-/// dotenv would not read as one is ignored too.
+/// Why a `.env` file's text must not reach the programs that load it. A `.env` is read by
+/// loaders that disagree (npm's `dotenv`, python-dotenv, Ruby's, Symfony's, direnv's `dotenv`,
+/// and `set -a; . ./.env`, which runs it as shell), so only what they all read alike passes:
+/// blank lines, `#` comments, and `[export ]NAME=value` lines, where `NAME` is a plain name
+/// and `value` a plain word, a single-quoted string, or a double-quoted one without command
+/// substitution, followed by nothing but a comment. Anything else (a bare command, `A=x cmd`,
+/// `A=1;cmd`, a quoted key, a line break only some loaders see) is refused, and so is a name
+/// [`dotenv_dangerous`] names.
 pub fn judge_dotenv(text: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(text);
+    if text.contains(['\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}']) {
+        return Some("it holds a line break some loaders read and others do not (U+2028, a form feed, …)".into());
+    }
     text.split(['\n', '\r']).find_map(|line| {
         let line = line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
-        if line.starts_with('#') {
+        if line.is_empty() || line.starts_with('#') {
             return None;
         }
-        let line = line.strip_prefix("export").filter(|rest| rest.starts_with(char::is_whitespace)).unwrap_or(line);
-        let line = line.trim_start();
-        // A name is whatever comes before `=` or `:` (bash's exported functions are
-        // `BASH_FUNC_name%%`, which python-dotenv takes as it is).
-        let end = line.find(|c: char| c == '=' || c == ':' || c.is_whitespace())?;
-        let (name, rest) = line.split_at(end);
+        let line = line.strip_prefix("export").filter(|rest| rest.starts_with([' ', '\t'])).unwrap_or(line).trim_start();
+        let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-'));
+        let (name, rest) = line.split_at(end.unwrap_or(line.len()));
+        let plain_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
         let rest = rest.trim_start_matches([' ', '\t']);
-        let value = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':'))?;
-        if name.is_empty() {
-            return None;
-        }
+        let value = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':'));
+        let (true, Some(value)) = (plain_name, value) else {
+            let shown: String = line.chars().take(60).collect();
+            return Some(format!(
+                "`{shown}` is not a `NAME=value` line: a loader that runs the file as shell (`set -a; . ./.env`) would run it"
+            ));
+        };
         if dotenv_dangerous(name) {
             return Some(format!(
                 "it sets `{name}`, which points the programs that load it at other code, config or hosts"
             ));
         }
-        (value.contains("$(") || value.contains('`'))
-            .then(|| format!("the value of `{name}` runs a command in the loaders that substitute (`$(…)`, backticks)"))
+        (!plain_value(value.trim_start_matches([' ', '\t']))).then(|| {
+            format!(
+                "the value of `{name}` is not one plain word or quoted string (a loader that runs the file as shell would run what follows, or substitute `$(…)`)"
+            )
+        })
     })
+}
+
+/// Whether `value` is what every loader reads alike: empty, a plain word (no blank, quote,
+/// or shell operator; `$NAME` and `${NAME}` allowed), `'…'`, or `"…"` without `$(`, `${x@…}`
+/// or backticks; then at most blanks and a `#` comment.
+fn plain_value(value: &str) -> bool {
+    let (body, after) = if let Some(rest) = value.strip_prefix('\'') {
+        let Some(end) = rest.find('\'') else { return false };
+        (None, &rest[end + 1..])
+    } else if let Some(rest) = value.strip_prefix('"') {
+        let Some(end) = rest.find('"') else { return false };
+        (Some(&rest[..end]), &rest[end + 1..])
+    } else {
+        let end = value.find([' ', '\t']).unwrap_or(value.len());
+        let word = &value[..end];
+        if word.contains([';', '&', '|', '<', '>', '(', ')', '{', '}', '`', '\'', '"', '\\']) && !plain_braces(word) {
+            return false;
+        }
+        (Some(word), &value[end..])
+    };
+    let after = after.trim_start_matches([' ', '\t']);
+    if !(after.is_empty() || after.starts_with('#')) {
+        return false;
+    }
+    body.is_none_or(|body| !body.contains("$(") && !body.contains('`') && plain_dollars(body))
+}
+
+/// Whether every `$` in `text` starts `$NAME` or `${NAME}` (no `${x@P}`, `${x:-$(…)}`).
+fn plain_dollars(text: &str) -> bool {
+    text.match_indices('$').all(|(at, _)| {
+        let rest = &text[at + 1..];
+        match rest.strip_prefix('{') {
+            Some(inner) => {
+                inner.find('}').is_some_and(|end| inner[..end].chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            }
+            None => true,
+        }
+    })
+}
+
+/// Whether the only braces of an unquoted `word` are `${NAME}` forms.
+fn plain_braces(word: &str) -> bool {
+    !word.contains([';', '&', '|', '<', '>', '(', ')', '`', '\'', '"', '\\'])
+        && word.replace("${", "").matches('{').count() == 0
+        && plain_dollars(word)
 }
 
 /// Whether a file of this name is loaded as a `.env` by some program: `.env` and its siblings
@@ -325,13 +402,13 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
 /// `.flaskenv` and `.dotenv`, in any case (`.ENV` is `.env` on a case-insensitive disk).
 pub fn is_dotenv_name(name: &std::ffi::OsStr) -> bool {
     let lower = name.to_string_lossy().to_lowercase();
-    lower == ".env"
-        || lower.starts_with(".env.")
-        || lower.starts_with(".env_")
-        || lower.starts_with(".env-")
+    // `.envrc` and `.envrc.local` are direnv's (a table entry: any change asks).
+    (lower.starts_with(".env") && !lower.starts_with(".envrc"))
         || (lower.ends_with(".env") && lower.len() > ".env".len())
+        || lower.contains(".env.")
         || lower == ".flaskenv"
         || lower == ".dotenv"
+        || lower == ".secrets"
 }
 
 #[cfg(test)]
@@ -344,6 +421,36 @@ mod tests {
         assert!(judge_dotenv(b"PORT=1\nNODE_OPTIONS=--require ./x.js\n").is_some());
         assert!(judge_dotenv(b"  export LD_PRELOAD=/tmp/x.so").is_some());
         assert!(judge_dotenv(b"# GIT_SSH_COMMAND=x\nA=1").is_none());
+    }
+
+    #[test]
+    fn only_what_every_loader_reads_alike_passes() {
+        for text in [
+            &b"PORT=3000\nDATABASE_URL=postgres://u@h/db # main\n"[..],
+            b"export A='a b c'\nB=\"x $HOME y\"\nC=${HOME}/x\nD=\n# c\n\n",
+            b"NAME: value\n",
+        ] {
+            assert_eq!(judge_dotenv(text), None, "{}", String::from_utf8_lossy(text));
+        }
+        for text in [
+            &b"touch /tmp/x\n"[..],
+            b"A=x touch /tmp/x\n",
+            b"A=1;touch /tmp/x\n",
+            b"A=1|id\n",
+            b"A=1&&id\n",
+            b"A=1 >/tmp/x\n",
+            b"A=<(id)\n",
+            b"alias ls=id\n",
+            b"function f { id; }\n",
+            b"A=\"x\" id\n",
+            b"'NODE_OPTIONS'=--require ./e.js\n",
+            "DATABASE_URL=x #\u{2028}NODE_OPTIONS=--require ./e.js\n".as_bytes(),
+            b"A=1\x0bNODE_OPTIONS=x\n",
+            b"A=\"${x@P}\"\n",
+            b"A=\"${x:-$(id)}\"\n",
+        ] {
+            assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]
@@ -373,10 +480,26 @@ mod tests {
         ] {
             assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
         }
-        for name in [".env", ".env.local", ".ENV", ".Env", "dev.env", ".env_local", ".flaskenv", ".dotenv"] {
+        for name in [
+            ".env",
+            ".env.local",
+            ".ENV",
+            ".Env",
+            "dev.env",
+            ".env_local",
+            ".flaskenv",
+            ".dotenv",
+            ".env.json",
+            ".envs",
+            ".env~",
+            ".environment",
+            ".secrets",
+            "app.env.j2",
+            ".env.local.php",
+        ] {
             assert!(is_dotenv_name(std::ffi::OsStr::new(name)), "{name}");
         }
-        for name in [".envrc", "env", "environment.yml", ".env"[1..].as_ref()] {
+        for name in [".envrc", ".envrc.local", "env", "environment.yml", "README.md"] {
             assert!(!is_dotenv_name(std::ffi::OsStr::new(name)), "{name}");
         }
     }

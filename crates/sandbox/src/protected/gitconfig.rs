@@ -467,6 +467,18 @@ pub fn new_remote_urls(before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The `remote.*.url` entries of `before` that `after` no longer has (a remote removed or
+/// renamed), as `name = value`.
+pub fn removed_remote_urls(before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
+    let Some(before) = before.and_then(|bytes| parse(bytes).ok()) else { return Vec::new() };
+    let after = parse(after).unwrap_or_default();
+    before
+        .iter()
+        .filter(|entry| !after.contains(entry) && pattern(entry) == b"remote.*.url")
+        .map(|entry| format!("{} = {}", entry.name_text(), entry.value_text()))
+        .collect()
+}
+
 /// The `core.worktree` values a config an agent wrote (`after`) adds or changes, against what
 /// was there (`before`): each must be checked where the config lies (`gitdir.rs`), since git
 /// checks files out there.

@@ -85,14 +85,16 @@ pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Chan
             judge.in_git_dir(change, &dir, &inner, new);
         }
         let root_repository = (change.path == Path::new(".git") && change.after != Some(Kind::Dir))
-            || (change.path == Path::new(".git/HEAD") && change.after != Some(Kind::File));
+            || ((change.path == Path::new(".git/HEAD") || change.path == Path::new(".git/config"))
+                && change.after != Some(Kind::File)
+                && judge.before.kind(&change.path).is_some());
         if root_repository && judge.before.kind(Path::new(".git/HEAD")).is_some() {
             // The root's own repository: its history, and the remote that names the workspace
             // whose todos and memories a server started here sees (a new one in its place
             // could name any).
             judge.refuse(
                 &change.path,
-                "the root's repository (`.git`, its `HEAD`) is never removed or replaced by a command; remove it yourself if you mean to".into(),
+                "the root's repository (`.git`, its `HEAD` and `config`, the remotes that name the workspace) is never removed or replaced by a command; do it yourself if you mean to".into(),
             );
         }
         if change.path.file_name().is_some_and(|n| n == ".git") && change.after.is_some() {
@@ -226,7 +228,10 @@ impl<'a> Judge<'a> {
                     self.refuse(&change.path, why);
                 } else if dir == Path::new(".git")
                     && !new
-                    && let Some(url) = gitconfig::new_remote_urls(was.as_deref(), &now).first()
+                    && let Some(url) = gitconfig::new_remote_urls(was.as_deref(), &now)
+                        .first()
+                        .or(gitconfig::removed_remote_urls(was.as_deref(), &now).first())
+                        .cloned()
                 {
                     // The root's own repository (one that was there before): its remote names
                     // the workspace whose todos and memories the next start sees. A new one

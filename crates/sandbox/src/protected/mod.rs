@@ -195,10 +195,27 @@ pub fn judge_write(roots: &[PathBuf], path: &Path, home: Option<&Path>) -> Optio
 }
 
 /// The directories on `PATH` (absolute ones): a program put there runs by name.
+///
+/// With them, the directories of the module search paths of this environment: what is put
+/// there is imported by name (`PYTHONPATH`, `NODE_PATH`, `PERL5LIB`, `PERLLIB`, `RUBYLIB`,
+/// `GEM_PATH`, `LD_LIBRARY_PATH`, `CLASSPATH`).
 pub fn path_dirs() -> Vec<PathBuf> {
-    std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).filter(|dir| dir.is_absolute()).collect())
-        .unwrap_or_default()
+    const SEARCH_PATHS: &[&str] = &[
+        "PATH",
+        "PYTHONPATH",
+        "NODE_PATH",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYLIB",
+        "GEM_PATH",
+        "LD_LIBRARY_PATH",
+        "CLASSPATH",
+    ];
+    SEARCH_PATHS
+        .iter()
+        .filter_map(std::env::var_os)
+        .flat_map(|value| std::env::split_paths(&value).filter(|dir| dir.is_absolute()).collect::<Vec<_>>())
+        .collect()
 }
 
 #[cfg(test)]
@@ -258,6 +275,7 @@ mod tests {
             ("/home/u/.config/fish/config.fish", Protection::Shell),
             ("/home/u/.config/fish/conf.d/evil.fish", Protection::Shell),
             ("/ws/.tool-versions", Protection::Editor),
+            ("/ws/.clinerules/hooks/PreToolUse", Protection::AgentHost),
             ("/ws/.direnv/python-3.11/bin/git", Protection::Editor),
         ] {
             assert_eq!(classify(Path::new(path)), Some(protection), "{path}");

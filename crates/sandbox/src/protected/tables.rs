@@ -167,6 +167,26 @@ pub const RULES: &[Rule] = &[
     rule("devbox.json", File, BuildTool, "Devbox: init hooks and scripts run in its shell"),
     rule("pixi.toml", File, BuildTool, "pixi: tasks and activation scripts"),
     rule(".jvmopts", File, BuildTool, "sbt: JVM options (agents, classpath) it starts with"),
+    rule(".sbtopts", File, BuildTool, "sbt's launcher: options (`-J-javaagent:`) it starts the JVM with"),
+    rule(".sbtrc", File, BuildTool, "sbt: commands run at start"),
+    rule(".mill-jvm-opts", File, BuildTool, "Mill: JVM options (`-javaagent:`)"),
+    rule(".bsp", Tree, BuildTool, "Build Server Protocol: the `argv` IDEs start when the workspace opens"),
+    rule(".amp/settings.json", File, AgentHost, "Amp: workspace settings (MCP servers)"),
+    rule(".pylintrc", File, Editor, "pylint: `init-hook` is Python it runs (editors run pylint on open)"),
+    rule("pylintrc", File, Editor, "pylint: `init-hook` is Python it runs"),
+    rule("mypy.ini", File, Editor, "mypy: `plugins` it imports"),
+    rule(".mypy.ini", File, Editor, "mypy: `plugins` it imports"),
+    rule(".flake8", File, Editor, "flake8: local plugins it imports"),
+    rule("shell.nix", File, BuildTool, "nix-shell: `shellHook` runs on entering"),
+    rule("default.nix", File, BuildTool, "nix-shell: `shellHook` runs on entering"),
+    rule("flake.nix", File, BuildTool, "nix develop: `shellHook` runs on entering"),
+    rule("devenv.nix", File, BuildTool, "devenv: `enterShell` runs on entering"),
+    rule("devenv.yaml", File, BuildTool, "devenv: inputs and imports"),
+    rule(".idx/dev.nix", File, BuildTool, "Project IDX: `onStart` commands"),
+    rule(".gitpod.yml", File, BuildTool, "Gitpod: tasks run when the workspace starts"),
+    rule(".replit", File, BuildTool, "Replit: the run command"),
+    rule(".rtx.toml", File, Editor, "rtx (mise's old name): config"),
+    rule(".actrc", File, BuildTool, "act: default flags (`-P …=-self-hosted` runs steps on the host)"),
     // Git hook managers: what `git commit` runs.
     rule(".husky", Tree, HookManager, "husky: the hook scripts `git commit` runs"),
     rule(".pre-commit-config.yaml", File, HookManager, "pre-commit: hook commands `git commit` runs"),
@@ -283,5 +303,15 @@ pub const HOME_DATA: &[&str] = &[".local/share/Trash"];
 /// with a dot: directories on a default `PATH`, Go's module cache (builds use it as it is),
 /// and macOS's per-user launch agents (they run at login) and application settings (Claude
 /// Desktop's MCP servers, editors' settings).
-pub const HOME_BIN: &[&str] =
-    &["bin", "go/bin", "go/pkg", "Library/LaunchAgents", "Library/Application Support", "Library/Preferences"];
+pub const HOME_BIN: &[&str] = &[
+    "bin",
+    "go/bin",
+    "go/pkg",
+    "Library/LaunchAgents",
+    "Library/Application Support",
+    "Library/Preferences",
+    // Node resolves `require` up to `~/node_modules` from every script under home; local::lib's
+    // default `PERL5LIB`.
+    "node_modules",
+    "perl5",
+];

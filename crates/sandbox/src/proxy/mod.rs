@@ -125,6 +125,11 @@ impl Rules {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
             v4 => v4,
         };
+        // Connecting to the unspecified address reaches this machine's own listeners (this
+        // server's too): never, listed or not.
+        if unmapped.is_unspecified() {
+            return Some(format!("{ip} is this machine itself (the unspecified address); name the host you mean"));
+        }
         let own = self.own.iter().any(|own| own.port() == port && (own.ip() == unmapped || own.ip().is_unspecified()));
         if own {
             return Some("it is this server's own listening address".into());
@@ -332,6 +337,10 @@ mod tests {
         assert!(rules.address_refusal("127.0.0.1".parse().unwrap(), 8081).is_some());
         assert!(rules.address_refusal("169.254.169.254".parse().unwrap(), 80).is_some());
         assert!(rules.address_refusal("127.0.0.1".parse().unwrap(), 7000).unwrap().contains("own"));
+        // The unspecified address is this machine, listed or not.
+        assert!(rules.address_refusal("0.0.0.0".parse().unwrap(), 7000).is_some());
+        assert!(rules.address_refusal("::".parse().unwrap(), 8080).is_some());
+        assert!(rules.address_refusal("::ffff:0.0.0.0".parse().unwrap(), 8080).is_some());
         assert!(rules.address_refusal("93.184.216.34".parse().unwrap(), 443).is_none());
         for bad in ["", "a b", "*.1.2.3.4", "[::1", "host:port", "*."] {
             assert!(Allowed::parse(bad).is_err(), "{bad:?}");

@@ -530,7 +530,10 @@ pub fn refusal_by_name(rules: &Rules, path: &Path) -> Option<String> {
         return Some(format!("{reason} ({})", protection.why()));
     }
     if let Some(dir) = rules.path_dirs.iter().find(|dir| path.starts_with(dir)) {
-        return Some(format!("`{}` is on your PATH: what is put there runs by name", dir.display()));
+        return Some(format!(
+            "`{}` is on your PATH (or a module search path): what is put there runs by name",
+            dir.display()
+        ));
     }
     None
 }
