@@ -96,7 +96,12 @@ pub(crate) use on_each_engine;
 /// Where workspaces are made: not under a temp dir, because sandboxed commands may write the
 /// system temp dirs and the sandbox tests need an `outside` that nothing makes writable. That
 /// is cargo's target temp dir, unless the checkout itself lives under a temp dir; then a
-/// cache directory in `$HOME`.
+/// directory in `$HOME` whose name does not start with a dot (a dotted one is the home's own
+/// Held by the tests that load the machine for long (the symlink-swap race) and by those that
+/// time what they measure, so that one never runs beside the other.
+pub(crate) static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// configuration, which the server protects).
 fn scratch_base() -> PathBuf {
     // The unprivileged pass runs these tests as another user, who cannot write `target/`.
     if let Some(dir) = std::env::var_os("TOOLBELT_TEST_SCRATCH") {
@@ -108,7 +113,7 @@ fn scratch_base() -> PathBuf {
     if !temps.iter().filter_map(|t| t.canonicalize().ok()).any(|t| target.starts_with(t)) {
         return target;
     }
-    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/toolbelt-mcp-tests");
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join("toolbelt-mcp-tests");
     std::fs::create_dir_all(&home).unwrap();
     home
 }

@@ -65,6 +65,7 @@ fn leaked(text: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reads_and_walks_never_follow_a_directory_swapped_for_a_symlink() {
+    let _heavy = super::common::HEAVY.lock().await;
     let ws = Workspace::new();
     lay_out(&ws);
     let client = Arc::new(Client::start(&ws, &[]).await);
