@@ -238,6 +238,7 @@ async fn every_image_type_is_recognised() {
 #[tokio::test]
 async fn pages_of_a_large_file_cost_their_window() {
     use std::time::{Duration, Instant};
+    // Not beside the symlink-swap race, which keeps both cores busy for its whole run.
     let _heavy = super::common::HEAVY.lock().await;
     let ws = Workspace::new();
     let filler = "x".repeat(70);
@@ -247,13 +248,18 @@ async fn pages_of_a_large_file_cost_their_window() {
     // Summaries are kept only for files that settled (last changed 2 s before the read).
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let client = Client::start(&ws, &[]).await;
+    let started = Instant::now();
     let first = client.ok(op("read_file", json!({"path": "large.txt"}))).await;
+    let full = started.elapsed();
     let sha = first.structured["sha256"].as_str().unwrap().to_string();
     assert_eq!(sha, sha256_hex(text.as_bytes()));
     let mut got: Vec<String> = first.joined("lines").lines().map(str::to_string).collect();
     let mut next = first.structured["next_offset"].as_u64();
+    let mut pages = Vec::new();
     while let Some(offset) = next {
+        let started = Instant::now();
         let page = client.ok(op("read_file", json!({"path": "large.txt", "offset": offset}))).await;
+        pages.push(started.elapsed());
         assert_eq!(page.structured["sha256"], sha.as_str());
         assert_eq!(page.structured["total_lines"], 120_000);
         got.extend(page.joined("lines").lines().map(str::to_string));
@@ -261,31 +267,9 @@ async fn pages_of_a_large_file_cost_their_window() {
     }
     let expected: Vec<String> = text.lines().enumerate().map(|(i, l)| format!("{}\t{l}", i + 1)).collect();
     assert!(got == expected, "the pages do not give the file back line for line");
-    // Timed apart from the pass above, and tried for a few seconds: the suite runs tests side
-    // by side on a shared machine, where the file's summary (built beside the first read) can
-    // take a while. A page must come to cost under a quarter of the whole read.
-    let mut last = String::new();
-    let mut held = false;
-    for _ in 0..12 {
-        let started = Instant::now();
-        client.ok(op("read_file", json!({"path": "large.txt"}))).await;
-        let full = started.elapsed();
-        let mut pages = Vec::new();
-        for offset in (1..=8u64).map(|k| k * 12_000) {
-            let started = Instant::now();
-            client.ok(op("read_file", json!({"path": "large.txt", "offset": offset}))).await;
-            pages.push(started.elapsed());
-        }
-        pages.sort();
-        let median = pages[pages.len() / 2];
-        if median * 4 < full {
-            held = true;
-            break;
-        }
-        last = format!("a page cost {median:?}, the whole file {full:?}");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert!(held, "{last}");
+    pages.sort();
+    let median = pages[pages.len() / 2];
+    assert!(median * 4 < full, "a page cost {median:?}, the whole file {full:?}");
     // Changed (a line appended): the next read sees it.
     let mut changed = text.clone();
     changed.push_str("appended\n");
