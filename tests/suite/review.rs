@@ -10,7 +10,7 @@ use serde_json::json;
 use super::common::{Client, Workspace};
 
 /// A repository with one commit in `dir`.
-fn repo(dir: &Path) {
+pub(crate) fn repo(dir: &Path) {
     for args in
         [&["init", "-q"][..], &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"]]
     {

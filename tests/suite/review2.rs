@@ -2,17 +2,13 @@
 //! grants that covered more than the question showed, a script changed between its check and
 //! its run, and permission bits that let another local user into `.git`.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
 
 use super::common::Workspace;
 use super::policy::{Asker, run, start};
-
-fn repo(dir: &Path) {
-    assert!(Command::new("git").args(["init", "-q"]).current_dir(dir).status().unwrap().success());
-}
+use super::review::repo;
 
 /// F3, F11, F12, F17, and the third and fourth reviews' G1, H5–H7: a session grant for an
 /// unsandboxed line covered lines that ran code or wrote files (`${x@P}`, arithmetic on a

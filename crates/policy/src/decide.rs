@@ -263,7 +263,7 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             beyond(format!("the sandbox is `read-only`, and {shown} would be written"), Scope::WritePath(parent(path)))
         }
         Subject::Command(line, _, keys) if escalate => {
-            beyond(format!("{shown} would run without the sandbox"), exact_scope(line, keys))
+            beyond(format!("{shown} would run without the sandbox"), UNSANDBOXED)
         }
         Subject::Command(line, CommandClass::Other, _) if !policy.commands_confined && never => deny(
             format!(
@@ -271,10 +271,9 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             ),
             "run only read-only commands, or restart the server with `--approval on-request` so such commands are asked",
         ),
-        Subject::Command(line, CommandClass::Other, keys) if !policy.commands_confined => ask(
-            format!("{shown} is not known to be read-only, and nothing confines commands on this OS"),
-            exact_scope(line, keys),
-        ),
+        Subject::Command(line, CommandClass::Other, keys) if !policy.commands_confined => {
+            ask(format!("{shown} is not known to be read-only, and nothing confines commands on this OS"), UNSANDBOXED)
+        }
         _ if always => {
             ask(format!("every call asks under `--approval always`: {}", describe(subject)), scope_of(subject))
         }
@@ -319,9 +318,7 @@ fn command_scope(keys: &Option<Vec<String>>, unsandboxed: bool) -> Scope {
 /// runs besides its own words — a Makefile, `node_modules/.bin`, a module beside it, a file
 /// named in it that is now a symlink out of the roots — the agent can change between two runs,
 /// and no grant can see that; so each run is asked.
-fn exact_scope(_line: &str, _keys: &Option<Vec<String>>) -> Scope {
-    Scope::Once
-}
+const UNSANDBOXED: Scope = Scope::Once;
 
 /// Whether the grants cover `wanted`: a path grant covers paths beneath it; command grants
 /// cover a line when every one of its commands is granted (an unsandboxed grant covers
