@@ -46,7 +46,7 @@ pub(crate) fn run(config: &Config) -> Result<(), String> {
 /// (`cargo run` and `cargo test` set `CARGO`), or the binary run directly; with its path.
 fn launch_method(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, exe: Option<&std::path::Path>) -> String {
     let binary = exe.map_or_else(|| "(unknown path)".to_string(), |p| p.display().to_string());
-    match (env("TOOLBELT_LAUNCHER"), env("CARGO")) {
+    match (env(toolbelt_mcp_core::env_vars::LAUNCHER.name), env("CARGO")) {
         (Some(launcher), _) => format!("{}; binary {binary}", launcher.to_string_lossy()),
         (None, Some(_)) => format!("cargo (`CARGO` is set); binary {binary}"),
         (None, None) => format!("the binary itself, {binary}"),

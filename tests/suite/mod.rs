@@ -11,6 +11,7 @@ pub(crate) mod common;
 mod confinement;
 mod corners;
 pub(crate) mod deploy;
+mod env_vars;
 mod escapes;
 #[cfg(target_os = "linux")]
 mod hardening;

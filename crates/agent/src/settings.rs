@@ -219,8 +219,9 @@ fn target(
     local_token: &dyn Fn() -> Option<String>,
 ) -> Result<Target, SettingsError> {
     if let Some(url) = &args.server_url {
-        let mut token =
-            env("TOOLBELT_AUTH_TOKEN").map(|t| t.to_string_lossy().trim().to_string()).filter(|t| !t.is_empty());
+        let mut token = env(toolbelt_mcp_core::env_vars::AUTH_TOKEN.name)
+            .map(|t| t.to_string_lossy().trim().to_string())
+            .filter(|t| !t.is_empty());
         // A server on this machine generated its token into the state dir: use it.
         let local = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"].iter().any(|p| url.starts_with(p));
         if token.is_none() && local {

@@ -5,10 +5,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Deserialize;
-
 use crate::config::args::{Approval, CommonArgs, Fallback, ToolLayout};
 use crate::config::audit::AuditSettings;
+use crate::config::layer::{Combine, Layer};
+use crate::env_vars;
 use crate::error::ConfigError;
 use toolbelt_mcp_sandbox::fs;
 use toolbelt_mcp_sandbox::mode::{Network, SandboxMode};
@@ -17,6 +17,7 @@ pub mod args;
 pub mod audit;
 mod budget;
 pub mod http;
+mod layer;
 pub mod sandbox;
 
 pub use budget::OutputBudget;
@@ -118,44 +119,6 @@ pub struct Config {
 /// Default most the commands of one session keep in their temp dirs: 2 GiB.
 pub const DEFAULT_TEMP_BYTES: u64 = 2 << 30;
 
-/// The keys a config file may hold; anything else is an error naming the key.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    roots: Option<Vec<PathBuf>>,
-    state_dir: Option<PathBuf>,
-    tool_layout: Option<ToolLayout>,
-    output_budget: Option<usize>,
-    max_image_bytes: Option<usize>,
-    max_edit_bytes: Option<u64>,
-    max_undo_bytes: Option<u64>,
-    max_undo_total_bytes: Option<u64>,
-    sandbox: Option<SandboxMode>,
-    network: Option<Network>,
-    network_allow: Option<Vec<String>>,
-    writable_roots: Option<Vec<PathBuf>>,
-    shell: Option<String>,
-    env_allow: Option<Vec<String>>,
-    max_sessions: Option<usize>,
-    session_output_bytes: Option<usize>,
-    approval: Option<Approval>,
-    approval_fallback: Option<Fallback>,
-    approval_timeout_s: Option<u64>,
-    forbidden_commands: Option<Vec<Vec<String>>>,
-    forbid_catastrophic: Option<bool>,
-    stage_writes: Option<bool>,
-    max_temp_bytes: Option<u64>,
-    deny_read: Option<Vec<PathBuf>>,
-    deny_read_defaults: Option<bool>,
-    max_processes: Option<u64>,
-    max_memory_bytes: Option<u64>,
-    max_file_bytes: Option<u64>,
-    audit_log: Option<PathBuf>,
-    audit_log_max_bytes: Option<u64>,
-    workspace: Option<String>,
-    store: Option<String>,
-}
-
 /// A store URL, which may hold a password: never shown by `Debug`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct StoreUrl(String);
@@ -181,48 +144,19 @@ impl Config {
     /// Resolves flags, environment, the config file and defaults, canonicalising the roots.
     pub fn resolve(args: &CommonArgs, env: EnvLookup<'_>, cwd: &Path) -> Result<Arc<Self>, ConfigError> {
         let (file, config_file) = load_file(args, env)?;
-        let file_dir = config_file.as_deref().and_then(Path::parent).map(Path::to_path_buf);
-        let from_file = |p: &PathBuf| match &file_dir {
-            Some(dir) if p.is_relative() => dir.join(p),
-            _ => p.clone(),
-        };
+        let file = file.anchored(config_file.as_deref().and_then(Path::parent));
+        let settings = Layer::from_flags(args, cwd).combine(Layer::from_env(env, cwd)?).combine(file);
 
-        let env_roots = env("TOOLBELT_ROOT").map(|v| std::env::split_paths(&v).collect::<Vec<_>>());
-        let (given_roots, roots_explicit) = if !args.roots.is_empty() {
-            (args.roots.iter().map(|r| cwd.join(r)).collect(), true)
-        } else if let Some(roots) = env_roots.filter(|r| !r.is_empty()) {
-            (roots.iter().map(|r| cwd.join(r)).collect(), true)
-        } else if let Some(roots) = file.roots.as_ref().filter(|r| !r.is_empty()) {
-            (roots.iter().map(from_file).collect(), true)
-        } else {
-            (vec![cwd.to_path_buf()], false)
-        };
+        let roots_explicit = settings.roots.is_some();
+        let given_roots = settings.roots.clone().unwrap_or_else(|| vec![cwd.to_path_buf()]);
         let roots = canonical_roots(given_roots)?;
 
-        let state_dir = match (&args.state_dir, env("TOOLBELT_STATE_DIR"), &file.state_dir) {
-            (Some(dir), _, _) => cwd.join(dir),
-            (None, Some(dir), _) => cwd.join(dir),
-            (None, None, Some(dir)) => from_file(dir),
-            (None, None, None) => xdg_dir(env, "XDG_STATE_HOME", ".local/state").join("toolbelt-mcp"),
-        };
-
-        let tool_layout = match (args.tool_layout, env("TOOLBELT_TOOL_LAYOUT")) {
-            (Some(layout), _) => layout,
-            (None, Some(value)) => parse_layout(&value)?,
-            (None, None) => file.tool_layout.unwrap_or_default(),
-        };
-
-        let output_budget = match (args.output_budget, env("TOOLBELT_OUTPUT_BUDGET")) {
-            (Some(bytes), _) => Some(bytes),
-            (None, Some(value)) => {
-                Some(value.to_str().and_then(|v| v.parse().ok()).ok_or_else(|| ConfigError::BadEnv {
-                    name: "TOOLBELT_OUTPUT_BUDGET",
-                    value: value.to_string_lossy().into_owned(),
-                    expected: "a number of bytes, e.g. `32768`",
-                })?)
-            }
-            (None, None) => file.output_budget,
-        };
+        let state_dir = settings
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| xdg_dir(env, "XDG_STATE_HOME", ".local/state").join("toolbelt-mcp"));
+        let tool_layout = settings.tool_layout.unwrap_or_default();
+        let output_budget = settings.output_budget;
         if let Some(bytes) = output_budget
             && !(BUDGET_RANGE.0..=BUDGET_RANGE.1).contains(&bytes)
         {
@@ -233,7 +167,7 @@ impl Config {
             });
         }
         let output_budget = output_budget.map_or(OutputBudget::PerHost, OutputBudget::Fixed);
-        let max_image_bytes = file.max_image_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES);
+        let max_image_bytes = settings.max_image_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES);
         if max_image_bytes > MAX_IMAGE_LIMIT {
             return Err(ConfigError::OutOfRange {
                 key: "max_image_bytes",
@@ -242,52 +176,23 @@ impl Config {
             });
         }
 
-        let sandbox = match (args.sandbox, env("TOOLBELT_SANDBOX")) {
-            (Some(mode), _) => mode,
-            (None, Some(value)) => parse_sandbox(&value)?,
-            (None, None) => file.sandbox.unwrap_or_default(),
-        };
-        let network = match (args.network, env("TOOLBELT_NETWORK")) {
-            (Some(network), _) => network,
-            (None, Some(value)) => match value.to_str() {
-                Some("allow") => Network::Allow,
-                Some("allowlist") => Network::Allowlist,
-                Some("deny") => Network::Deny,
-                Some("host") => Network::Host,
-                _ => {
-                    return Err(ConfigError::BadEnv {
-                        name: "TOOLBELT_NETWORK",
-                        value: value.to_string_lossy().into_owned(),
-                        expected: "`allow`, `allowlist`, `deny` or `host`",
-                    });
-                }
-            },
-            (None, None) => file.network.unwrap_or_default(),
-        };
-        let network_allow: Vec<String> = file
-            .network_allow
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .chain(args.network_allow.iter().cloned())
-            .collect();
+        let sandbox = settings.sandbox.unwrap_or_default();
+        let network = settings.network.unwrap_or_default();
+        let network_allow = settings.network_allow.0;
         #[cfg(unix)]
         for entry in &network_allow {
             toolbelt_mcp_sandbox::proxy::Allowed::parse(entry)
                 .map_err(|problem| ConfigError::NetworkAllow { value: entry.clone(), problem })?;
         }
-        let mut deny_read: Vec<PathBuf> = args.deny_read.iter().map(|p| cwd.join(p)).collect();
-        deny_read.extend(file.deny_read.iter().flatten().map(from_file));
         let sandbox_settings = sandbox::SandboxSettings {
-            deny_read: deny_read.into_iter().map(|p| fs::canonicalize(&p).unwrap_or(p)).collect(),
-            deny_read_defaults: file.deny_read_defaults.unwrap_or(true),
-            limits: sandbox::limits(file.max_processes, file.max_memory_bytes, file.max_file_bytes)?,
+            deny_read: settings.deny_read.0.into_iter().map(|p| fs::canonicalize(&p).unwrap_or(p)).collect(),
+            deny_read_defaults: settings.deny_read_defaults.unwrap_or(true),
+            limits: sandbox::limits(settings.max_processes, settings.max_memory_bytes, settings.max_file_bytes)?,
         };
-        let writable_roots =
-            canonical_dirs(file.writable_roots.iter().flatten().map(from_file).collect(), |path, problem| {
-                ConfigError::BadWritableRoot { path, problem }
-            })?;
-        let max_sessions = file.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
+        let writable_roots = canonical_dirs(settings.writable_roots.unwrap_or_default(), |path, problem| {
+            ConfigError::BadWritableRoot { path, problem }
+        })?;
+        let max_sessions = settings.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
         if !(1..=256).contains(&max_sessions) {
             return Err(ConfigError::OutOfRange {
                 key: "max_sessions",
@@ -295,7 +200,7 @@ impl Config {
                 expected: "between 1 and 256",
             });
         }
-        let session_output_bytes = file.session_output_bytes.unwrap_or(DEFAULT_SESSION_OUTPUT_BYTES);
+        let session_output_bytes = settings.session_output_bytes.unwrap_or(DEFAULT_SESSION_OUTPUT_BYTES);
         if !(64 * 1024..=1024 * 1024 * 1024).contains(&session_output_bytes) {
             return Err(ConfigError::OutOfRange {
                 key: "session_output_bytes",
@@ -303,12 +208,8 @@ impl Config {
                 expected: "between 65536 and 1073741824 bytes",
             });
         }
-        let approval = match (args.approval, env("TOOLBELT_APPROVAL")) {
-            (Some(approval), _) => approval,
-            (None, Some(value)) => parse_approval(&value)?,
-            (None, None) => file.approval.unwrap_or_default(),
-        };
-        let approval_timeout_s = file.approval_timeout_s.unwrap_or(300);
+        let approval = settings.approval.unwrap_or_default();
+        let approval_timeout_s = settings.approval_timeout_s.unwrap_or(300);
         if !(1..=86_400).contains(&approval_timeout_s) {
             return Err(ConfigError::OutOfRange {
                 key: "approval_timeout_s",
@@ -316,7 +217,7 @@ impl Config {
                 expected: "between 1 and 86400 seconds",
             });
         }
-        let forbidden_commands = file.forbidden_commands.unwrap_or_default();
+        let forbidden_commands = settings.forbidden_commands.unwrap_or_default();
         if let Some(bad) =
             forbidden_commands.iter().find(|rule| rule.is_empty() || rule.iter().any(|w| w.trim().is_empty()))
         {
@@ -326,18 +227,13 @@ impl Config {
                 expected: "non-empty lists of non-empty words, e.g. [[\"rm\", \"-rf\", \"/\"], [\"git\", \"push\", \"--force\"]]",
             });
         }
-        let audit_path = match (&args.audit_log, env("TOOLBELT_AUDIT_LOG"), &file.audit_log) {
-            (Some(path), _, _) => Some(cwd.join(path)),
-            (None, Some(path), _) => Some(cwd.join(path)),
-            (None, None, Some(path)) => Some(from_file(path)),
-            (None, None, None) => Some(state_dir.join("audit.jsonl")),
-        }
-        .filter(|path| path.file_name().is_none_or(|name| name != "off"));
+        let audit_path = Some(settings.audit_log.unwrap_or_else(|| state_dir.join("audit.jsonl")))
+            .filter(|path| path.file_name().is_none_or(|name| name != "off"));
         if let Some(path) = &audit_path {
             check_audit_path(path, &state_dir, roots.iter().chain(&writable_roots))?;
         }
-        let audit = AuditSettings::new(audit_path, file.audit_log_max_bytes.unwrap_or(DEFAULT_AUDIT_BYTES));
-        let shell = match file.shell {
+        let audit = AuditSettings::new(audit_path, settings.audit_log_max_bytes.unwrap_or(DEFAULT_AUDIT_BYTES));
+        let shell = match settings.shell {
             Some(shell) if !shell.trim().is_empty() => shell,
             Some(_) => {
                 return Err(ConfigError::OutOfRange {
@@ -349,20 +245,11 @@ impl Config {
             None => default_shell(env),
         };
 
-        let workspace = match (&args.workspace, env("TOOLBELT_WORKSPACE"), &file.workspace) {
-            (Some(name), _, _) => Some(name.clone()),
-            (None, Some(name), _) => Some(name.to_string_lossy().into_owned()),
-            (None, None, name) => name.clone(),
-        };
+        let workspace = settings.workspace;
         if let Some(name) = &workspace {
             check_workspace(name)?;
         }
-        let store = match (&args.store, env("TOOLBELT_STORE"), &file.store) {
-            (Some(url), _, _) => Some(url.clone()),
-            (None, Some(url), _) => Some(url.to_string_lossy().into_owned()),
-            (None, None, url) => url.clone(),
-        };
-        let store = match store.filter(|url| !url.is_empty() && url != "sqlite") {
+        let store = match settings.store.filter(|url| !url.is_empty() && url != "sqlite") {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => Some(StoreUrl(url)),
             Some(other) => {
                 let shown = other.split('@').next_back().unwrap_or_default();
@@ -382,9 +269,9 @@ impl Config {
             tool_layout,
             output_budget,
             max_image_bytes,
-            max_edit_bytes: file.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
-            max_undo_bytes: file.max_undo_bytes.unwrap_or(DEFAULT_UNDO_BYTES),
-            max_undo_total_bytes: file.max_undo_total_bytes.unwrap_or(DEFAULT_UNDO_TOTAL_BYTES),
+            max_edit_bytes: settings.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
+            max_undo_bytes: settings.max_undo_bytes.unwrap_or(DEFAULT_UNDO_BYTES),
+            max_undo_total_bytes: settings.max_undo_total_bytes.unwrap_or(DEFAULT_UNDO_TOTAL_BYTES),
             config_file,
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,
@@ -393,16 +280,16 @@ impl Config {
             sandbox_settings,
             writable_roots,
             shell,
-            env_allow: file.env_allow.unwrap_or_default(),
+            env_allow: settings.env_allow.unwrap_or_default(),
             max_sessions,
             session_output_bytes,
             approval,
-            approval_fallback: file.approval_fallback.unwrap_or_default(),
+            approval_fallback: settings.approval_fallback.unwrap_or_default(),
             approval_timeout: std::time::Duration::from_secs(approval_timeout_s),
             forbidden_commands,
-            forbid_catastrophic: file.forbid_catastrophic.unwrap_or(true),
-            stage_writes: file.stage_writes.unwrap_or(true),
-            max_temp_bytes: file.max_temp_bytes.unwrap_or(DEFAULT_TEMP_BYTES),
+            forbid_catastrophic: settings.forbid_catastrophic.unwrap_or(true),
+            stage_writes: settings.stage_writes.unwrap_or(true),
+            max_temp_bytes: settings.max_temp_bytes.unwrap_or(DEFAULT_TEMP_BYTES),
             audit,
             workspace,
             store,
@@ -456,14 +343,14 @@ fn check_audit_path<'a>(
 
 /// Reads the config file named by `--config`, `TOOLBELT_CONFIG`, or the XDG default (which
 /// may be absent; the others must exist).
-fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(FileConfig, Option<PathBuf>), ConfigError> {
-    let explicit = args.config.clone().or_else(|| env("TOOLBELT_CONFIG").map(PathBuf::from));
+fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(Layer, Option<PathBuf>), ConfigError> {
+    let explicit = args.config.clone().or_else(|| env(env_vars::CONFIG.name).map(PathBuf::from));
     let path = match explicit {
         Some(path) => path,
         None => {
             let default = xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp/config.toml");
             if !fs::is_file(&default) {
-                return Ok((FileConfig::default(), None));
+                return Ok((Layer::default(), None));
             }
             default
         }
@@ -502,45 +389,6 @@ fn canonical_dirs(
     Ok(roots)
 }
 
-fn parse_layout(value: &OsString) -> Result<ToolLayout, ConfigError> {
-    match value.to_str() {
-        Some("consolidated") => Ok(ToolLayout::Consolidated),
-        Some("granular") => Ok(ToolLayout::Granular),
-        _ => Err(ConfigError::BadEnv {
-            name: "TOOLBELT_TOOL_LAYOUT",
-            value: value.to_string_lossy().into_owned(),
-            expected: "`consolidated` or `granular`",
-        }),
-    }
-}
-
-fn parse_sandbox(value: &OsString) -> Result<SandboxMode, ConfigError> {
-    match value.to_str() {
-        Some("read-only") => Ok(SandboxMode::ReadOnly),
-        Some("workspace-write") => Ok(SandboxMode::WorkspaceWrite),
-        Some("full-access") => Ok(SandboxMode::FullAccess),
-        _ => Err(ConfigError::BadEnv {
-            name: "TOOLBELT_SANDBOX",
-            value: value.to_string_lossy().into_owned(),
-            expected: "`read-only`, `workspace-write` or `full-access`",
-        }),
-    }
-}
-
-fn parse_approval(value: &OsString) -> Result<Approval, ConfigError> {
-    match value.to_str() {
-        Some("never") => Ok(Approval::Never),
-        Some("on-request") => Ok(Approval::OnRequest),
-        Some("on-write") => Ok(Approval::OnWrite),
-        Some("always") => Ok(Approval::Always),
-        _ => Err(ConfigError::BadEnv {
-            name: "TOOLBELT_APPROVAL",
-            value: value.to_string_lossy().into_owned(),
-            expected: "`never`, `on-request`, `on-write` or `always`",
-        }),
-    }
-}
-
 /// `bash` if it is on `PATH`, else `/bin/sh` (Windows: `%COMSPEC%`, else `cmd.exe`).
 #[cfg(windows)]
 fn default_shell(env: EnvLookup<'_>) -> String {
@@ -559,7 +407,7 @@ fn default_shell(env: EnvLookup<'_>) -> String {
 /// The state dir a flag or `TOOLBELT_STATE_DIR` names, else the XDG default (the config
 /// file's `state_dir` aside): where a local HTTP server keeps its generated token.
 pub fn plain_state_dir(flag: Option<&Path>, env: EnvLookup<'_>, cwd: &Path) -> PathBuf {
-    match (flag, env("TOOLBELT_STATE_DIR")) {
+    match (flag, env(env_vars::STATE_DIR.name)) {
         (Some(dir), _) => cwd.join(dir),
         (None, Some(dir)) => cwd.join(dir),
         (None, None) => xdg_dir(env, "XDG_STATE_HOME", ".local/state").join("toolbelt-mcp"),
