@@ -439,6 +439,8 @@ async fn refuses_to_start_on_a_public_address_without_a_token() {
 
     let token_file = ws.config_home.join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    // A token file is the user's alone, or the server refuses it.
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let public =
         HttpServer::start_at(&ws, "0.0.0.0:0", &["--auth-token-file", token_file.to_str().unwrap()], &[]).await;
     let url = public.url().replace("0.0.0.0", "127.0.0.1");

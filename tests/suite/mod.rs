@@ -38,6 +38,7 @@ mod read_file;
 mod read_races;
 mod review;
 mod review2;
+mod review3;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -55,6 +55,8 @@ async fn a_command_cannot_call_its_own_server_or_approve_its_own_escalation() {
     let token = "inside-test-token-0123456789abcdef";
     let token_file = ws.root.join("token.txt");
     std::fs::write(&token_file, token).unwrap();
+    // A token file is the user's alone, or the server refuses it.
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     std::fs::write(ws.root.join("self_call.py"), SELF_CALL).unwrap();
     let server =
         HttpServer::start(&ws, &["--auth-token-file", token_file.to_str().unwrap()], &[("TOOLBELT_AUTH_TOKEN", token)])

@@ -2,6 +2,7 @@
 //! grants that covered more than the question showed, a script changed between its check and
 //! its run, and permission bits that let another local user into `.git`.
 
+#[cfg(target_os = "linux")]
 use std::process::Command;
 
 use serde_json::json;

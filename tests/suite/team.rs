@@ -90,6 +90,8 @@ async fn two_replicas_behind_the_readmes_nginx_share_a_plan_and_keep_each_client
     let base = ws.root.parent().unwrap();
     let token = base.join("token");
     std::fs::write(&token, TOKEN).unwrap();
+    // A token file is the user's alone, or the server refuses it.
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
 
     let block = readme_block();
     let replica = command_of(&block, "toolbelt-mcp").join(" ");

@@ -13,6 +13,7 @@
 //! | a path listed in `deny_read`, read or written | deny | deny        | deny       | deny     |
 //! | path outside the roots, not escalated     | deny    | deny (1)     | deny (1)   | deny (1) |
 //! | path outside the roots, escalated         | deny    | ask          | ask        | ask      |
+//! | code-bearing path outside the roots written, escalated | deny | ask (2) | ask (2) | ask (2) |
 //! | protected path written                    | deny    | ask          | ask        | ask      |
 //! | command run unsandboxed (escalated)       | deny    | ask          | ask        | ask      |
 //! | file write inside the roots (read-only sandbox, not escalated) | deny | deny (1) | deny (1) | deny (1) |
@@ -24,6 +25,8 @@
 //! | control of the session's own processes    | allow   | allow        | allow      | ask      |
 //!
 //! (1) the message says that `escalate: true` with a `justification` can ask the user.
+//! (2) every time: no grant covers it. A grant for a write outside the roots covers that path
+//! alone; one for a read, the file's directory when it lies four or more levels deep.
 //! A row that asks is allowed at once when a grant of this session covers it, except a
 //! protected path and a command that cannot be checked: those ask every time. A command grant
 //! covers a line only when every simple command of it is granted (`git status`, `cargo test`:
@@ -44,6 +47,9 @@ pub enum Location {
     Inside,
     /// Outside every root.
     Outside,
+    /// Outside every root, where code or settings lie that programs run later (a shell's rc
+    /// file, `~/.config`, a directory on `PATH`): asked every time, never granted.
+    OutsideProtected,
     /// Inside a root, but protected: git hooks and git config (they run code outside any
     /// sandbox).
     Protected,
@@ -248,12 +254,20 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             format!("{shown} is the server's own configuration or state, which the agent can never change"),
             "ask the user to change it",
         ),
-        Subject::Read(path, Location::Outside) => {
-            beyond(format!("{shown} is outside the roots"), Scope::ReadPath(parent(path)))
+        // Outside the roots a read grant covers the file's directory only where that is deep
+        // enough not to be a home or system directory, and a write grant the path alone.
+        Subject::Read(path, Location::Outside | Location::OutsideProtected) => {
+            beyond(format!("{shown} is outside the roots"), Scope::ReadPath(crate::outside::read_scope(path)))
         }
         Subject::Write(path, Location::Outside) => {
-            beyond(format!("{shown} is outside the roots"), Scope::WritePath(parent(path)))
+            beyond(format!("{shown} is outside the roots"), Scope::WritePath(path.clone()))
         }
+        Subject::Write(_, Location::OutsideProtected) => beyond(
+            format!(
+                "{shown} is outside the roots, where programs later run or load what is written (shell startup files, configuration, `PATH` directories)"
+            ),
+            Scope::Once,
+        ),
         Subject::Write(path, Location::Protected) if never => deny(
             format!("{shown} is protected and the approval policy is `never`"),
             "make the change yourself, or restart the server with `--approval on-request`",
@@ -273,6 +287,13 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
         ),
         Subject::Command(line, CommandClass::Other, keys) if !policy.commands_confined => {
             ask(format!("{shown} is not known to be read-only, and nothing confines commands on this OS"), UNSANDBOXED)
+        }
+        // In `full-access` nothing confines a command: no grant covers one (as for an
+        // escalated line).
+        Subject::Command(_, class, _)
+            if policy.sandbox == SandboxMode::FullAccess && (always || (on_write && *class == CommandClass::Other)) =>
+        {
+            ask(format!("{shown} would run without a sandbox (the mode is `full-access`)"), UNSANDBOXED)
         }
         _ if always => {
             ask(format!("every call asks under `--approval always`: {}", describe(subject)), scope_of(subject))

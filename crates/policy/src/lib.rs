@@ -12,6 +12,7 @@ pub mod audit;
 mod caller;
 pub mod command;
 pub mod decide;
+mod outside;
 pub mod redact;
 pub mod report;
 pub mod visible;
@@ -57,9 +58,11 @@ pub struct Escalation {
 
 impl Gate {
     /// Classifies, decides, asks if needed, then resolves what the operation may touch.
+    /// `written` is what a file operation would write, shown in a question.
     pub async fn check(
         operation: &'static str,
         effect: &Effect,
+        written: Option<&str>,
         escalation: &Escalation,
         caller: &Caller<'_>,
         verdict: &mut Verdict,
@@ -111,6 +114,7 @@ impl Gate {
                     reason: reason.clone(),
                     details: details(effect, &resolved, caller),
                     stdin: shown_stdin(effect)?,
+                    written: shown_written(written, &request.subjects)?,
                     justification: escalation.justification.clone(),
                     session_scope: report::describe(&scope),
                 };
@@ -238,7 +242,12 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                         resolved.subjects.push(path);
                         subject
                     }
-                    Err(err) => Subject::Read(outside(input, err)?, Location::Outside),
+                    Err(err) => {
+                        let path = outside(input, err)?;
+                        let real = outside::real(caller, input, false).unwrap_or(path);
+                        let secret = outside::secret(&real, caller);
+                        Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
+                    }
                 });
             }
         }
@@ -253,11 +262,19 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
-                        let own = matches!(protection(&path, caller), Some((Location::Own, _)));
-                        Subject::Write(path, if own { Location::Own } else { Location::Outside })
+                        let real = outside::real(caller, input, true).unwrap_or(path);
+                        let location = match protection(&real, caller) {
+                            Some((Location::Protected, _)) => Location::OutsideProtected,
+                            Some((location, _)) => location,
+                            None if outside::secret(&real, caller) => Location::Hidden,
+                            None => Location::Outside,
+                        };
+                        Subject::Write(real, location)
                     }
                 });
             }
+            let moved = moved_tree(&subjects, caller);
+            subjects.extend(moved);
         }
         Effect::History => subjects.push(Subject::Write(roots.first().to_path_buf(), Location::Inside)),
         Effect::Control => subjects.push(Subject::Control),
@@ -274,7 +291,12 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                         resolved.cwd = Some(path);
                         subject
                     }
-                    Err(err) => Subject::Read(outside(dir, err)?, Location::Outside),
+                    Err(err) => {
+                        let path = outside(dir, err)?;
+                        let real = outside::real(caller, dir, false).unwrap_or(path);
+                        let secret = outside::secret(&real, caller);
+                        Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
+                    }
                 });
             }
             let config = &caller.config;
@@ -294,6 +316,24 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
         }
     }
     Ok(Classified { subjects, outside_error, resolved })
+}
+
+/// Most entries a moved directory may hold for each of their new paths to be judged.
+const MOVED_TREE_MAX: usize = 10_000;
+
+/// What a move of a directory (`rename_file`'s effect: `[from, to]`, as their real paths)
+/// creates beneath its destination, each protected path judged as if written there: renaming
+/// `c3/` to `.cargo/` writes `.cargo/config.toml`. A tree too large to judge is asked about
+/// whole.
+fn moved_tree(subjects: &[Subject], caller: &Caller<'_>) -> Vec<Subject> {
+    let [Subject::Write(from, _), Subject::Write(to, _)] = subjects else { return Vec::new() };
+    let Some(tree) = toolbelt_mcp_sandbox::fs::tree_beneath(from, MOVED_TREE_MAX) else {
+        return vec![Subject::Write(to.clone(), Location::Protected)];
+    };
+    tree.iter()
+        .map(|rel| to.join(rel))
+        .filter_map(|path| protection(&path, caller).map(|(location, _)| Subject::Write(path, location)))
+        .collect()
 }
 
 /// A grant key naming a file by the path a line gave (`./build.sh`, `bash deploy.sh`), bound to
@@ -369,6 +409,29 @@ fn shown_stdin(effect: &Effect) -> Result<Option<String>, ToolError> {
         });
     }
     Ok(Some(stdin.clone()))
+}
+
+/// What a file operation would write, for the question: whole, or, when it is longer than a
+/// question can show, nothing, except for a protected path (code the user would run later),
+/// which is then refused: the user must see all of it to answer.
+fn shown_written(written: Option<&str>, subjects: &[Subject]) -> Result<Option<String>, ToolError> {
+    let Some(text) = written else { return Ok(None) };
+    let count = text.chars().count();
+    if count <= MAX_SHOWN_STDIN {
+        return Ok(Some(text.to_string()));
+    }
+    let protected = subjects
+        .iter()
+        .any(|subject| matches!(subject, Subject::Write(_, Location::Protected | Location::OutsideProtected)));
+    if !protected {
+        return Ok(None);
+    }
+    Err(ToolError::Denied {
+        reason: format!(
+            "what would be written to a protected path is {count} characters, more than the {MAX_SHOWN_STDIN} a question can show the user whole"
+        ),
+        how_to_allow: "write less at a time (smaller edits), or ask the user to make the change".into(),
+    })
 }
 
 /// Resolves an approved effect against `roots`.
@@ -467,6 +530,18 @@ fn protection(path: &Path, caller: &Caller<'_>) -> Option<(Location, &'static st
     let home = std::env::var_os("HOME").map(PathBuf::from);
     if let Some(protection) = protected::in_dot_git(path) {
         return Some((Location::Protected, protection.why()));
+    }
+    if path.components().any(|c| c.as_os_str() == ".git") {
+        return Some((
+            Location::Protected,
+            "it lies in a git dir: git reads what is there (`HEAD`, refs and objects say which repository this is and what is checked out)",
+        ));
+    }
+    if protected::path_dirs().iter().any(|dir| path.starts_with(dir) || dir.starts_with(path)) {
+        return Some((
+            Location::Protected,
+            "it is on your PATH or a module search path, or holds such a directory: programs run what is put there by name",
+        ));
     }
     if let Some((protection, _)) = protected::classify_rule(path, home.as_deref()) {
         return Some((Location::Protected, protection.why()));

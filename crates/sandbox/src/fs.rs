@@ -65,6 +65,32 @@ pub fn is_dir(path: &Path) -> bool {
     path.is_dir()
 }
 
+/// Every entry beneath the directory `dir`, as paths relative to it (symlinks listed, never
+/// followed): what a move of `dir` would put beneath its destination. Empty when `dir` is not a
+/// directory (a file or a symlink moves alone); `None` when it holds more than `max` entries
+/// or a part cannot be read.
+pub fn tree_beneath(dir: &Path, max: usize) -> Option<Vec<PathBuf>> {
+    if !std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_dir()) {
+        return Some(Vec::new());
+    }
+    let mut found = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        for entry in std::fs::read_dir(dir.join(&rel)).ok()? {
+            let entry = entry.ok()?;
+            let path = rel.join(entry.file_name());
+            if entry.file_type().ok()?.is_dir() {
+                pending.push(path.clone());
+            }
+            found.push(path);
+            if found.len() > max {
+                return None;
+            }
+        }
+    }
+    Some(found)
+}
+
 /// Opens a confined file for reading, beneath its root without following a symlink anywhere
 /// on the way (a directory swapped for one after the check makes it fail), without blocking
 /// on a FIFO; with the metadata of what was opened.
@@ -351,9 +377,12 @@ pub fn session_temp_base() -> PathBuf {
     std::env::temp_dir().join(format!("toolbelt-mcp-{uid}"))
 }
 
-/// Creates a private directory (mode 0700, parents too) for server state or scratch space.
+/// Creates a private directory (mode 0700, parents too) for server state or scratch space,
+/// and checks that no other user controls it or a directory above it (`owned.rs`): one made
+/// before by another user would be used as it is.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    private_dirs().create(dir)
+    private_dirs().create(dir)?;
+    crate::owned::check(dir, false)
 }
 
 /// Whether `path` exists with its owner's write permission removed (`chmod a-w`): the store

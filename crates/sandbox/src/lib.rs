@@ -16,6 +16,7 @@ pub mod landlock;
 #[cfg(target_os = "linux")]
 pub mod linux;
 pub mod mode;
+pub mod owned;
 pub mod paths;
 pub mod protected;
 #[cfg(unix)]

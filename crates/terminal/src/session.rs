@@ -61,6 +61,8 @@ pub struct TermSession {
     #[cfg(unix)]
     terminal: Option<std::os::fd::OwnedFd>,
     screen: Option<Arc<Mutex<vt100::Parser>>>,
+    /// Started outside the sandbox by an approved escalation: what is typed into it is asked.
+    escalated: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TermSession {
@@ -100,7 +102,18 @@ impl TermSession {
             #[cfg(unix)]
             terminal: None,
             screen: None,
+            escalated: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Records that the session runs outside the sandbox by an approved escalation.
+    pub fn mark_escalated(&self) {
+        self.escalated.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the session runs outside the sandbox by an approved escalation.
+    pub fn is_escalated(&self) -> bool {
+        self.escalated.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A finished foreground command, kept so its full output can be paged.

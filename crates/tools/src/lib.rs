@@ -175,6 +175,11 @@ pub trait Operation: Send + Sync + 'static {
     type Output: Serialize + JsonSchema + Send + 'static;
     /// The effect these arguments would have.
     fn effect(args: &Self::Args) -> Effect;
+    /// What these arguments would write into a file (new content, the text put in place, a
+    /// patch), shown to the user when the call is asked about. `None`: nothing to show.
+    fn written(_args: &Self::Args) -> Option<String> {
+        None
+    }
     /// Does the work. Called only by [`invoke`], after the gate approved.
     fn run(args: Self::Args, call: Call) -> impl Future<Output = Result<Reply<Self::Output>, ToolError>> + Send;
 }
@@ -289,7 +294,9 @@ async fn gate_and_run<O: Operation>(
         }
         EffectKind::Read | EffectKind::Exec | EffectKind::Record { .. } => None,
     };
-    let approved = Gate::check(O::NAME, &O::effect(&args), &escalation, &context.caller(), verdict).await?;
+    let written = O::written(&args);
+    let approved =
+        Gate::check(O::NAME, &O::effect(&args), written.as_deref(), &escalation, &context.caller(), verdict).await?;
     let budget = context.budget;
     // Protected paths this call may write with approval: not a command's doing afterwards.
     let protected_writes: Vec<std::path::PathBuf> = approved

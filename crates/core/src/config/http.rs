@@ -97,7 +97,7 @@ impl HttpConfig {
     pub fn resolve(args: &HttpArgs, env: EnvLookup<'_>, state_dir: &Path) -> Result<Option<Self>, ConfigError> {
         let Some(given) = &args.http else { return Ok(None) };
         let addr = parse_addr(given)?;
-        let given_token = match (&args.auth_token_file, env("TOOLBELT_AUTH_TOKEN")) {
+        let given_token = match (&args.auth_token_file, env(crate::env_vars::AUTH_TOKEN.name)) {
             (Some(file), _) => {
                 // Commands never read it, wherever it is (inside a root too).
                 crate::config::sandbox::hide_from_commands(file);
@@ -196,6 +196,13 @@ fn parse_addr(given: &str) -> Result<SocketAddr, ConfigError> {
 }
 
 fn read_token(file: &Path) -> Result<Token, ConfigError> {
+    // A token another user can read or write is theirs too: they could drive this server.
+    if let Some(why) = toolbelt_mcp_sandbox::owned::others_control(file, true) {
+        return Err(ConfigError::Http(format!(
+            "{why}: another local user could read or replace the bearer token and drive this server; make it yours alone (`chmod 600 {}`) in a directory only you can write",
+            file.display()
+        )));
+    }
     let text = fs::read_small_text(file).map_err(|err| {
         ConfigError::Http(format!(
             "cannot read the token file `{}`: {err}; create it (e.g. `openssl rand -hex 32 > {}`) or fix `--auth-token-file`",
@@ -209,13 +216,18 @@ fn read_token(file: &Path) -> Result<Token, ConfigError> {
 /// The token kept in `file` (mode 0600), made there first if there is none yet: 32 random
 /// bytes as hex.
 fn generated_token(file: &Path) -> Result<Token, ConfigError> {
+    let dir = file.parent().unwrap_or(file);
+    if let Some(why) = toolbelt_mcp_sandbox::owned::others_control(dir, false) {
+        return Err(ConfigError::Http(format!(
+            "{why}: another local user could plant the token kept there and drive this server; use a state dir of your own (`--state-dir`), or give a token with `--auth-token-file FILE`"
+        )));
+    }
     if fs::exists(file) {
         return read_token(file);
     }
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|err| ConfigError::Http(format!("cannot make a random token: {err}")))?;
     let token = hex::encode(bytes);
-    let dir = file.parent().unwrap_or(file);
     match fs::write_new_private(dir, file, format!("{token}\n").as_bytes()) {
         Ok(()) => Ok(Token(token)),
         // Another server starting at the same moment made it first: theirs is the token.

@@ -55,6 +55,12 @@ pub fn apply(contract: &Contract) -> Result<Vec<PathBuf>, String> {
     }
     for kept in &kept {
         show(kept)?;
+        // What stays visible only to be read (the session's output dir, which the server
+        // fills from outside) is read-only, even where the command's temp rules would let it
+        // write (a state dir under `/tmp`).
+        if !contract.writable.contains(&kept.path) {
+            bind_read_only(&kept.path)?;
+        }
     }
     for path in hidden.iter().filter(|p| p.is_dir()) {
         let flags =
@@ -173,6 +179,18 @@ fn show(kept: &Kept) -> Result<(), String> {
     }
     mount(Some(&fd_path(&kept.handle)), &kept.path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
         .map_err(|e| fail("bind", e.to_string()))
+}
+
+/// Makes the bind at `path` read-only (keeping `nosuid`, `nodev` and what the mount locked).
+fn bind_read_only(path: &Path) -> Result<(), String> {
+    let flags = MsFlags::MS_BIND
+        | MsFlags::MS_REMOUNT
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | locked_flags(path);
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+        .map_err(|e| format!("cannot make `{}` read-only: {e}", path.display()))
 }
 
 /// A handle to `path` that names it whatever covers it later.

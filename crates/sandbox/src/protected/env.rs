@@ -98,6 +98,7 @@ const DOTENV_SUFFIXES: &[&str] = &[
     "_PLUGINS",
     "_ASKPASS",
     "_EXEC",
+    "_EXE",
     "_COMMAND",
     "_CMD",
     "_SHELL",
@@ -287,6 +288,40 @@ const DOTENV_NAMES: &[&str] = &[
     "LOCALDOMAIN",
     "MALLOC_CONF",
     "GLIBC_TUNABLES",
+    "BUILDKIT_HOST",
+    // Bash's own variables, which a shell that loads the file (`set -a; . ./.env`) acts on:
+    // those it evaluates as arithmetic on assignment (an array subscript there runs a command
+    // substitution, even from a single-quoted value), those it expands at every prompt or mail
+    // check, and those that change how it reads, finds or writes what follows.
+    "RANDOM",
+    "SRANDOM",
+    "OPTIND",
+    "OPTERR",
+    "HISTCMD",
+    "LINENO",
+    "SECONDS",
+    "EPOCHSECONDS",
+    "EPOCHREALTIME",
+    "BASH_ARGV0",
+    "BASH_XTRACEFD",
+    "BASH_COMPAT",
+    "BASHOPTS",
+    "SHELLOPTS",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "MAIL",
+    "MAILPATH",
+    "MAILCHECK",
+    "HISTFILE",
+    "IFS",
+    "CDPATH",
+    "EXECIGNORE",
+    "GLOBIGNORE",
+    "INPUTRC",
 ];
 
 /// Names the classes above would take that only tune output or select a mode.
@@ -353,8 +388,8 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
 }
 
 /// Whether `value` is what every loader reads alike: empty, a plain word (no blank, quote,
-/// or shell operator; `$NAME` and `${NAME}` allowed), `'…'`, or `"…"` without `$(`, `${x@…}`
-/// or backticks; then at most blanks and a `#` comment.
+/// or shell operator; `$NAME` and `${NAME}` allowed), `'…'`, or `"…"` without `${x@…}`; then
+/// at most blanks and a `#` comment; and nowhere `$(` or a backtick.
 fn plain_value(value: &str) -> bool {
     let (body, after) = if let Some(rest) = value.strip_prefix('\'') {
         let Some(end) = rest.find('\'') else { return false };
@@ -374,7 +409,9 @@ fn plain_value(value: &str) -> bool {
     if !(after.is_empty() || after.starts_with('#')) {
         return false;
     }
-    body.is_none_or(|body| !body.contains("$(") && !body.contains('`') && plain_dollars(body))
+    // A command substitution counts even single-quoted: bash evaluates some variables'
+    // values again (arithmetic, prompts, mail paths), and nothing a `.env` needs holds one.
+    !value.contains("$(") && !value.contains('`') && body.is_none_or(plain_dollars)
 }
 
 /// Whether every `$` in `text` starts `$NAME` or `${NAME}` (no `${x@P}`, `${x:-$(…)}`).
@@ -451,6 +488,29 @@ mod tests {
         ] {
             assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
         }
+    }
+
+    /// Bash evaluates some of its own variables again: as arithmetic on assignment (a
+    /// subscript runs a command substitution, even from a single-quoted value), or at every
+    /// prompt and mail check. Those names, and a substitution in any quoting, are refused.
+    #[test]
+    fn values_bash_evaluates_again_are_refused() {
+        for text in [
+            &b"RANDOM='a[$(touch /tmp/x)]'\n"[..],
+            b"export OPTIND='x[$(id)]'\n",
+            b"HISTCMD='a[`id`]'\n",
+            b"SRANDOM=1\n",
+            b"MAILPATH='/tmp/m?$(id)'\n",
+            b"PS1='\\140id\\140'\n",
+            b"PROMPT_COMMAND=id\n",
+            b"IFS=x\n",
+            b"GREETING='hello $(id)'\n",
+            b"MAMBA_EXE=./evil.sh\n",
+            b"BUILDKIT_HOST=tcp://evil:1234\n",
+        ] {
+            assert!(judge_dotenv(text).is_some(), "{}", String::from_utf8_lossy(text));
+        }
+        assert_eq!(judge_dotenv(b"GREETING='hello $USER, costs $5'\nPORT=1\n"), None);
     }
 
     #[test]

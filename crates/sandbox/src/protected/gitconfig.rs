@@ -411,6 +411,13 @@ pub fn refused(entry: &Entry) -> Option<String> {
     if !ALLOWED.iter().any(|allowed| allowed.as_bytes() == pattern) {
         return Some(format!("`{}` is not a key an agent may set (it can make git run a program)", entry.name_text()));
     }
+    if pattern == b"core.sharedrepository" && !private_sharing(entry.value.as_deref().unwrap_or(b"true")) {
+        return Some(format!(
+            "`{} = {}` lets other users write the files git makes from now on (a rebase's todo, which git runs); only `umask`, `false` or a mode without group or other write may be set",
+            entry.name_text(),
+            entry.value_text()
+        ));
+    }
     if URL_KEYS.iter().any(|key| key.as_bytes() == pattern) {
         let value = entry.value.as_deref().unwrap_or_default();
         if url_runs_a_helper(value) {
@@ -422,6 +429,22 @@ pub fn refused(entry: &Entry) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether a `core.sharedRepository` value leaves the repository writable by its owner only:
+/// `umask`, `false` (and git's other spellings of it), or an octal mode without group or other
+/// write (`0600`, `0644`). `group`, `all` and `true` widen it.
+fn private_sharing(value: &[u8]) -> bool {
+    let value = value.trim_ascii().to_ascii_lowercase();
+    if matches!(value.as_slice(), b"umask" | b"false" | b"no" | b"off" | b"0") {
+        return true;
+    }
+    let octal = value.len() > 1 && value.starts_with(b"0") && value.iter().all(|c| (b'0'..=b'7').contains(c));
+    octal
+        && std::str::from_utf8(&value)
+            .ok()
+            .and_then(|v| u32::from_str_radix(v, 8).ok())
+            .is_some_and(|mode| mode & 0o022 == 0)
 }
 
 /// Whether a URL makes git run a remote helper: `<transport>::<address>` (git's
@@ -451,8 +474,22 @@ pub fn judge_change(before: Option<&[u8]>, after: &[u8]) -> Option<String> {
         Ok(entries) => entries,
         Err(err) => return Some(format!("it is not a config git reads the same way everywhere ({err})")),
     };
+    let existing = before.is_some();
     let before = before.and_then(|bytes| parse(bytes).ok()).unwrap_or_default();
-    after.iter().filter(|entry| !before.contains(entry)).find_map(refused)
+    after.iter().filter(|entry| !before.contains(entry)).find_map(|entry| {
+        // `git clone --mirror` writes it into a new repository; in one that was there, it
+        // turns the user's plain `git push` into a forced mirror that deletes remote branches.
+        let mirror = pattern(entry) == b"remote.*.mirror"
+            && !matches!(entry.value_text().trim().to_ascii_lowercase().as_str(), "false" | "no" | "off" | "0");
+        if existing && mirror {
+            return Some(format!(
+                "`{} = {}` makes a plain `git push` force every ref of the remote to this repository's, deleting the branches it lacks",
+                entry.name_text(),
+                entry.value_text()
+            ));
+        }
+        refused(entry)
+    })
 }
 
 /// The `remote.*.url` entries a config an agent wrote (`after`) adds or changes against what
@@ -738,6 +775,24 @@ mod tests {
         let before = b"[core]\n\thooksPath = .husky\n";
         assert_eq!(judge_change(Some(before), b"[core]\n\thooksPath = .husky\n\tbare = false\n"), None);
         assert!(judge_change(Some(before), b"[core]\n\thooksPath = /tmp/evil\n").is_some());
+    }
+
+    /// The fifth review: a shared repository lets another user plant a rebase's `exec`; a
+    /// mirror turns the user's plain push into one that deletes remote branches.
+    #[test]
+    fn sharing_and_mirroring_an_existing_repository_are_refused() {
+        let before = b"[core]\n\tbare = false\n";
+        for value in ["0777", "all", "world", "everybody", "group", "true", "1", "2", "0666", "0660"] {
+            let after = format!("[core]\n\tbare = false\n\tsharedRepository = {value}\n");
+            assert!(judge_change(Some(before), after.as_bytes()).is_some(), "{value}");
+        }
+        for value in ["umask", "false", "0", "0600", "0644", "0640"] {
+            let after = format!("[core]\n\tbare = false\n\tsharedRepository = {value}\n");
+            assert_eq!(judge_change(Some(before), after.as_bytes()), None, "{value}");
+        }
+        let mirror = b"[core]\n\tbare = false\n[remote \"origin\"]\n\tmirror = true\n";
+        assert!(judge_change(Some(before), mirror).is_some());
+        assert_eq!(judge_change(None, mirror), None, "what `git clone --mirror` writes into a new repository");
     }
 
     #[test]

@@ -83,6 +83,16 @@ pub fn judge(known: &Known, before: &dyn View, after: &dyn View, changes: &[Chan
                 new_git_dirs.insert(dir.clone());
             }
             judge.in_git_dir(change, &dir, &inner, new);
+            if change.after == Some(Kind::Link) {
+                // Git writes files in its dir with plain opens (`COMMIT_EDITMSG`, filled from
+                // an agent's `SQUASH_MSG`; `ORIG_HEAD`; a rebase's todo): through a symlink
+                // there, the user's next commit would write wherever it points (a shell's rc
+                // file, the repository's own config). Git makes none itself.
+                judge.refuse(
+                    &change.path,
+                    "a symlink inside a git dir: git writes its files there and would write through it, wherever it points".into(),
+                );
+            }
         }
         let root_repository = (change.path == Path::new(".git") && change.after != Some(Kind::Dir))
             || ((change.path == Path::new(".git/HEAD") || change.path == Path::new(".git/config"))

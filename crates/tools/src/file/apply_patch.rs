@@ -72,6 +72,10 @@ impl Operation for ApplyPatch {
         Effect::Write(patch::parse(&args.patch).map(|files| paths(&files)).unwrap_or_default())
     }
 
+    fn written(args: &Args) -> Option<String> {
+        Some(args.patch.clone())
+    }
+
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let files = patch::parse(&args.patch).map_err(|why| ToolError::EditFailed(format!("invalid patch: {why}")))?;
         let context = call.context;

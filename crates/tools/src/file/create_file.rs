@@ -39,6 +39,10 @@ impl Operation for CreateFile {
         Effect::Write(vec![args.path.clone()])
     }
 
+    fn written(args: &Args) -> Option<String> {
+        Some(args.content.clone())
+    }
+
     async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
         let (target, context) = call.single_target()?;
         blocking(move || {

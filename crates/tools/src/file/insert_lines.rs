@@ -37,6 +37,10 @@ impl Operation for InsertLines {
         Effect::Write(vec![args.path.clone()])
     }
 
+    fn written(args: &Args) -> Option<String> {
+        Some(format!("at line {}:\n{}", args.line, args.text))
+    }
+
     async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
         let (target, context) = call.single_target()?;
         blocking(move || {

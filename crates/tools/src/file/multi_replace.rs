@@ -48,6 +48,15 @@ impl Operation for MultiReplace {
         Effect::Write(vec![args.path.clone()])
     }
 
+    fn written(args: &Args) -> Option<String> {
+        let edits: Vec<String> = args
+            .edits
+            .iter()
+            .map(|edit| format!("in place of:\n{}\n---\nthis:\n{}", edit.old_string, edit.new_string))
+            .collect();
+        Some(edits.join("\n===\n"))
+    }
+
     async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
         let (target, context) = call.single_target()?;
         blocking(move || {

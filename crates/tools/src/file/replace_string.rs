@@ -40,6 +40,10 @@ impl Operation for ReplaceString {
         Effect::Write(vec![args.path.clone()])
     }
 
+    fn written(args: &Args) -> Option<String> {
+        Some(format!("in place of:\n{}\n---\nthis:\n{}", args.old_string, args.new_string))
+    }
+
     async fn run(args: Args, call: Call) -> Result<Reply<WriteOutput>, ToolError> {
         let (target, context) = call.single_target()?;
         blocking(move || {

@@ -67,6 +67,17 @@ impl Operation for SendInput {
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(WAIT_MS), 600_000)?;
         let context = call.context;
         let session = context.session.terminals.get(&args.session_id)?;
+        // A session the user let run outside the sandbox runs what is typed into it there too
+        // (a pager's `!cmd`, a shell): each input is its own escalation, asked with the text.
+        if session.is_escalated() && !call.unsandboxed {
+            return Err(ToolError::Denied {
+                reason: format!(
+                    "session `{}` runs outside the sandbox (an approved escalation), and what is typed into it runs there too",
+                    args.session_id
+                ),
+                how_to_allow: "send the input with `escalate: true` and a `justification`: the user is asked each time, with the input shown".into(),
+            });
+        }
         if session.kind != Kind::Pty {
             return Err(ToolError::WrongSession {
                 id: args.session_id,

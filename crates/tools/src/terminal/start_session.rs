@@ -92,6 +92,9 @@ impl Operation for StartSession {
         let id = format!("t{number}");
         let session = TermSession::start_pty(id.clone(), &launch, shell.clone(), (rows, cols), terminals.ring_bytes)
             .map_err(|source| ToolError::Spawn { program: shell.clone(), source })?;
+        if call.unsandboxed {
+            session.mark_escalated();
+        }
         terminals.insert(number, session.clone());
         terminals.track(session.pgid, &launch);
         session.wait_until_quiet(0, wait, QUIET).await;
