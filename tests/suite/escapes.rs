@@ -210,7 +210,6 @@ async fn grants_cover_what_the_question_said_and_no_more() {
         ("create_file", json!({"path": ".git/config", "content": "[core]\n"})),
         ("create_file", json!({"path": ".bashrc", "content": "x"})),
         ("replace_string", json!({"path": ".profile", "old_string": "# profile", "new_string": "touch PWNED"})),
-        ("rename_file", json!({"path": "g.txt", "destination": ".git/hooks/post-checkout"})),
         ("delete_file", json!({"path": ".git/config"})),
     ];
     for (n, (operation, fields)) in attempts.iter().enumerate() {
@@ -220,6 +219,12 @@ async fn grants_cover_what_the_question_said_and_no_more() {
         assert_eq!(asker.asked(), 2 + n, "{operation} {fields} was not asked");
     }
     assert!(ws.root.join(".git/config").exists());
+    // A move onto a protected path is refused, not asked: the question could not show what
+    // would land there.
+    let moved =
+        file(&service, "rename_file", json!({"path": "g.txt", "destination": ".git/hooks/post-checkout"})).await;
+    assert!(moved.is_error && moved.text.contains("create_file"), "{}", moved.text);
+    assert_eq!(asker.asked(), 1 + attempts.len(), "the move was asked about");
     // A command grant is the program and its subcommand, and covers only lines made of it.
     asker.answer(&["allow_session"]);
     assert!(!run(&service, json!({"command": "git add g.txt"})).await.is_error);

@@ -22,7 +22,12 @@ use super::common::{BIN, Client, Reply, Workspace, op, unpack};
 pub(crate) struct Asker {
     answers: Arc<Mutex<VecDeque<&'static str>>>,
     asked: Arc<Mutex<Vec<String>>>,
+    /// Runs once, while the next question is open (what the agent could do meanwhile).
+    meanwhile: Arc<Mutex<Option<Meanwhile>>>,
 }
+
+/// Something done while a question is open.
+type Meanwhile = Box<dyn FnOnce() + Send>;
 
 impl ClientHandler for Asker {
     fn get_info(&self) -> ClientConfig {
@@ -39,6 +44,10 @@ impl ClientHandler for Asker {
             _ => String::from("(not a form)"),
         };
         self.asked.lock().unwrap().push(message);
+        let meanwhile = self.meanwhile.lock().unwrap().take();
+        if let Some(act) = meanwhile {
+            act();
+        }
         let answer = self.answers.lock().unwrap().pop_front().unwrap_or("deny");
         match answer {
             "timeout" => {
@@ -60,6 +69,12 @@ impl ClientHandler for Asker {
 impl Asker {
     pub(crate) fn answer(&self, answers: &[&'static str]) {
         self.answers.lock().unwrap().extend(answers);
+    }
+
+    /// Runs `act` while the next question is open.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn meanwhile(&self, act: impl FnOnce() + Send + 'static) {
+        *self.meanwhile.lock().unwrap() = Some(Box::new(act));
     }
 
     pub(crate) fn asked(&self) -> usize {

@@ -19,7 +19,10 @@ use super::review::repo;
 #[tokio::test]
 async fn grants_beyond_the_roots_cover_the_path_not_its_neighbours() {
     let ws = Workspace::new();
-    let secrets = ws.outside.join("secrets");
+    // Beyond the roots, only the user's home and the temp dirs are grantable places.
+    let area = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let outside = area.path().canonicalize().unwrap();
+    let secrets = outside.join("secrets");
     std::fs::create_dir_all(&secrets).unwrap();
     std::fs::write(secrets.join("id_rsa"), "KEY").unwrap();
     let asker = Asker::default();
@@ -27,11 +30,11 @@ async fn grants_beyond_the_roots_cover_the_path_not_its_neighbours() {
     let service = start(&ws, &config, asker.clone()).await;
     let escalated = |path: &std::path::Path, content: &str| json!({"path": path.to_str().unwrap(), "content": content, "escalate": true, "justification": "notes"});
     asker.answer(&["allow_session"]);
-    let notes = ws.outside.join("notes.txt");
+    let notes = outside.join("notes.txt");
     let made = file(&service, "create_file", escalated(&notes, "hi")).await;
     assert!(!made.is_error, "{}", made.text);
     asker.answer(&["deny"]);
-    let beside = ws.outside.join("other.txt");
+    let beside = outside.join("other.txt");
     assert!(file(&service, "create_file", escalated(&beside, "x")).await.is_error);
     assert_eq!(asker.asked(), 2, "a write beside the granted file is asked");
     assert!(!beside.exists());
@@ -49,6 +52,20 @@ async fn grants_beyond_the_roots_cover_the_path_not_its_neighbours() {
     assert!(file(&service, "create_file", escalated(&state, "x")).await.is_error);
     assert_eq!(asker.asked(), 2, "neither the secret nor the state dir was asked about");
     assert!(!state.exists());
+    // Beyond the user's own files (the test's scratch tree, when it lies outside the home and
+    // the temp dirs, as in a checkout under `/work`), a write is asked every time.
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+    if ws.outside.starts_with(&home) || ws.outside.starts_with(std::env::temp_dir()) {
+        service.cancel().await.unwrap();
+        return;
+    }
+    asker.answer(&["allow_session"]);
+    let system = ws.outside.join("system.conf");
+    assert!(!file(&service, "create_file", escalated(&system, "a")).await.is_error);
+    asker.answer(&["deny"]);
+    let again = json!({"path": system.to_str().unwrap(), "content": "b", "overwrite": true, "escalate": true, "justification": "x"});
+    assert!(file(&service, "create_file", again).await.is_error);
+    assert_eq!(asker.asked(), 4, "no grant covers a write beyond the user's files");
     service.cancel().await.unwrap();
 }
 
@@ -210,4 +227,117 @@ async fn a_protected_write_shows_what_it_would_write() {
     assert_eq!(asker.asked(), 1, "too long to show whole: refused, not asked");
     assert!(!ws.root.join(".envrc").exists());
     service.cancel().await.unwrap();
+}
+
+/// Sixth review, N1: a path beyond the roots was resolved again after the answer, so a symlink
+/// swapped while the user read the question (`dl` → the templates, then → `~/.ssh`) sent the
+/// approved write elsewhere. The call uses what the question named.
+#[tokio::test]
+async fn an_approved_path_is_the_one_the_question_named() {
+    let ws = Workspace::new();
+    let area = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let area = area.path().canonicalize().unwrap();
+    let (shown, other) = (area.join("tmpl"), area.join("other"));
+    std::fs::create_dir_all(&shown).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(shown.join("id"), "PLACEHOLDER").unwrap();
+    std::fs::write(other.join("id"), "SECRET").unwrap();
+    let link = ws.root.join("dl");
+    std::os::unix::fs::symlink(&shown, &link).unwrap();
+    let asker = Asker::default();
+    let service = start(&ws, "approval = \"on-request\"\n", asker.clone()).await;
+    let swap = |link: std::path::PathBuf, to: std::path::PathBuf| {
+        move || {
+            std::fs::remove_file(&link).unwrap();
+            std::os::unix::fs::symlink(&to, &link).unwrap();
+        }
+    };
+    asker.answer(&["allow_once"]);
+    asker.meanwhile(swap(link.clone(), other.clone()));
+    let write = json!({"path": "dl/planted", "content": "x", "escalate": true, "justification": "a template"});
+    let written = file(&service, "create_file", write).await;
+    assert!(!written.is_error, "{}", written.text);
+    assert!(asker.messages()[0].contains(&shown.display().to_string()), "{}", asker.messages()[0]);
+    assert!(
+        shown.join("planted").exists() && !other.join("planted").exists(),
+        "the write went where the link pointed after the answer"
+    );
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&shown, &link).unwrap();
+    asker.answer(&["allow_once"]);
+    asker.meanwhile(swap(link.clone(), other.clone()));
+    let read =
+        file(&service, "read_file", json!({"path": "dl/id", "escalate": true, "justification": "a template"})).await;
+    assert!(read.text.contains("PLACEHOLDER") && !read.text.contains("SECRET"), "{}", read.text);
+    service.cancel().await.unwrap();
+}
+
+/// Sixth review, N2, N7, N9: a symlink planted before its directory became a git dir (git then
+/// wrote the user's commit message through it); `git init` and `git remote add` in a root with
+/// no repository (its remote names whose memories the root sees); `MAKEFILES` in a `.env`.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn late_git_dirs_new_root_remotes_and_makefiles_are_refused() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let target = ws.outside.join("rc");
+    let planted = client
+        .term("run_command", json!({"command": format!("mkdir gd && ln -s {} gd/COMMIT_EDITMSG", target.display())}))
+        .await;
+    assert!(!planted.is_error, "{}", planted.text);
+    let line = "cd gd && mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD";
+    let made = client.term("run_command", json!({"command": line})).await;
+    assert!(made.text.contains("HEAD"), "{}", made.text);
+    assert!(!ws.root.join("gd/HEAD").exists(), "the directory became a git dir with the link in it");
+    let line = "git init -q && git remote add origin https://example.com/victim/app.git; printf 'MAKEFILES=/tmp/evil.mk\\n' > app.env";
+    let reply = client.term("run_command", json!({"command": line})).await;
+    let config = std::fs::read_to_string(ws.root.join(".git/config")).unwrap_or_default();
+    assert!(!config.contains("victim"), "{config}\n{}", reply.text);
+    assert!(!ws.root.join("app.env").exists(), "{}", reply.text);
+    client.close().await;
+}
+
+/// Sixth review, N3, N5: a `PATH` entry spelled with `..` or through a symlink was not seen as
+/// one; a config file another user may write was trusted.
+#[tokio::test]
+async fn path_entries_by_any_spelling_and_a_shared_config() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.root.join("bin2")).unwrap();
+    std::fs::create_dir_all(ws.root.join("t3")).unwrap();
+    let link = ws.outside.join("l3");
+    std::os::unix::fs::symlink(ws.root.join("t3"), &link).unwrap();
+    let path = format!("{}/x/../bin2:{}:{}", ws.root.display(), link.display(), std::env::var("PATH").unwrap());
+    let client = Client::start_with_env(&ws, &[], &[("PATH", &path)]).await;
+    for planted in ["bin2/git", "t3/git"] {
+        let reply = client.file(json!({"operation": "create_file", "path": planted, "content": "#!/bin/sh\n"})).await;
+        assert!(reply.is_error, "{planted}: {}", reply.text);
+    }
+    client.close().await;
+    let config = ws.outside.join("shared.toml");
+    std::fs::write(&config, "sandbox = \"full-access\"\n").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = Command::new(BIN)
+        .args(["doctor", "--config", config.to_str().unwrap(), "--root", ws.root.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env("XDG_STATE_HOME", &ws.state_home)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("writable by other users"), "{stderr}");
+}
+
+/// Sixth review, N6: a command wrote escape sequences to another program's terminal (the
+/// host's, where it draws its questions). Commands have a devpts of their own.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_command_sees_no_other_terminal() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let session = client.term("start_session", json!({})).await;
+    assert!(!session.is_error, "{}", session.text);
+    let reply = client.term("run_command", json!({"command": "ls /dev/pts"})).await;
+    let names: Vec<&str> =
+        reply.text.lines().filter(|l| l.chars().all(|c| c.is_ascii_digit()) && !l.is_empty()).collect();
+    assert!(names.is_empty(), "terminals of other programs are visible: {}", reply.text);
+    client.close().await;
 }

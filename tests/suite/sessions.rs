@@ -74,10 +74,20 @@ async fn pty_shell_keeps_state_across_inputs() {
     let id = started.structured["session_id"].as_str().unwrap().to_string();
     let cd = client.term("send_input", json!({"session_id": id, "input": "cd src && export X=42"})).await;
     assert!(!cd.is_error, "{}", cd.text);
-    let echo = client.term("send_input", json!({"session_id": id, "input": "echo \"x=$X in $PWD\"; tty"})).await;
+    let echo = client
+        .term(
+            "send_input",
+            json!({"session_id": id, "input": "echo \"x=$X in $PWD\"; test -t 0 && stty size < /dev/tty"}),
+        )
+        .await;
     let out = echo.joined("output");
     assert!(out.contains(&format!("x=42 in {}", ws.root.join("src").display())), "{out:?}");
-    assert!(out.contains("/dev/pts/"), "a real terminal: {out:?}");
+    // A real terminal, `/dev/tty` included (its name is not in the command's own devpts).
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().count() == 2 && l.split_whitespace().all(|w| w.parse::<u16>().is_ok())),
+        "a real terminal: {out:?}"
+    );
     assert!(!out.contains('\u{1b}'), "escape sequences are stripped");
 
     // A foreground program interrupted with ctrl-c, then the shell still answers.

@@ -73,7 +73,7 @@ impl Gate {
         verdict.justification.clone_from(&escalation.justification);
         verdict.decision = "deny";
         verdict.decided_by = "policy";
-        let Classified { subjects, outside_error, resolved } = match classify(effect, caller) {
+        let Classified { subjects, outside_error, resolved, complete } = match classify(effect, caller) {
             Ok(classified) => classified,
             Err(err) => {
                 // The call failed before anything was decided (a path that does not exist, a
@@ -109,6 +109,7 @@ impl Gate {
             }
             Decision::Deny { reason, how_to_allow } => return Err(ToolError::Denied { reason, how_to_allow }),
             Decision::Ask { reason, scope } => {
+                refuse_unseen_move(effect, written, &request.subjects)?;
                 let question = Question {
                     operation,
                     reason: reason.clone(),
@@ -123,7 +124,7 @@ impl Gate {
                 let Some(approver) = caller.approver else {
                     if config.approval_fallback == Fallback::Allow {
                         verdict.decision = "allow";
-                        return resolve_approved(effect, escalation, caller, resolved, outside_error);
+                        return resolve_approved(effect, escalation, caller, resolved, outside_error, complete);
                     }
                     return Err(ToolError::NoApprover { reason, how_to_allow: how_to_allow() });
                 };
@@ -162,7 +163,7 @@ impl Gate {
             }
         }
         verdict.decision = "allow";
-        resolve_approved(effect, escalation, caller, resolved, outside_error)
+        resolve_approved(effect, escalation, caller, resolved, outside_error, complete)
     }
 
     /// Whether `path` may be written by history replay (undo): the same protections apply.
@@ -214,6 +215,8 @@ struct Classified {
     subjects: Vec<Subject>,
     outside_error: Option<ToolError>,
     resolved: Approved,
+    /// Every path was resolved (outside ones against `/`): the approved call uses these.
+    complete: bool,
 }
 
 /// The effect's subjects with where they lie (and commands classified).
@@ -231,6 +234,8 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
     };
     let mut subjects = Vec::new();
     let mut resolved = Approved { subjects: Vec::new(), targets: Vec::new(), cwd: None, unsandboxed: false };
+    // Whether every path the effect names was resolved here (outside ones against `/`).
+    let mut complete = true;
     match effect {
         Effect::Read(inputs) => {
             for input in inputs {
@@ -244,12 +249,20 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
-                        let real = outside::real(caller, input, false).unwrap_or(path);
+                        let real = match outside::resolve_read(caller, input) {
+                            Some(found) => {
+                                let real = found.real().to_path_buf();
+                                resolved.subjects.push(found);
+                                real
+                            }
+                            None => path,
+                        };
                         let secret = outside::secret(&real, caller);
                         Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
                     }
                 });
             }
+            complete = resolved.subjects.len() == inputs.len();
         }
         Effect::Write(inputs) => {
             for input in inputs {
@@ -262,17 +275,26 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
-                        let real = outside::real(caller, input, true).unwrap_or(path);
+                        let real = match outside::resolve_write(caller, input) {
+                            Some(target) => {
+                                let real = target.real().to_path_buf();
+                                resolved.targets.push(target);
+                                real
+                            }
+                            None => path,
+                        };
                         let location = match protection(&real, caller) {
                             Some((Location::Protected, _)) => Location::OutsideProtected,
                             Some((location, _)) => location,
                             None if outside::secret(&real, caller) => Location::Hidden,
+                            None if outside::beyond_the_user(&real) => Location::OutsideProtected,
                             None => Location::Outside,
                         };
                         Subject::Write(real, location)
                     }
                 });
             }
+            complete = resolved.targets.len() == inputs.len();
             let moved = moved_tree(&subjects, caller);
             subjects.extend(moved);
         }
@@ -293,7 +315,17 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
                     }
                     Err(err) => {
                         let path = outside(dir, err)?;
-                        let real = outside::real(caller, dir, false).unwrap_or(path);
+                        let real = match outside::resolve_read(caller, dir) {
+                            Some(found) if toolbelt_mcp_sandbox::fs::is_dir(found.real()) => {
+                                let real = found.real().to_path_buf();
+                                resolved.cwd = Some(found);
+                                real
+                            }
+                            _ => {
+                                complete = false;
+                                path
+                            }
+                        };
                         let secret = outside::secret(&real, caller);
                         Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
                     }
@@ -315,7 +347,7 @@ fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolErro
             subjects.push(Subject::Command(described(command, env, stdin.as_deref()), analysis.class, analysis.keys));
         }
     }
-    Ok(Classified { subjects, outside_error, resolved })
+    Ok(Classified { subjects, outside_error, resolved, complete })
 }
 
 /// Most entries a moved directory may hold for each of their new paths to be judged.
@@ -411,6 +443,25 @@ fn shown_stdin(effect: &Effect) -> Result<Option<String>, ToolError> {
     Ok(Some(stdin.clone()))
 }
 
+/// Refuses a move (`rename_file`: a `Write` of `[from, to]` that says nothing of what it
+/// writes) onto a protected path: what would land there is a file the question cannot show
+/// whole, and the agent could change it while the user reads. Moving a protected file away
+/// asks as before; writing the file with `create_file` or `apply_patch` shows its content.
+fn refuse_unseen_move(effect: &Effect, written: Option<&str>, subjects: &[Subject]) -> Result<(), ToolError> {
+    let Effect::Write(inputs) = effect else { return Ok(()) };
+    let onto_protected = subjects
+        .iter()
+        .skip(1)
+        .any(|subject| matches!(subject, Subject::Write(_, Location::Protected | Location::OutsideProtected)));
+    if written.is_some() || inputs.len() != 2 || !onto_protected {
+        return Ok(());
+    }
+    Err(ToolError::Denied {
+        reason: "the move would put a file on a protected path, and a question cannot show what would land there (the agent could change it while the user reads)".into(),
+        how_to_allow: "write the file there with `create_file` (or `apply_patch`), so the user sees its content when asked".into(),
+    })
+}
+
 /// What a file operation would write, for the question: whole, or, when it is longer than a
 /// question can show, nothing, except for a protected path (code the user would run later),
 /// which is then refused: the user must see all of it to answer.
@@ -467,9 +518,11 @@ fn resolve_approved(
     caller: &Caller<'_>,
     resolved: Approved,
     outside_error: Option<ToolError>,
+    complete: bool,
 ) -> Result<Approved, ToolError> {
-    if outside_error.is_none() {
-        // Everything lies inside the roots and is resolved already.
+    if outside_error.is_none() || complete {
+        // Everything was resolved when the call was classified (beyond the roots too, against
+        // `/`): the call gets exactly what the question named.
         return Ok(Approved { unsandboxed: escalation.escalate && matches!(effect, Effect::Exec { .. }), ..resolved });
     }
     let widened = Roots::new(vec![caller.roots.first().to_path_buf(), PathBuf::from("/")]);

@@ -6,20 +6,27 @@
 use std::path::{Path, PathBuf};
 
 use toolbelt_mcp_core::config::sandbox::{Places, runtime_dir, secret_paths};
-use toolbelt_mcp_sandbox::Roots;
 use toolbelt_mcp_sandbox::write::Target;
+use toolbelt_mcp_sandbox::{Resolved, Roots};
 
 use crate::Caller;
 
-/// The real path of `input` (outside the roots), resolved against `/` as the approved call
-/// resolves it; `None` when it does not resolve (then the normalized path stands).
-pub(crate) fn real(caller: &Caller<'_>, input: &str, write: bool) -> Option<PathBuf> {
-    let widened = Roots::new(vec![caller.roots.first().to_path_buf(), PathBuf::from("/")]);
-    if write {
-        Target::resolve(&widened, input).ok().map(|target| target.real().to_path_buf())
-    } else {
-        widened.resolve(input).ok().map(|resolved| resolved.real().to_path_buf())
-    }
+/// `input` (outside the roots) resolved against `/` once, as the approved call will use it:
+/// the question names its real path, and the operation gets this same resolution (a write
+/// target holds its directory open), so a symlink swapped while the user reads changes
+/// nothing. `None` when it does not resolve (the call is then resolved after the answer).
+fn widened(caller: &Caller<'_>) -> Roots {
+    Roots::new(vec![caller.roots.first().to_path_buf(), PathBuf::from("/")])
+}
+
+/// [`widened`] resolution of a path to read.
+pub(crate) fn resolve_read(caller: &Caller<'_>, input: &str) -> Option<Resolved> {
+    widened(caller).resolve(input).ok()
+}
+
+/// [`widened`] resolution of a path to write.
+pub(crate) fn resolve_write(caller: &Caller<'_>, input: &str) -> Option<Target> {
+    Target::resolve(&widened(caller), input).ok()
 }
 
 /// Whether `path` is a secret hidden from commands: what they could never read, file
@@ -31,6 +38,17 @@ pub(crate) fn secret(path: &Path, caller: &Caller<'_>) -> bool {
     let places = Places { home: home.as_deref(), runtime: runtime.as_deref() };
     let own: [&Path; 2] = [&config.state_dir, &config.config_dir];
     secret_paths(&config.sandbox_settings, places, &own, caller.roots.list()).iter().any(|s| path.starts_with(s))
+}
+
+/// Whether a write to `path` outside the roots lies beyond the user's own files: anywhere
+/// but their home directory and the temp dirs (`/etc`, `/usr`, `/var/spool`, `/opt`, a mount),
+/// where what is written is read by the system and other users' programs (cron, profile
+/// scripts, units, interpreters' module dirs). Such a write is asked every time, never granted.
+pub(crate) fn beyond_the_user(path: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute() && home != Path::new("/"));
+    let temps = [std::env::temp_dir(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
+    let own = home.iter().chain(&temps).any(|dir| path.starts_with(dir));
+    !own
 }
 
 /// What a read grant for `path` outside the roots covers: its directory, unless that lies
@@ -47,6 +65,15 @@ pub(crate) fn read_scope(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn beyond_the_home_and_the_temp_dirs_is_the_system() {
+        for path in ["/etc/cron.d/x", "/usr/local/lib/python3/dist-packages/x.pth", "/opt/app/run.sh", "/srv/x"] {
+            assert!(beyond_the_user(Path::new(path)), "{path}");
+        }
+        assert!(!beyond_the_user(&std::env::temp_dir().join("x")));
+        assert!(!beyond_the_user(Path::new("/var/tmp/x")));
+    }
 
     #[test]
     fn a_read_grant_never_covers_a_home_or_a_top_level_dir() {

@@ -75,7 +75,17 @@ fn hides(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(
             n,
-            0x00ad
+            // Blanks that look like a space but are another character (a word joined by one
+            // is not the word it shows): no-break, Ogham, en to hair, narrow, math, braille,
+            // ideographic.
+            0x00a0
+                | 0x1680
+                | 0x2000..=0x200a
+                | 0x202f
+                | 0x205f
+                | 0x2800
+                | 0x3000
+                | 0x00ad
                 | 0x034f
                 | 0x0600..=0x0605
                 | 0x061c
@@ -122,6 +132,8 @@ mod tests {
         assert_eq!(visible("a\u{202e}gnp.exe"), "a\\u{202e}gnp.exe");
         assert_eq!(visible("x\u{200b}y\u{2066}z\u{feff}\u{e0041}"), "x\\u{200b}y\\u{2066}z\\u{feff}\\u{e0041}");
         assert_eq!(visible("a\u{85}b\u{2028}c"), "a\\u{85}b\\u{2028}c");
+        // Blanks that pass for a space.
+        assert_eq!(visible("rm\u{a0}-rf\u{2800}x\u{3000}y"), "rm\\u{a0}-rf\\u{2800}x\\u{3000}y");
     }
 
     #[test]

@@ -355,6 +355,9 @@ fn load_file(args: &CommonArgs, env: EnvLookup<'_>) -> Result<(Layer, Option<Pat
             default
         }
     };
+    // A config another user may write sets the sandbox and the approval policy for them.
+    toolbelt_mcp_sandbox::owned::check(&path, false)
+        .map_err(|source| ConfigError::ReadFile { path: path.clone(), source })?;
     let text = fs::read_small_text(&path).map_err(|source| ConfigError::ReadFile { path: path.clone(), source })?;
     let file = toml::from_str(&text)
         .map_err(|err| ConfigError::ParseFile { path: path.clone(), message: err.message().to_string() })?;

@@ -170,8 +170,12 @@ pub fn secret_paths(settings: &SandboxSettings, places: Places<'_>, own: &[&Path
         secrets.push(real);
     }
     if settings.deny_read_defaults {
-        let under_home =
-            places.home.into_iter().flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
+        // An empty or relative `HOME` names no home: its entries would be relative paths.
+        let under_home = places
+            .home
+            .filter(|home| home.is_absolute())
+            .into_iter()
+            .flat_map(|home| DEFAULT_DENY_READ.iter().map(move |entry| home.join(entry)));
         let system = DEFAULT_DENY_SYSTEM.iter().map(PathBuf::from).chain(places.runtime.map(Path::to_path_buf));
         for path in under_home.chain(system) {
             // Most defaults are missing: one `stat` skips them before any `realpath`.

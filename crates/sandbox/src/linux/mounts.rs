@@ -68,6 +68,7 @@ pub fn apply(contract: &Contract) -> Result<Vec<PathBuf>, String> {
         mount(None::<&str>, path.as_path(), None::<&str>, flags, None::<&str>)
             .map_err(|e| format!("cannot make the view of `{}` read-only: {e}", path.display()))?;
     }
+    private_ptys()?;
     for item in &contract.binds {
         match item {
             Bind::ReadOnly(path) if in_view(path) => bind(path, path, true)?,
@@ -179,6 +180,28 @@ fn show(kept: &Kept) -> Result<(), String> {
     }
     mount(Some(&fd_path(&kept.handle)), &kept.path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
         .map_err(|e| fail("bind", e.to_string()))
+}
+
+/// Gives the command a devpts of its own: the terminals of the machine (another program's, the
+/// host's where it draws its questions, the user's shell) are not in it, so the command can
+/// neither write escape sequences to them nor read what is typed there. New terminals it opens
+/// (`/dev/ptmx`: `script`, `tmux`, `expect`) are made in it. Its own terminal, if it was
+/// started on one, stays open and is still `/dev/tty`. Where a devpts cannot be mounted, the
+/// machine's is hidden instead (no new terminals then).
+fn private_ptys() -> Result<(), String> {
+    let pts = Path::new("/dev/pts");
+    if std::fs::symlink_metadata(pts).is_err() {
+        return Ok(());
+    }
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+    let mounted = mount(Some("devpts"), pts, Some("devpts"), flags, Some("newinstance,ptmxmode=0666,mode=0600"));
+    match mounted {
+        Ok(()) if std::fs::symlink_metadata("/dev/ptmx").is_ok() => {
+            bind(Path::new("/dev/pts/ptmx"), Path::new("/dev/ptmx"), false)
+        }
+        Ok(()) => Ok(()),
+        Err(_) => hide(pts, false),
+    }
 }
 
 /// Makes the bind at `path` read-only (keeping `nosuid`, `nodev` and what the mount locked).

@@ -289,6 +289,10 @@ const DOTENV_NAMES: &[&str] = &[
     "MALLOC_CONF",
     "GLIBC_TUNABLES",
     "BUILDKIT_HOST",
+    // Make reads every file `MAKEFILES` names before any makefile, in every project; Composer
+    // runs the scripts of the file `COMPOSER` names.
+    "MAKEFILES",
+    "COMPOSER",
     // Bash's own variables, which a shell that loads the file (`set -a; . ./.env`) acts on:
     // those it evaluates as arithmetic on assignment (an array subscript there runs a command
     // substitution, even from a single-quoted value), those it expands at every prompt or mail
@@ -322,6 +326,11 @@ const DOTENV_NAMES: &[&str] = &[
     "EXECIGNORE",
     "GLOBIGNORE",
     "INPUTRC",
+    "HOSTFILE",
+    "POSIXLY_CORRECT",
+    "HISTCHARS",
+    "PROMPT",
+    "RPROMPT",
 ];
 
 /// Names the classes above would take that only tune output or select a mode.

@@ -237,15 +237,15 @@ impl<'a> Judge<'a> {
                 {
                     self.refuse(&change.path, why);
                 } else if dir == Path::new(".git")
-                    && !new
                     && let Some(url) = gitconfig::new_remote_urls(was.as_deref(), &now)
                         .first()
                         .or(gitconfig::removed_remote_urls(was.as_deref(), &now).first())
                         .cloned()
                 {
-                    // The root's own repository (one that was there before): its remote names
-                    // the workspace whose todos and memories the next start sees. A new one
-                    // (`git init`, `git clone .`) may name any.
+                    // The root's own repository: its remote names the workspace whose todos and
+                    // memories the next start sees, so no command adds, changes or removes one,
+                    // in a repository that was there or in a new one (`git init` then
+                    // `git remote add`, `git clone URL .`): the user does.
                     self.refuse(
                         &change.path,
                         format!("`{url}` changes which repository this root is, and so whose todos and memories a server started here sees"),
@@ -328,6 +328,14 @@ impl<'a> Judge<'a> {
                     return self.refuse(
                         &change.path,
                         format!("a `.git` file pointing at `{}`, which is not a git dir", target.display()),
+                    );
+                }
+                // The root's own `.git` as a file would make another git dir the root's
+                // repository, and its remote the root's workspace.
+                if change.path == Path::new(".git") {
+                    return self.refuse(
+                        &change.path,
+                        "a `.git` file at the root would make another git dir the root's repository (and its remote the workspace whose todos and memories a server started here sees); do it yourself if you mean to".into(),
                     );
                 }
                 // Whatever in the target offends (written now and refused, or there before), the
@@ -417,6 +425,24 @@ impl<'a> Judge<'a> {
         for (name, _) in self.after.entries(&dir.join("info")) {
             if name != "exclude" {
                 found.push((dir.join("info").join(&name), "an `info/` file".into()));
+            }
+        }
+        // Git writes its files here with plain opens (`COMMIT_EDITMSG`, `*_HEAD`, a rebase's
+        // state): a symlink among them, made before the directory became a git dir, would
+        // have the user's git write where it points. (`objects/` is git's own content;
+        // submodules' and worktrees' git dirs are judged as git dirs themselves.)
+        for (name, kind) in self.after.entries(dir) {
+            let path = dir.join(&name);
+            match kind {
+                Kind::Link => found.push((path, "a symlink, which git would write through".into())),
+                Kind::Dir if !["objects", "modules", "worktrees"].iter().any(|own| name == *own) => {
+                    for (inner, kind) in self.after.entries(&path) {
+                        if kind == Kind::Link {
+                            found.push((path.join(inner), "a symlink, which git would write through".into()));
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         found

@@ -198,7 +198,9 @@ pub fn judge_write(roots: &[PathBuf], path: &Path, home: Option<&Path>) -> Optio
 ///
 /// With them, the directories of the module search paths of this environment: what is put
 /// there is imported by name (`PYTHONPATH`, `NODE_PATH`, `PERL5LIB`, `PERLLIB`, `RUBYLIB`,
-/// `GEM_PATH`, `LD_LIBRARY_PATH`, `CLASSPATH`).
+/// `GEM_PATH`, `GEM_HOME`, `PYTHONUSERBASE`, `LD_LIBRARY_PATH`, `CLASSPATH`, and the
+/// directories of `LUA_PATH`'s and `LUA_CPATH`'s templates). Each as written with `..` folded,
+/// and, when it exists, where it really lies (a symlinked entry names its target's files).
 pub fn path_dirs() -> Vec<PathBuf> {
     const SEARCH_PATHS: &[&str] = &[
         "PATH",
@@ -208,14 +210,34 @@ pub fn path_dirs() -> Vec<PathBuf> {
         "PERLLIB",
         "RUBYLIB",
         "GEM_PATH",
+        "GEM_HOME",
+        "PYTHONUSERBASE",
         "LD_LIBRARY_PATH",
         "CLASSPATH",
     ];
-    SEARCH_PATHS
+    let listed = SEARCH_PATHS
         .iter()
         .filter_map(std::env::var_os)
-        .flat_map(|value| std::env::split_paths(&value).filter(|dir| dir.is_absolute()).collect::<Vec<_>>())
-        .collect()
+        .flat_map(|value| std::env::split_paths(&value).collect::<Vec<_>>());
+    // Lua's are `;`-separated templates (`/x/?.lua`): the directory before the first `?`.
+    let lua = ["LUA_PATH", "LUA_CPATH"].iter().filter_map(std::env::var_os).flat_map(|value| {
+        value
+            .to_string_lossy()
+            .split(';')
+            .filter_map(|template| template.split('?').next().map(|dir| PathBuf::from(dir.trim_end_matches('/'))))
+            .collect::<Vec<_>>()
+    });
+    let mut dirs = Vec::new();
+    for dir in listed.chain(lua).filter(|dir| dir.is_absolute()) {
+        let folded = crate::paths::normalize(&dir);
+        if let Ok(real) = crate::fs::canonicalize(&folded)
+            && real != folded
+        {
+            dirs.push(real);
+        }
+        dirs.push(folded);
+    }
+    dirs
 }
 
 #[cfg(test)]
