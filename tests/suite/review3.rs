@@ -341,3 +341,61 @@ async fn a_command_sees_no_other_terminal() {
     assert!(names.is_empty(), "terminals of other programs are visible: {}", reply.text);
     client.close().await;
 }
+
+/// Seventh review, R1: `undo` with `force` put a deleted tree back into a directory that had
+/// become a git dir meanwhile (its `config` and hooks then ran). A deleted directory is never
+/// merged into what stands there again.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn undo_never_merges_a_tree_into_what_stands_there() {
+    let ws = Workspace::new();
+    repo(&ws.root);
+    let client = Client::start(&ws, &[]).await;
+    let made = client
+        .term(
+            "run_command",
+            json!({"command": "mkdir -p k/hooks && echo x > k/hooks/pre-commit && echo '[core]' > k/config"}),
+        )
+        .await;
+    assert!(!made.is_error, "{}", made.text);
+    let deleted = client.file(json!({"operation": "delete_file", "path": "k", "recursive": true})).await;
+    assert!(!deleted.is_error, "{}", deleted.text);
+    let init = client.term("run_command", json!({"command": "git init -q --bare k"})).await;
+    assert!(!init.is_error, "{}", init.text);
+    let undone = client.file(json!({"operation": "undo", "force": true})).await;
+    assert!(undone.is_error, "{}", undone.text);
+    assert!(!ws.root.join("k/hooks/pre-commit").exists());
+    client.close().await;
+}
+
+/// Seventh review, R2, R3, R4, R6: a dotfiles repository (`~/.bashrc` links into the root), a
+/// template dir the user's git config names, a patch that moves a file onto `.envrc`, and a
+/// `PATH` entry written with `~`.
+#[tokio::test]
+async fn dotfiles_templates_patch_moves_and_tilde_path_entries() {
+    let ws = Workspace::new();
+    let home = ws.outside.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(ws.root.join("dot")).unwrap();
+    std::fs::write(ws.root.join("dot/bashrc"), "# rc\n").unwrap();
+    std::os::unix::fs::symlink(ws.root.join("dot/bashrc"), home.join(".bashrc")).unwrap();
+    std::fs::write(home.join(".gitconfig"), format!("[init]\n\ttemplateDir = {}/tmpl\n", ws.root.display())).unwrap();
+    std::os::unix::fs::symlink(&ws.root, home.join("proj")).unwrap();
+    let path = format!("~/proj/t6:{}", std::env::var("PATH").unwrap());
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap()), ("PATH", &path)]).await;
+    for (planted, content) in
+        [("dot/bashrc", "touch /tmp/x\n"), ("tmpl/hooks/post-checkout", "#!/bin/sh\n"), ("t6/git", "#!/bin/sh\n")]
+    {
+        let reply = client
+            .file(json!({"operation": "create_file", "path": planted, "content": content, "overwrite": true}))
+            .await;
+        assert!(reply.is_error, "{planted}: {}", reply.text);
+    }
+    std::fs::write(ws.root.join("a.txt"), "echo hi\n").unwrap();
+    let patch =
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: .envrc\n@@\n-echo hi\n+echo hello\n*** End Patch\n";
+    let moved = client.file(json!({"operation": "apply_patch", "patch": patch})).await;
+    assert!(moved.is_error && moved.text.contains("create_file"), "{}", moved.text);
+    assert!(!ws.root.join(".envrc").exists());
+    client.close().await;
+}

@@ -443,17 +443,17 @@ fn shown_stdin(effect: &Effect) -> Result<Option<String>, ToolError> {
     Ok(Some(stdin.clone()))
 }
 
-/// Refuses a move (`rename_file`: a `Write` of `[from, to]` that says nothing of what it
-/// writes) onto a protected path: what would land there is a file the question cannot show
-/// whole, and the agent could change it while the user reads. Moving a protected file away
-/// asks as before; writing the file with `create_file` or `apply_patch` shows its content.
+/// Refuses a move (`rename_file`, or an `apply_patch` that moves a file: a `Write` of several
+/// paths that says nothing of what it writes) touching a protected path, from or onto it: what
+/// would land is a file the question cannot show whole, and the agent could change it while
+/// the user reads. Writing the file with `create_file`, or a patch without a move, shows its
+/// content; the user moves a protected file themselves.
 fn refuse_unseen_move(effect: &Effect, written: Option<&str>, subjects: &[Subject]) -> Result<(), ToolError> {
     let Effect::Write(inputs) = effect else { return Ok(()) };
     let onto_protected = subjects
         .iter()
-        .skip(1)
         .any(|subject| matches!(subject, Subject::Write(_, Location::Protected | Location::OutsideProtected)));
-    if written.is_some() || inputs.len() != 2 || !onto_protected {
+    if written.is_some() || inputs.len() < 2 || !onto_protected {
         return Ok(());
     }
     Err(ToolError::Denied {
@@ -588,6 +588,12 @@ fn protection(path: &Path, caller: &Caller<'_>) -> Option<(Location, &'static st
         return Some((
             Location::Protected,
             "it lies in a git dir: git reads what is there (`HEAD`, refs and objects say which repository this is and what is checked out)",
+        ));
+    }
+    if protected::home_link_targets(home.as_deref()).iter().any(|(target, _)| path.starts_with(target)) {
+        return Some((
+            Location::Protected,
+            "your home directory's configuration links to it (a dotfiles repository): your shell, git or editor reads it",
         ));
     }
     if protected::path_dirs().iter().any(|dir| path.starts_with(dir) || dir.starts_with(path)) {

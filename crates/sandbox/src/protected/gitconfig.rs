@@ -574,6 +574,10 @@ const PROGRAM_KEYS: &[&str] = &[
     "receivepack",
     "browser",
     "external",
+    "difffilter",
+    "defaultkeycommand",
+    "sendmailcmd",
+    "smtpserver",
 ];
 
 /// The paths `entries` name (see [`Named`]): `core.hooksPath`, `include.path`,
@@ -585,25 +589,27 @@ pub fn named_paths(entries: &[Entry]) -> Vec<Named> {
         let Some(value) = entry.value.as_deref() else { continue };
         let key = entry.key();
         let section = entry.section();
-        let (text, base) = if section == b"core" && key == b"hookspath" {
-            (value, Base::Worktree)
-        } else if (section == b"include" || section == b"includeif") && key == b"path" {
-            (value, Base::ConfigFile)
-        } else if PROGRAM_KEYS.iter().any(|k| k.as_bytes() == key) || section == b"alias" || section == b"pager" {
-            // The program given by its path, and every file its command line names (`python3
-            // tools/clean.py`, `sh ./fmt.sh`, `ssh -F ./ssh_config`): the interpreter runs it.
-            let command = value.strip_prefix(b"!").unwrap_or(value);
-            for word in command_files(command) {
-                named.push(Named {
-                    path: std::path::PathBuf::from(word),
-                    base: Base::Worktree,
-                    key: entry.name_text(),
-                });
-            }
-            continue;
-        } else {
-            continue;
-        };
+        // `init.templateDir`: every later `git init` and `git clone` copies its hooks.
+        let (text, base) =
+            if (section == b"core" && key == b"hookspath") || (section == b"init" && key == b"templatedir") {
+                (value, Base::Worktree)
+            } else if (section == b"include" || section == b"includeif") && key == b"path" {
+                (value, Base::ConfigFile)
+            } else if PROGRAM_KEYS.iter().any(|k| k.as_bytes() == key) || section == b"alias" || section == b"pager" {
+                // The program given by its path, and every file its command line names (`python3
+                // tools/clean.py`, `sh ./fmt.sh`, `ssh -F ./ssh_config`): the interpreter runs it.
+                let command = value.strip_prefix(b"!").unwrap_or(value);
+                for word in command_files(command) {
+                    named.push(Named {
+                        path: std::path::PathBuf::from(word),
+                        base: Base::Worktree,
+                        key: entry.name_text(),
+                    });
+                }
+                continue;
+            } else {
+                continue;
+            };
         if text.is_empty() {
             continue;
         }

@@ -194,6 +194,38 @@ pub fn judge_write(roots: &[PathBuf], path: &Path, home: Option<&Path>) -> Optio
         .then_some("a repository's git config (or yours) names it: git runs or reads it (hooks, includes, programs)")
 }
 
+/// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
+/// a directory not made yet would be.
+fn real_as_far_as_it_exists(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    for ancestor in path.ancestors() {
+        if let Ok(real) = crate::fs::canonicalize(ancestor) {
+            return Some(rest.iter().rev().fold(real, |dir, name: &&OsStr| dir.join(name)));
+        }
+        rest.push(ancestor.file_name()?);
+    }
+    None
+}
+
+/// Where the home directory's own configuration really lies when it is a symlink (a dotfiles
+/// repository: `~/.bashrc -> ~/dotfiles/bashrc`, `~/.config/nvim -> ~/dotfiles/nvim`): each
+/// link of `home`'s dotted entries and of `~/.config`'s, as (its target, the link). What is
+/// written at or beneath such a target is that configuration.
+pub fn home_link_targets(home: Option<&Path>) -> Vec<(PathBuf, PathBuf)> {
+    let Some(home) = home.filter(|home| home.is_absolute()) else { return Vec::new() };
+    let config = home.join(".config");
+    let dotted = crate::fs::file_names(home)
+        .into_iter()
+        .filter(|name| name.to_string_lossy().starts_with('.'))
+        .map(|name| home.join(name));
+    let configs = crate::fs::file_names(&config).into_iter().map(|name| config.join(name));
+    dotted
+        .chain(configs)
+        .filter(|link| crate::fs::read_link(link).is_ok())
+        .filter_map(|link| crate::fs::canonicalize(&link).ok().map(|target| (target, link)))
+        .collect()
+}
+
 /// The directories on `PATH` (absolute ones): a program put there runs by name.
 ///
 /// With them, the directories of the module search paths of this environment: what is put
@@ -227,10 +259,16 @@ pub fn path_dirs() -> Vec<PathBuf> {
             .filter_map(|template| template.split('?').next().map(|dir| PathBuf::from(dir.trim_end_matches('/'))))
             .collect::<Vec<_>>()
     });
+    // Bash expands a leading `~` of a `PATH` entry when it looks a command up.
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute());
+    let expand = |dir: PathBuf| match (dir.strip_prefix("~"), &home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => dir,
+    };
     let mut dirs = Vec::new();
-    for dir in listed.chain(lua).filter(|dir| dir.is_absolute()) {
+    for dir in listed.chain(lua).map(expand).filter(|dir| dir.is_absolute()) {
         let folded = crate::paths::normalize(&dir);
-        if let Ok(real) = crate::fs::canonicalize(&folded)
+        if let Some(real) = real_as_far_as_it_exists(&folded)
             && real != folded
         {
             dirs.push(real);

@@ -35,6 +35,8 @@ pub struct Rules {
     pub own: Vec<PathBuf>,
     /// The directories on `PATH`.
     pub path_dirs: Vec<PathBuf>,
+    /// Where the home directory's configuration links to (a dotfiles repository).
+    pub home_links: Vec<(PathBuf, PathBuf)>,
     /// Paths the user's git configs name.
     pub user_named: Vec<(PathBuf, String)>,
 }
@@ -45,11 +47,13 @@ impl Rules {
     pub fn new(own: Vec<PathBuf>) -> Self {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let read = |path: &Path| crate::fs::read_trusted_config(path);
+        let home_links = crate::protected::home_link_targets(home.as_deref());
         Self {
             user_named: gitdir::user_named(home.as_deref(), &read),
             home,
             own,
             path_dirs: crate::protected::path_dirs(),
+            home_links,
         }
     }
 }
@@ -528,6 +532,12 @@ pub fn refusal_by_name(rules: &Rules, path: &Path) -> Option<String> {
     }
     if let Some((protection, reason)) = crate::protected::classify_rule(path, rules.home.as_deref()) {
         return Some(format!("{reason} ({})", protection.why()));
+    }
+    if let Some((_, link)) = rules.home_links.iter().find(|(target, _)| path.starts_with(target)) {
+        return Some(format!(
+            "`{}` links to it: your shell, git or editor reads it as your own configuration",
+            link.display()
+        ));
     }
     if let Some(dir) = rules.path_dirs.iter().find(|dir| path.starts_with(dir)) {
         return Some(format!(

@@ -72,8 +72,13 @@ impl Operation for ApplyPatch {
         Effect::Write(patch::parse(&args.patch).map(|files| paths(&files)).unwrap_or_default())
     }
 
+    /// The patch, unless it moves a file: what lands at a move's destination is the source's
+    /// whole content, which the patch does not show (the gate then refuses a move onto a
+    /// protected path instead of asking).
     fn written(args: &Args) -> Option<String> {
-        Some(args.patch.clone())
+        let files = patch::parse(&args.patch).unwrap_or_default();
+        let moves = files.iter().any(|file| matches!(file, FilePatch::Update { move_to: Some(_), .. }));
+        (!moves).then(|| args.patch.clone())
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {

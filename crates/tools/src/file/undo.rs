@@ -96,6 +96,20 @@ fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Repl
     let mut checked: Vec<Option<Target>> = Vec::with_capacity(changes.len());
     for change in changes {
         Gate::check_protected(&change.path, &change.shown, &context.caller())?;
+        if let ChangeKind::RemovedTree { dirs, files, links } = &change.kind {
+            // Each path the tree puts back is judged as a write now (the place may have become
+            // a git dir since), and it is never merged into what stands there again.
+            let paths = dirs.iter().chain(files.iter().map(|(path, _)| path)).chain(links.iter().map(|(path, _)| path));
+            for path in paths {
+                Gate::check_protected(path, &change.shown, &context.caller())?;
+            }
+            if force && target(context, &change.path)?.kind().is_some() {
+                return Err(ToolError::EditFailed(format!(
+                    "`{}` exists again, and a deleted directory is never put back into what stands there now (it could have become a git dir, whose files would then run); nothing was reverted. Move or remove `{}` first, then undo",
+                    change.shown, change.shown
+                )));
+            }
+        }
         let decided = change.path.ancestors().any(|a| touched.contains(a));
         checked.push(if !decided && !force { check_unchanged(change, context)? } else { None });
         touched.insert(&change.path);
