@@ -10,6 +10,7 @@ pub mod approve;
 pub mod ask;
 pub mod audit;
 mod caller;
+mod classify;
 pub mod command;
 pub mod decide;
 mod outside;
@@ -23,14 +24,15 @@ use crate::approve::{Answer, Question};
 use crate::ask::Outcome;
 use crate::audit::Verdict;
 use crate::decide::{Decision, Location, Policy, Request, Subject};
-use toolbelt_mcp_core::config::Config;
 use toolbelt_mcp_core::config::args::Fallback;
 use toolbelt_mcp_core::effect::{Effect, Severity};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::Target;
-use toolbelt_mcp_sandbox::{Resolved, Roots, paths, protected};
+use toolbelt_mcp_sandbox::{Resolved, Roots};
 
 pub use caller::Caller;
+use classify::{Classified, classify, protection, record_unresolved};
+pub use classify::{hidden, hidden_paths};
 
 /// The gate every call passes before its operation runs.
 pub struct Gate;
@@ -175,242 +177,6 @@ impl Gate {
     }
 }
 
-/// Fills the verdict of a call whose paths did not resolve (missing, not a directory): what
-/// the policy rules for the same call on paths inside the roots, `allow` by the policy for a
-/// read under every approval but `always`; `invalid` when it would have asked.
-fn record_unresolved(effect: &Effect, caller: &Caller<'_>, verdict: &mut Verdict) {
-    let root = caller.roots.first();
-    let shown = |input: &String| paths::normalize(&root.join(input));
-    let subjects: Vec<Subject> = match effect {
-        Effect::Read(inputs) => inputs.iter().map(|i| Subject::Read(shown(i), Location::Inside)).collect(),
-        Effect::Write(inputs) => inputs
-            .iter()
-            .map(|i| {
-                let path = shown(i);
-                let location = protection(&path, caller).map_or(Location::Inside, |(l, _)| l);
-                Subject::Write(path, location)
-            })
-            .collect(),
-        Effect::Exec { cwd: Some(dir), .. } => vec![Subject::Read(shown(dir), Location::Inside)],
-        _ => Vec::new(),
-    };
-    verdict.subjects = subjects.iter().filter_map(Subject::shown).collect();
-    let policy = Policy {
-        approval: caller.config.approval,
-        sandbox: caller.config.sandbox,
-        commands_confined: toolbelt_mcp_sandbox::backend::CONFINES_COMMANDS,
-    };
-    let request = Request { subjects, escalate: verdict.escalate, justification: verdict.justification.clone() };
-    verdict.decision = match decide::decide(&policy, &request, &caller.approvals.grants()) {
-        Decision::Allow => "allow",
-        Decision::Deny { .. } => "deny",
-        Decision::Ask { .. } => "invalid",
-    };
-}
-
-/// A classified effect: its subjects, the resolution error of the first path outside the
-/// roots, and the paths resolved inside the roots (kept, so an approved call needs no second
-/// resolution).
-struct Classified {
-    subjects: Vec<Subject>,
-    outside_error: Option<ToolError>,
-    resolved: Approved,
-    /// Every path was resolved (outside ones against `/`): the approved call uses these.
-    complete: bool,
-}
-
-/// The effect's subjects with where they lie (and commands classified).
-fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classified, ToolError> {
-    let roots = &caller.roots;
-    let mut outside_error = None;
-    let mut outside = |input: &str, err: toolbelt_mcp_sandbox::Error| {
-        let path = match &err {
-            toolbelt_mcp_sandbox::Error::OutsideRoots { .. } => paths::normalize(&roots.first().join(input)),
-            toolbelt_mcp_sandbox::Error::SymlinkEscape { target, .. } => target.clone(),
-            _ => return Err(ToolError::from(err)),
-        };
-        outside_error.get_or_insert(ToolError::from(err));
-        Ok(path)
-    };
-    let mut subjects = Vec::new();
-    let mut resolved = Approved { subjects: Vec::new(), targets: Vec::new(), cwd: None, unsandboxed: false };
-    // Whether every path the effect names was resolved here (outside ones against `/`).
-    let mut complete = true;
-    match effect {
-        Effect::Read(inputs) => {
-            for input in inputs {
-                subjects.push(match roots.resolve(input) {
-                    Ok(path) => {
-                        let location =
-                            if hidden(path.real(), caller.config) { Location::Hidden } else { Location::Inside };
-                        let subject = Subject::Read(path.real().to_path_buf(), location);
-                        resolved.subjects.push(path);
-                        subject
-                    }
-                    Err(err) => {
-                        let path = outside(input, err)?;
-                        let real = match outside::resolve_read(caller, input) {
-                            Some(found) => {
-                                let real = found.real().to_path_buf();
-                                resolved.subjects.push(found);
-                                real
-                            }
-                            None => path,
-                        };
-                        let secret = outside::secret(&real, caller);
-                        Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
-                    }
-                });
-            }
-            complete = resolved.subjects.len() == inputs.len();
-        }
-        Effect::Write(inputs) => {
-            for input in inputs {
-                subjects.push(match Target::resolve(roots, input) {
-                    Ok(target) => {
-                        let location = protection(target.real(), caller).map_or(Location::Inside, |(l, _)| l);
-                        let subject = Subject::Write(target.real().to_path_buf(), location);
-                        resolved.targets.push(target);
-                        subject
-                    }
-                    Err(err) => {
-                        let path = outside(input, err)?;
-                        let real = match outside::resolve_write(caller, input) {
-                            Some(target) => {
-                                let real = target.real().to_path_buf();
-                                resolved.targets.push(target);
-                                real
-                            }
-                            None => path,
-                        };
-                        let location = match protection(&real, caller) {
-                            Some((Location::Protected, _)) => Location::OutsideProtected,
-                            Some((location, _)) => location,
-                            None if outside::secret(&real, caller) => Location::Hidden,
-                            None if outside::beyond_the_user(&real) => Location::OutsideProtected,
-                            None => Location::Outside,
-                        };
-                        Subject::Write(real, location)
-                    }
-                });
-            }
-            complete = resolved.targets.len() == inputs.len();
-            let moved = moved_tree(&subjects, caller);
-            subjects.extend(moved);
-        }
-        Effect::History => subjects.push(Subject::Write(roots.first().to_path_buf(), Location::Inside)),
-        Effect::Control => subjects.push(Subject::Control),
-        // The server's own records: nothing of the workspace is touched.
-        Effect::Record => {}
-        Effect::Exec { command, cwd, env, stdin } => {
-            if let Some(dir) = cwd {
-                subjects.push(match roots.resolve(dir) {
-                    Ok(path) => {
-                        if !toolbelt_mcp_sandbox::fs::is_dir(path.real()) {
-                            return Err(ToolError::NotADirectory { path: dir.clone() });
-                        }
-                        let subject = Subject::Read(path.real().to_path_buf(), Location::Inside);
-                        resolved.cwd = Some(path);
-                        subject
-                    }
-                    Err(err) => {
-                        let path = outside(dir, err)?;
-                        let real = match outside::resolve_read(caller, dir) {
-                            Some(found) if toolbelt_mcp_sandbox::fs::is_dir(found.real()) => {
-                                let real = found.real().to_path_buf();
-                                resolved.cwd = Some(found);
-                                real
-                            }
-                            _ => {
-                                complete = false;
-                                path
-                            }
-                        };
-                        let secret = outside::secret(&real, caller);
-                        Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
-                    }
-                });
-            }
-            let config = &caller.config;
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let rules = command::Rules::new(&config.forbidden_commands, config.forbid_catastrophic, home, roots.list());
-            let given = command::Given { env, stdin: stdin.as_deref() };
-            let mut analysis = command::classify(command, given, &rules);
-            let base =
-                resolved.cwd.as_ref().map_or_else(|| roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
-            // What the agent can write (the roots, `writable_roots`) it can also change between
-            // the check and the run: a file there is never what a grant covers.
-            let writable: Vec<&Path> =
-                roots.list().iter().chain(&config.writable_roots).map(PathBuf::as_path).collect();
-            analysis.keys =
-                analysis.keys.and_then(|keys| keys.iter().map(|key| bind_file_key(key, &base, &writable)).collect());
-            subjects.push(Subject::Command(described(command, env, stdin.as_deref()), analysis.class, analysis.keys));
-        }
-    }
-    Ok(Classified { subjects, outside_error, resolved, complete })
-}
-
-/// Most entries a moved directory may hold for each of their new paths to be judged.
-const MOVED_TREE_MAX: usize = 10_000;
-
-/// What a move of a directory (`rename_file`'s effect: `[from, to]`, as their real paths)
-/// creates beneath its destination, each protected path judged as if written there: renaming
-/// `c3/` to `.cargo/` writes `.cargo/config.toml`. A tree too large to judge is asked about
-/// whole.
-fn moved_tree(subjects: &[Subject], caller: &Caller<'_>) -> Vec<Subject> {
-    let [Subject::Write(from, _), Subject::Write(to, _)] = subjects else { return Vec::new() };
-    let Some(tree) = toolbelt_mcp_sandbox::fs::tree_beneath(from, MOVED_TREE_MAX) else {
-        return vec![Subject::Write(to.clone(), Location::Protected)];
-    };
-    tree.iter()
-        .map(|rel| to.join(rel))
-        .filter_map(|path| protection(&path, caller).map(|(location, _)| Subject::Write(path, location)))
-        .collect()
-}
-
-/// A grant key naming a file by the path a line gave (`./build.sh`, `bash deploy.sh`), bound to
-/// the file itself: its resolved path and a digest of its content (at most 1 MiB read; a larger
-/// file by its device, inode, size and times). `None` when the file cannot be read as one, or
-/// lies where the agent can write (`writable`): it could change the file between this check
-/// and the run (a concurrent write, a rename), so nothing is granted then and each run asks.
-fn bind_file_key(key: &str, base: &Path, writable: &[&Path]) -> Option<String> {
-    let Some(at) = key.find(command::FILE_KEY) else { return Some(key.to_string()) };
-    let typed = &key[at + command::FILE_KEY.len()..];
-    let path = toolbelt_mcp_sandbox::paths::normalize(&base.join(typed));
-    let real = toolbelt_mcp_sandbox::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    if writable.iter().any(|place| path.starts_with(place) || real.starts_with(place)) {
-        return None;
-    }
-    let identity = match toolbelt_mcp_sandbox::fs::read_trusted_config(&path) {
-        Some(bytes) => {
-            use sha2::Digest;
-            format!("sha256 {}", hex::encode(&sha2::Sha256::digest(&bytes)[..12]))
-        }
-        None => {
-            let version =
-                toolbelt_mcp_sandbox::fs::version(&path).filter(|_| toolbelt_mcp_sandbox::fs::is_file(&path))?;
-            format!(
-                "file {}:{}, {} bytes, changed {}.{}",
-                version.dev, version.ino, version.size, version.ctime.0, version.ctime.1
-            )
-        }
-    };
-    Some(format!("{}{} ({identity})", &key[..at], path.display()))
-}
-
-/// The command as the user is asked about it: its line, the environment it is given (it
-/// changes what runs) and how much it reads on stdin (shown whole in the question).
-fn described(line: &str, env: &[String], stdin: Option<&str>) -> String {
-    let mut text = line.to_string();
-    if !env.is_empty() {
-        text = format!("{} {text}", env.join(" "));
-    }
-    if let Some(stdin) = stdin {
-        text.push_str(&format!(" (given {} characters on stdin)", stdin.chars().count()));
-    }
-    text
-}
-
 /// The most of a command's stdin a question shows; a longer stdin is refused rather than
 /// asked about, since the user could not read what runs.
 pub const MAX_SHOWN_STDIN: usize = 4000;
@@ -529,24 +295,6 @@ fn resolve_approved(
     resolve(effect, &widened, escalation.escalate)
 }
 
-/// Whether `path` is hidden from the agent: it lies in a path the user listed in
-/// `deny_read` (the defaults hide secrets outside the roots, which file operations cannot
-/// reach anyway), in the server's state dir (its generated HTTP token, other sessions'
-/// records, the todo and memory database), or is a file the server holds a secret in (the
-/// HTTP server's `--auth-token-file`), wherever those lie, inside a root too.
-pub fn hidden(path: &Path, config: &Config) -> bool {
-    hidden_paths(config).iter().any(|hidden| path.starts_with(hidden))
-}
-
-/// What [`hidden`] hides, as paths (for the walks of `list_dir`, `grep_search` and
-/// `file_search`, which leave them out).
-pub fn hidden_paths(config: &Config) -> Vec<PathBuf> {
-    let mut paths = config.sandbox_settings.deny_read.clone();
-    paths.push(config.state_dir.clone());
-    paths.extend(toolbelt_mcp_core::config::sandbox::own_secrets());
-    paths
-}
-
 /// What the user can change on the server so that such calls run without a question.
 fn fallback_hint(caller: &Caller<'_>) -> String {
     let file = caller
@@ -557,56 +305,4 @@ fn fallback_hint(caller: &Caller<'_>) -> String {
     format!(
         "The user can allow such calls without a question by adding `approval_fallback = \"allow\"` to `{file}`, or by restarting the server with a looser `--approval` policy"
     )
-}
-
-/// Why a path is protected, if it is: the protected-path table (`sandbox::protected`: git
-/// internals at any depth, editor and shell startup files; writing them asks, and no grant
-/// covers them), a root repository's `core.hooksPath`, and the server's own config, state and
-/// audit log (never written).
-fn protection(path: &Path, caller: &Caller<'_>) -> Option<(Location, &'static str)> {
-    let config = &caller.config;
-    if hidden(path, config) {
-        return Some((
-            Location::Hidden,
-            "it is hidden from the agent (`deny_read`, or the server's own state and secrets)",
-        ));
-    }
-    if path.starts_with(&config.state_dir) {
-        return Some((Location::Own, "it is the server's own state"));
-    }
-    if config.config_file.as_deref().is_some_and(|file| path == file) || path.starts_with(&config.config_dir) {
-        return Some((Location::Own, "it is the server's own configuration"));
-    }
-    if config.audit.is_log_file(path) {
-        return Some((Location::Own, "it is the server's audit log"));
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    if let Some(protection) = protected::in_dot_git(path) {
-        return Some((Location::Protected, protection.why()));
-    }
-    if path.components().any(|c| c.as_os_str() == ".git") {
-        return Some((
-            Location::Protected,
-            "it lies in a git dir: git reads what is there (`HEAD`, refs and objects say which repository this is and what is checked out)",
-        ));
-    }
-    if protected::home_link_targets(home.as_deref()).iter().any(|(target, _)| path.starts_with(target)) {
-        return Some((
-            Location::Protected,
-            "your home directory's configuration links to it (a dotfiles repository): your shell, git or editor reads it",
-        ));
-    }
-    if protected::path_dirs().iter().any(|dir| path.starts_with(dir) || dir.starts_with(path)) {
-        return Some((
-            Location::Protected,
-            "it is on your PATH or a module search path, or holds such a directory: programs run what is put there by name",
-        ));
-    }
-    if let Some((protection, _)) = protected::classify_rule(path, home.as_deref()) {
-        return Some((Location::Protected, protection.why()));
-    }
-    if let Some(why) = protected::judge_write(caller.roots.list(), path, home.as_deref()) {
-        return Some((Location::Protected, why));
-    }
-    None
 }
