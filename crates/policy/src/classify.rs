@@ -87,16 +87,10 @@ pub(crate) fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classifie
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
-                        let real = match outside::resolve_read(caller, input) {
-                            Some(found) => {
-                                let real = found.real().to_path_buf();
-                                resolved.subjects.push(found);
-                                real
-                            }
-                            None => path,
-                        };
-                        let secret = outside::secret(&real, caller);
-                        Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
+                        let found = outside::resolve_read(caller, input);
+                        let real = found.as_ref().map_or(path, |found| found.real().to_path_buf());
+                        resolved.subjects.extend(found);
+                        Subject::Read(real.clone(), outside::read_location(&real, caller))
                     }
                 });
             }
@@ -113,14 +107,9 @@ pub(crate) fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classifie
                     }
                     Err(err) => {
                         let path = outside(input, err)?;
-                        let real = match outside::resolve_write(caller, input) {
-                            Some(target) => {
-                                let real = target.real().to_path_buf();
-                                resolved.targets.push(target);
-                                real
-                            }
-                            None => path,
-                        };
+                        let found = outside::resolve_write(caller, input);
+                        let real = found.as_ref().map_or(path, |target| target.real().to_path_buf());
+                        resolved.targets.extend(found);
                         let location = match protection(&real, caller) {
                             Some((Location::Protected, _)) => Location::OutsideProtected,
                             Some((location, _)) => location,
@@ -153,19 +142,12 @@ pub(crate) fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classifie
                     }
                     Err(err) => {
                         let path = outside(dir, err)?;
-                        let real = match outside::resolve_read(caller, dir) {
-                            Some(found) if toolbelt_mcp_sandbox::fs::is_dir(found.real()) => {
-                                let real = found.real().to_path_buf();
-                                resolved.cwd = Some(found);
-                                real
-                            }
-                            _ => {
-                                complete = false;
-                                path
-                            }
-                        };
-                        let secret = outside::secret(&real, caller);
-                        Subject::Read(real, if secret { Location::Hidden } else { Location::Outside })
+                        let found = outside::resolve_read(caller, dir)
+                            .filter(|found| toolbelt_mcp_sandbox::fs::is_dir(found.real()));
+                        let real = found.as_ref().map_or(path, |found| found.real().to_path_buf());
+                        complete = found.is_some();
+                        resolved.cwd = found;
+                        Subject::Read(real.clone(), outside::read_location(&real, caller))
                     }
                 });
             }
