@@ -90,7 +90,7 @@ pub(crate) fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classifie
                         let found = outside::resolve_read(caller, input);
                         let real = found.as_ref().map_or(path, |found| found.real().to_path_buf());
                         resolved.subjects.extend(found);
-                        Subject::Read(real.clone(), outside::read_location(&real, caller))
+                        Subject::Read(real.clone(), read_location(&real, caller))
                     }
                 });
             }
@@ -147,7 +147,7 @@ pub(crate) fn classify(effect: &Effect, caller: &Caller<'_>) -> Result<Classifie
                         let real = found.as_ref().map_or(path, |found| found.real().to_path_buf());
                         complete = found.is_some();
                         resolved.cwd = found;
-                        Subject::Read(real.clone(), outside::read_location(&real, caller))
+                        Subject::Read(real.clone(), read_location(&real, caller))
                     }
                 });
             }
@@ -247,6 +247,11 @@ pub fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     paths.push(config.state_dir.clone());
     paths.extend(toolbelt_mcp_core::config::sandbox::own_secrets());
     paths
+}
+
+/// Where a read of `path` outside the roots lies: a secret ([`outside::secret`]) or plainly outside.
+fn read_location(path: &Path, caller: &Caller<'_>) -> Location {
+    if outside::secret(path, caller) { Location::Hidden } else { Location::Outside }
 }
 
 /// Why a path is protected, if it is: the protected-path table (`sandbox::protected`: git

@@ -10,7 +10,6 @@ use toolbelt_mcp_sandbox::write::Target;
 use toolbelt_mcp_sandbox::{Resolved, Roots};
 
 use crate::Caller;
-use crate::decide::Location;
 
 /// `input` (outside the roots) resolved against `/` once, as the approved call will use it:
 /// the question names its real path, and the operation gets this same resolution (a write
@@ -39,11 +38,6 @@ pub(crate) fn secret(path: &Path, caller: &Caller<'_>) -> bool {
     let places = Places { home: home.as_deref(), runtime: runtime.as_deref() };
     let own: [&Path; 2] = [&config.state_dir, &config.config_dir];
     secret_paths(&config.sandbox_settings, places, &own, caller.roots.list()).iter().any(|s| path.starts_with(s))
-}
-
-/// Where a read of `path` outside the roots lies: a secret ([`secret`]) or plainly outside.
-pub(crate) fn read_location(path: &Path, caller: &Caller<'_>) -> Location {
-    if secret(path, caller) { Location::Hidden } else { Location::Outside }
 }
 
 /// Whether a write to `path` outside the roots lies beyond the user's own files: anywhere
