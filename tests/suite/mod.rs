@@ -39,6 +39,7 @@ mod read_races;
 mod review;
 mod review2;
 mod review3;
+mod review4;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

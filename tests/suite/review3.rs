@@ -280,7 +280,9 @@ async fn an_approved_path_is_the_one_the_question_named() {
 async fn late_git_dirs_new_root_remotes_and_makefiles_are_refused() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
-    let target = ws.outside.join("rc");
+    // In the temp dir: a link beyond the user's own files is refused by itself.
+    let scratch = tempfile::tempdir().unwrap();
+    let target = scratch.path().join("rc");
     let planted = client
         .term("run_command", json!({"command": format!("mkdir gd && ln -s {} gd/COMMIT_EDITMSG", target.display())}))
         .await;

@@ -291,10 +291,14 @@ pub(crate) fn protection(path: &Path, caller: &Caller<'_>) -> Option<(Location, 
             "your home directory's configuration links to it (a dotfiles repository): your shell, git or editor reads it",
         ));
     }
-    if protected::path_dirs().iter().any(|dir| path.starts_with(dir) || dir.starts_with(path)) {
+    let root =
+        caller.roots.list().iter().filter(|root| path.starts_with(root)).max_by_key(|root| root.as_os_str().len());
+    if protected::env_places().iter().any(|place| {
+        root.is_none_or(|root| place.guards(root)) && (path.starts_with(&place.path) || place.path.starts_with(path))
+    }) {
         return Some((
             Location::Protected,
-            "it is on your PATH or a module search path, or holds such a directory: programs run what is put there by name",
+            "your environment names it or a directory holding it (`PATH`, a module search path, or a variable that places configuration: `XDG_CONFIG_HOME`, `CARGO_HOME`, `BASH_ENV`, …): programs run or load as configuration what is there",
         ));
     }
     if let Some((protection, _)) = protected::classify_rule(path, home.as_deref()) {

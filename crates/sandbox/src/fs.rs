@@ -60,6 +60,19 @@ pub fn exists(path: &Path) -> bool {
     path.exists()
 }
 
+/// Whether `path` is a regular file someone may run (an execute bit set; following symlinks).
+pub fn is_program(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("exe")) && path.is_file()
+    }
+}
+
 /// Whether `path` is a directory (following symlinks).
 pub fn is_dir(path: &Path) -> bool {
     path.is_dir()

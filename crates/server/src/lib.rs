@@ -202,6 +202,19 @@ impl Server {
 /// How often a running server looks again for what killed servers left.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Refuses to start on a state dir another local user controls (it, or a directory above it,
+/// is theirs or writable by them without the sticky bit): they could plant the stages the
+/// next start folds, the database or the token there, and so drive this server.
+pub fn check_state_dir(config: &Config) -> Result<(), String> {
+    match toolbelt_mcp_sandbox::owned::others_control(&config.state_dir, false) {
+        Some(why) => Err(format!(
+            "the state dir `{}` is not this user's alone: {why}; another local user could plant what the server reads back there and so drive it; use a directory of your own (`--state-dir DIR`, or `chmod go-w` the directory named)",
+            config.state_dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Removes, off the startup path and then every `SWEEP_EVERY`, what servers that were killed
 /// left: temp files of interrupted writes, undo blobs, spilled output and private temp dirs.
 pub fn sweep_leftovers(config: &Config) {

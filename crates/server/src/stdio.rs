@@ -21,6 +21,7 @@ use toolbelt_mcp_core::config::Config;
 
 /// Serves MCP on stdio until the client disconnects (stdin closes).
 pub async fn serve(config: Arc<Config>) -> Result<(), String> {
+    super::check_state_dir(&config)?;
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
     let store = toolbelt_mcp_store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;

@@ -388,11 +388,48 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
                 "it sets `{name}`, which points the programs that load it at other code, config or hosts"
             ));
         }
-        (!plain_value(value.trim_start_matches([' ', '\t']))).then(|| {
-            format!(
+        let value = value.trim_start_matches([' ', '\t']);
+        if !plain_value(value) {
+            return Some(format!(
                 "the value of `{name}` is not one plain word or quoted string (a loader that runs the file as shell would run what follows, or substitute `$(…)`)"
+            ));
+        }
+        named_path(value).map(|path| {
+            format!(
+                "the value of `{name}` names a file or directory (`{path}`): whatever its name, a variable that points at a path can point a program at code or config (`VK_ICD_FILENAMES`, `M4`, `PYENV_ROOT`); put paths in the program's own config, or escalate to ask the user"
             )
         })
+    })
+}
+
+/// The first piece of a `.env` value (one plain word or quoted string) that names a file or
+/// directory: one starting `./`, `../` or `~/`, `.`, `..` or `~`, or an absolute path whose first
+/// directory exists here (a key that happens to start with `/` names none). A URL (`scheme://`)
+/// names a host, not a path, unless it is a `file:` one; lists (`:`, `;`, `,`) and options
+/// (`--x=/y`) are looked into.
+fn named_path(value: &str) -> Option<String> {
+    let body = match value.chars().next() {
+        Some(quote @ ('\'' | '"')) => value[1..].split(quote).next().unwrap_or_default(),
+        _ => value.split([' ', '\t']).next().unwrap_or_default(),
+    };
+    let scheme = body.split_once("://").map(|(scheme, _)| scheme);
+    if scheme.is_some_and(|scheme| {
+        !scheme.eq_ignore_ascii_case("file")
+            && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+    }) {
+        return None;
+    }
+    body.split(|c: char| ":;,=".contains(c) || c.is_whitespace()).find_map(|piece| {
+        let relative =
+            ["./", "../", "~/"].iter().any(|start| piece.starts_with(start)) || [".", "..", "~"].contains(&piece);
+        let top = piece.trim_start_matches('/');
+        let absolute = piece.starts_with('/')
+            && top
+                .split('/')
+                .next()
+                .is_some_and(|first| !first.is_empty() && crate::fs::is_dir(&std::path::Path::new("/").join(first)));
+        (relative || absolute).then(|| piece.to_string())
     })
 }
 
@@ -460,6 +497,34 @@ pub fn is_dotenv_name(name: &std::ffi::OsStr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_naming_a_path_is_refused_whatever_the_name() {
+        for text in [
+            "VK_ICD_FILENAMES=/tmp/evil.json\n",
+            "__EGL_VENDOR_LIBRARY_FILENAMES=./evil.json\n",
+            "M4=./m4\n",
+            "ZSH_CUSTOM=~/x\n",
+            "PGSSLROOTCERT=\"/tmp/ca.pem\"\n",
+            "VAGRANT_CWD='../elsewhere'\n",
+            "GHC_ENVIRONMENT=.\n",
+            "SOMETHING=a:/tmp/x\n",
+            "X=file:///tmp/evil\n",
+            "OPTS_LIKE=--load=/tmp/x\n",
+        ] {
+            assert!(judge_dotenv(text.as_bytes()).is_some_and(|why| why.contains("names a file")), "{text}");
+        }
+        for text in [
+            "DATABASE_URL=postgres://u@h:5432/db\n",
+            "REDIS_URL=redis://localhost:6379/0\n",
+            "SECRET=/Yx9Qz+abc/def==\n",
+            "TZ=Europe/Berlin\n",
+            "TITLE=~draft\n",
+            "GREETING='costs $5, see docs'\n",
+        ] {
+            assert_eq!(judge_dotenv(text.as_bytes()), None, "{text}");
+        }
+    }
 
     #[test]
     fn a_dotenv_that_sets_what_runs_is_refused() {

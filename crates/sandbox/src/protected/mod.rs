@@ -24,12 +24,14 @@
 pub mod env;
 pub mod gitconfig;
 pub mod gitdir;
+pub mod places;
 pub mod tables;
 pub mod view;
 
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
+pub use places::{EnvPlace, env_places};
 pub use tables::{HOME_BIN, HOME_DATA, RULES, Shape};
 
 /// Why a path is code-bearing.
@@ -194,19 +196,6 @@ pub fn judge_write(roots: &[PathBuf], path: &Path, home: Option<&Path>) -> Optio
         .then_some("a repository's git config (or yours) names it: git runs or reads it (hooks, includes, programs)")
 }
 
-/// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
-/// a directory not made yet would be.
-fn real_as_far_as_it_exists(path: &Path) -> Option<PathBuf> {
-    let mut rest = Vec::new();
-    for ancestor in path.ancestors() {
-        if let Ok(real) = crate::fs::canonicalize(ancestor) {
-            return Some(rest.iter().rev().fold(real, |dir, name: &&OsStr| dir.join(name)));
-        }
-        rest.push(ancestor.file_name()?);
-    }
-    None
-}
-
 /// Where the home directory's own configuration really lies when it is a symlink (a dotfiles
 /// repository: `~/.bashrc -> ~/dotfiles/bashrc`, `~/.config/nvim -> ~/dotfiles/nvim`): each
 /// link of `home`'s dotted entries and of `~/.config`'s, as (its target, the link). What is
@@ -224,58 +213,6 @@ pub fn home_link_targets(home: Option<&Path>) -> Vec<(PathBuf, PathBuf)> {
         .filter(|link| crate::fs::read_link(link).is_ok())
         .filter_map(|link| crate::fs::canonicalize(&link).ok().map(|target| (target, link)))
         .collect()
-}
-
-/// The directories on `PATH` (absolute ones): a program put there runs by name.
-///
-/// With them, the directories of the module search paths of this environment: what is put
-/// there is imported by name (`PYTHONPATH`, `NODE_PATH`, `PERL5LIB`, `PERLLIB`, `RUBYLIB`,
-/// `GEM_PATH`, `GEM_HOME`, `PYTHONUSERBASE`, `LD_LIBRARY_PATH`, `CLASSPATH`, and the
-/// directories of `LUA_PATH`'s and `LUA_CPATH`'s templates). Each as written with `..` folded,
-/// and, when it exists, where it really lies (a symlinked entry names its target's files).
-pub fn path_dirs() -> Vec<PathBuf> {
-    const SEARCH_PATHS: &[&str] = &[
-        "PATH",
-        "PYTHONPATH",
-        "NODE_PATH",
-        "PERL5LIB",
-        "PERLLIB",
-        "RUBYLIB",
-        "GEM_PATH",
-        "GEM_HOME",
-        "PYTHONUSERBASE",
-        "LD_LIBRARY_PATH",
-        "CLASSPATH",
-    ];
-    let listed = SEARCH_PATHS
-        .iter()
-        .filter_map(std::env::var_os)
-        .flat_map(|value| std::env::split_paths(&value).collect::<Vec<_>>());
-    // Lua's are `;`-separated templates (`/x/?.lua`): the directory before the first `?`.
-    let lua = ["LUA_PATH", "LUA_CPATH"].iter().filter_map(std::env::var_os).flat_map(|value| {
-        value
-            .to_string_lossy()
-            .split(';')
-            .filter_map(|template| template.split('?').next().map(|dir| PathBuf::from(dir.trim_end_matches('/'))))
-            .collect::<Vec<_>>()
-    });
-    // Bash expands a leading `~` of a `PATH` entry when it looks a command up.
-    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute());
-    let expand = |dir: PathBuf| match (dir.strip_prefix("~"), &home) {
-        (Ok(rest), Some(home)) => home.join(rest),
-        _ => dir,
-    };
-    let mut dirs = Vec::new();
-    for dir in listed.chain(lua).map(expand).filter(|dir| dir.is_absolute()) {
-        let folded = crate::paths::normalize(&dir);
-        if let Some(real) = real_as_far_as_it_exists(&folded)
-            && real != folded
-        {
-            dirs.push(real);
-        }
-        dirs.push(folded);
-    }
-    dirs
 }
 
 #[cfg(test)]

@@ -33,8 +33,9 @@ pub struct Rules {
     pub home: Option<PathBuf>,
     /// Never written or removed: the server's own config, state dir and audit log.
     pub own: Vec<PathBuf>,
-    /// The directories on `PATH`.
-    pub path_dirs: Vec<PathBuf>,
+    /// The places the environment names: `PATH` and module search paths, and the paths of
+    /// variables that place configuration (`XDG_CONFIG_HOME`, `CARGO_HOME`, `BASH_ENV`, …).
+    pub env_places: Vec<crate::protected::EnvPlace>,
     /// Where the home directory's configuration links to (a dotfiles repository).
     pub home_links: Vec<(PathBuf, PathBuf)>,
     /// Paths the user's git configs name.
@@ -52,7 +53,7 @@ impl Rules {
             user_named: gitdir::user_named(home.as_deref(), &read),
             home,
             own,
-            path_dirs: crate::protected::path_dirs(),
+            env_places: crate::protected::env_places(),
             home_links,
         }
     }
@@ -254,12 +255,14 @@ impl Fold<'_> {
             let absolute = self.root.join(&change.path);
             let named_dotenv = change.path.file_name().is_some_and(crate::protected::env::is_dotenv_name);
             if change.after == Some(Kind::Link)
-                && let Some(dir) = rules.path_dirs.iter().find(|dir| dir.starts_with(&absolute))
+                && let Some(place) =
+                    rules.env_places.iter().find(|place| place.guards(self.root) && place.path.starts_with(&absolute))
             {
                 self.refused.entry(change.path.clone()).or_insert_with(|| {
                     format!(
-                        "a symlink at or above `{}`, which is on your PATH: programs would run by name whatever it points at",
-                        dir.display()
+                        "a symlink at or above `{}`: programs would read whatever it points at ({})",
+                        place.path.display(),
+                        place.why()
                     )
                 });
             }
@@ -286,20 +289,27 @@ impl Fold<'_> {
                 continue;
             }
             let why = match change.after {
-                Some(Kind::Link) => refusal_by_name(rules, &absolute).or_else(|| {
-                    crate::protected::could_hold(&absolute).map(|(protection, reason)| {
-                        format!(
-                            "a symlink where code-bearing files are looked for, which would then be read from where it points ({reason}; {})",
-                            protection.why()
-                        )
+                Some(Kind::Link) => refusal_by_name(rules, self.root, &absolute)
+                    .or_else(|| {
+                        crate::protected::could_hold(&absolute).map(|(protection, reason)| {
+                            format!(
+                                "a symlink where code-bearing files are looked for, which would then be read from where it points ({reason}; {})",
+                                protection.why()
+                            )
+                        })
                     })
-                }),
+                    .or_else(|| {
+                        let (dir, name) = crate::protected::view::parent_and_name(&self.upper, &change.path)?;
+                        let target = dir.read_link(name).ok()?;
+                        let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
+                        super::links::refusal(self.root, &absolute, &target, rules.home.as_deref(), by_name)
+                    }),
                 None => rules
                     .own
                     .iter()
                     .any(|own| own.starts_with(&absolute) || absolute.starts_with(own))
                     .then(|| "it holds the server's own configuration or state".to_string()),
-                Some(_) => refusal_by_name(rules, &absolute),
+                Some(_) => refusal_by_name(rules, self.root, &absolute),
             };
             if let Some(why) = why {
                 self.refused.entry(change.path.clone()).or_insert(why);
@@ -523,10 +533,10 @@ pub(super) fn changed(
     }
 }
 
-/// Why writing `path` (absolute) is refused by name or place: a code-bearing name (hosts,
-/// editors, hook managers, build tools, shells, the user's own configs), a directory on
-/// `PATH`, or the server's own files.
-pub fn refusal_by_name(rules: &Rules, path: &Path) -> Option<String> {
+/// Why writing `path` (absolute, beneath `root`) is refused by name or place: a code-bearing
+/// name (hosts, editors, hook managers, build tools, shells, the user's own configs), a place
+/// the environment names (`PATH`, `XDG_CONFIG_HOME`, …), or the server's own files.
+pub fn refusal_by_name(rules: &Rules, root: &Path, path: &Path) -> Option<String> {
     if rules.own.iter().any(|own| path.starts_with(own)) {
         return Some("it is the server's own configuration or state".into());
     }
@@ -539,11 +549,8 @@ pub fn refusal_by_name(rules: &Rules, path: &Path) -> Option<String> {
             link.display()
         ));
     }
-    if let Some(dir) = rules.path_dirs.iter().find(|dir| path.starts_with(dir)) {
-        return Some(format!(
-            "`{}` is on your PATH (or a module search path): what is put there runs by name",
-            dir.display()
-        ));
+    if let Some(place) = rules.env_places.iter().find(|place| place.guards(root) && path.starts_with(&place.path)) {
+        return Some(place.why());
     }
     None
 }

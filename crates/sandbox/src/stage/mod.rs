@@ -14,6 +14,7 @@
 
 pub mod fold;
 pub mod layer;
+pub mod links;
 pub mod snapshot;
 pub mod tree;
 pub mod view;

@@ -41,6 +41,7 @@ pub async fn serve(config: Arc<Config>, http: HttpConfig) -> Result<(), String> 
     {
         return Err("`--network host` cannot be used with `serve --http`: commands would share this machine's loopback, where this server listens, and could call it themselves (and answer its questions); use `--network allow` (the default: other hosts through the proxy) and list the local services commands need with `--network-allow 127.0.0.1:PORT`".into());
     }
+    super::check_state_dir(&config)?;
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
     let store = toolbelt_mcp_store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;

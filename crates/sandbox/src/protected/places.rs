@@ -1,0 +1,235 @@
+//! Places the server's environment names, where the user's programs look for code or
+//! configuration: the directories on `PATH` and the module search paths, and every path given
+//! by a variable whose name says it points programs at code or configuration
+//! (`XDG_CONFIG_HOME`, `CARGO_HOME`, `GIT_TEMPLATE_DIR`, `PYTHONSTARTUP`, `BASH_ENV`, `NVM_DIR`,
+//! `NODE_OPTIONS`' `--require`: the names a `.env` may not set, one classifier for both). What
+//! is written at or beneath such a place, when it lies in a root, is the user's configuration.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// Search paths: a program or module put in one of their directories is found by name.
+const SEARCH_PATHS: &[&str] = &[
+    "PATH",
+    "PYTHONPATH",
+    "NODE_PATH",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYLIB",
+    "GEM_PATH",
+    "GEM_HOME",
+    "PYTHONUSERBASE",
+    "LD_LIBRARY_PATH",
+    "CLASSPATH",
+];
+
+/// Lua's search paths: `;`-separated templates (`/x/?.lua`), the directory before the `?`.
+const LUA_PATHS: &[&str] = &["LUA_PATH", "LUA_CPATH"];
+
+/// Variables named like configuration that name what commands write or where a project is
+/// (build output, temp files, a work tree): they protect nothing. `HOME` has its own rules.
+const DATA_VARS: &[&str] = &[
+    "HOME",
+    "PWD",
+    "OLDPWD",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "TEMPDIR",
+    "XDG_RUNTIME_DIR",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET_DIR",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_LLVM_COV_TARGET_DIR",
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "GIT_WORK_TREE",
+    "GIT_CEILING_DIRECTORIES",
+];
+
+/// A place the environment names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EnvPlace {
+    /// The directory or file, absolute: as written with `..` folded, or where it really lies
+    /// (each is a place of its own).
+    pub path: PathBuf,
+    /// The variable that names it.
+    pub var: String,
+    /// Whether it is a search path, which protects even a root it names.
+    pub search: bool,
+}
+
+impl EnvPlace {
+    /// Whether it protects what lies beneath it in `root`: a search path always (a root on
+    /// `PATH` is where programs are found by name); another variable only when it names a
+    /// place the root does not lie in (one naming the root itself or a directory above it,
+    /// `CLAUDE_PROJECT_DIR`, `GITHUB_WORKSPACE`, says where the project is, not its config).
+    pub fn guards(&self, root: &Path) -> bool {
+        self.search || !root.starts_with(&self.path)
+    }
+
+    /// Why a write at or beneath it is code-bearing, for messages.
+    pub fn why(&self) -> String {
+        let (path, var) = (self.path.display(), &self.var);
+        if self.search {
+            format!("`{path}` is on your `{var}`: what is put there runs or is imported by name")
+        } else {
+            format!("your environment's `{var}` names `{path}`: programs run or load as configuration what is there")
+        }
+    }
+}
+
+/// The places this process's environment names (the server's: the user's own).
+pub fn env_places() -> Vec<EnvPlace> {
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute());
+    places_of(std::env::vars_os(), home.as_deref())
+}
+
+/// The places `vars` name, a leading `~` of each expanded with `home` as bash does.
+fn places_of(vars: impl Iterator<Item = (OsString, OsString)>, home: Option<&Path>) -> Vec<EnvPlace> {
+    let mut places = Vec::new();
+    for (name, value) in vars {
+        let var = name.to_string_lossy().into_owned();
+        let upper = var.to_ascii_uppercase();
+        let (pieces, search) = if SEARCH_PATHS.contains(&upper.as_str()) {
+            (std::env::split_paths(&value).collect(), true)
+        } else if LUA_PATHS.contains(&upper.as_str()) {
+            (lua_dirs(&value), true)
+        } else if DATA_VARS.contains(&upper.as_str()) || !super::env::dotenv_dangerous(&var) {
+            continue;
+        } else {
+            (words(&value), false)
+        };
+        for piece in pieces {
+            let piece = match (piece.strip_prefix("~"), home) {
+                (Ok(rest), Some(home)) => home.join(rest),
+                _ => piece,
+            };
+            if !piece.is_absolute() || piece.parent().is_none() {
+                continue;
+            }
+            let folded = crate::paths::normalize(&piece);
+            if let Some(real) = real_as_far_as_it_exists(&folded)
+                && real != folded
+            {
+                places.push(EnvPlace { path: real, var: var.clone(), search });
+            }
+            places.push(EnvPlace { path: folded, var: var.clone(), search });
+        }
+    }
+    places.sort();
+    places.dedup();
+    places
+}
+
+/// Lua's templates' directories.
+fn lua_dirs(value: &OsStr) -> Vec<PathBuf> {
+    value
+        .to_string_lossy()
+        .split(';')
+        .filter_map(|template| template.split('?').next().map(|dir| PathBuf::from(dir.trim_end_matches('/'))))
+        .collect()
+}
+
+/// Every path a value could give: itself whole (a path may hold spaces), its list entries,
+/// and its words (`--require /x/hook.js`, `--config=/x/c.toml`), quotes dropped.
+fn words(value: &OsStr) -> Vec<PathBuf> {
+    let text = value.to_string_lossy();
+    let separator = |c: char| c == ';' || c == '=' || c == ',' || c.is_whitespace() || (cfg!(unix) && c == ':');
+    let mut pieces: Vec<PathBuf> = vec![PathBuf::from(value)];
+    pieces.extend(std::env::split_paths(value));
+    pieces.extend(
+        text.split(separator)
+            .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
+            .filter(|word| !word.is_empty())
+            .map(PathBuf::from),
+    );
+    pieces
+}
+
+/// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
+/// a directory not made yet would be.
+pub(crate) fn real_as_far_as_it_exists(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    for ancestor in path.ancestors() {
+        if let Ok(real) = crate::fs::canonicalize(ancestor) {
+            return Some(rest.iter().rev().fold(real, |dir, name: &&OsStr| dir.join(name)));
+        }
+        rest.push(ancestor.file_name()?);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places(vars: &[(&str, &str)]) -> Vec<(String, String, bool)> {
+        let vars = vars.iter().map(|(n, v)| (OsString::from(n), OsString::from(v)));
+        places_of(vars, Some(Path::new("/nonexistent-home")))
+            .into_iter()
+            .map(|place| (place.path.display().to_string(), place.var, place.search))
+            .collect()
+    }
+
+    fn named(vars: &[(&str, &str)], path: &str) -> bool {
+        places(vars).iter().any(|(p, _, _)| p == path)
+    }
+
+    #[test]
+    fn search_paths_and_their_spellings() {
+        let found = places(&[("PATH", "/ws/t1/.:~/t3:relative:/ws/a/../t5")]);
+        assert!(found.contains(&("/ws/t1".into(), "PATH".into(), true)), "{found:?}");
+        assert!(found.contains(&("/nonexistent-home/t3".into(), "PATH".into(), true)), "{found:?}");
+        assert!(found.contains(&("/ws/t5".into(), "PATH".into(), true)), "{found:?}");
+        assert!(!found.iter().any(|(p, _, _)| p.contains("relative")));
+        assert!(named(&[("LUA_PATH", "/ws/lua/?.lua;;")], "/ws/lua"));
+    }
+
+    #[test]
+    fn variables_that_place_config_name_places_whatever_their_name() {
+        for (var, value, path) in [
+            ("XDG_CONFIG_HOME", "/ws/xc", "/ws/xc"),
+            ("CARGO_HOME", "/ws/.cargo-home", "/ws/.cargo-home"),
+            ("GIT_TEMPLATE_DIR", "/ws/gtd", "/ws/gtd"),
+            ("GIT_CONFIG_GLOBAL", "/ws/gcg", "/ws/gcg"),
+            ("PYTHONSTARTUP", "/ws/startup.py", "/ws/startup.py"),
+            ("BASH_ENV", "/ws/env.sh", "/ws/env.sh"),
+            ("ENV", "/ws/env.sh", "/ws/env.sh"),
+            ("NVM_DIR", "/ws/nvm", "/ws/nvm"),
+            ("INPUTRC", "/ws/inputrc", "/ws/inputrc"),
+            ("NPM_CONFIG_USERCONFIG", "/ws/npmrc", "/ws/npmrc"),
+            ("NODE_OPTIONS", "--require /ws/hook.js --max-old-space-size=4096", "/ws/hook.js"),
+            ("JAVA_TOOL_OPTIONS", "-javaagent:/ws/agent.jar", "/ws/agent.jar"),
+            ("MYVIMRC", "/ws/my configs/vimrc", "/ws/my configs/vimrc"),
+        ] {
+            assert!(named(&[(var, value)], path), "{var}={value} names {path}: {:?}", places(&[(var, value)]));
+        }
+    }
+
+    #[test]
+    fn data_and_settings_name_nothing() {
+        for (var, value) in [
+            ("CARGO_TARGET_DIR", "/ws/target"),
+            ("TMPDIR", "/ws/tmp"),
+            ("PWD", "/ws/sub"),
+            ("INIT_CWD", "/ws/sub"),
+            ("DATABASE_URL", "postgres://u@h/db"),
+            ("LANG", "C.UTF-8"),
+        ] {
+            assert!(places(&[(var, value)]).is_empty(), "{var}={value}: {:?}", places(&[(var, value)]));
+        }
+        // `/` names everything and nothing.
+        assert!(places(&[("XDG_CONFIG_HOME", "/")]).is_empty());
+    }
+
+    #[test]
+    fn a_variable_naming_the_root_or_above_guards_nothing_in_it_but_a_search_path_does() {
+        let place = |path: &str, search| EnvPlace { path: PathBuf::from(path), var: "V".into(), search };
+        assert!(!place("/ws", false).guards(Path::new("/ws")));
+        assert!(!place("/", false).guards(Path::new("/ws")));
+        assert!(place("/ws/xc", false).guards(Path::new("/ws")));
+        assert!(place("/elsewhere", false).guards(Path::new("/ws")));
+        assert!(place("/ws", true).guards(Path::new("/ws")));
+    }
+}

@@ -1,0 +1,142 @@
+//! What the seventh adversarial review of security v3 left, each tried the way it was found:
+//! symlinks a command made that lead out of the roots into the user's configuration (written
+//! through later by `git format-patch`), variables of the user's environment that place
+//! configuration in a root, `.env` values that name files whatever the name, interpreters'
+//! startup files, and a shared state dir given to a stdio server.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+#[cfg(target_os = "linux")]
+use serde_json::json;
+
+#[cfg(target_os = "linux")]
+use super::common::Client;
+use super::common::{BIN, Workspace};
+
+/// R5: `ln -s ~/.bashrc 0001-Fix-typo.patch` was applied; the user's `git format-patch -1`
+/// then wrote the mail, with a line the agent chose, into `~/.bashrc`. A link a command makes
+/// that leads into what is code-bearing (out of the roots or into a git dir) is refused; one to
+/// a program (a venv's interpreter) or to plain data passes.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_command_cannot_link_into_what_is_code_bearing() {
+    let ws = Workspace::new();
+    let home = ws.outside.join("home");
+    std::fs::create_dir_all(home.join(".config/fish")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    let python = home.join(".local/share/uv/python/bin/python3.12");
+    std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+    std::fs::write(&python, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(ws.root.join(".git/hooks")).unwrap();
+    std::fs::write(ws.root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    let bashrc = home.join(".bashrc");
+    let fish = home.join(".config/fish/config.fish");
+    for (link, target) in [
+        ("0001-Fix-typo.patch", bashrc.to_str().unwrap()),
+        ("out.txt", fish.to_str().unwrap()),
+        ("hook.patch", ".git/hooks/pre-commit"),
+    ] {
+        let reply = client.run(&format!("ln -s '{target}' '{link}'")).await;
+        assert!(reply.text.contains("a symlink to"), "{link} -> {target}: {}", reply.text);
+        assert!(std::fs::symlink_metadata(ws.root.join(link)).is_err(), "{link} was applied");
+    }
+    let reply = client.run(&format!("mkdir -p .venv/bin && ln -s '{}' .venv/bin/python", python.display())).await;
+    assert!(!reply.text.contains("not applied"), "{}", reply.text);
+    assert!(std::fs::symlink_metadata(ws.root.join(".venv/bin/python")).is_ok());
+    // Plain data in the temp dir (beyond the user's own files, a root server could write
+    // anything: that is refused).
+    let notes = std::env::temp_dir().join("notes.md");
+    let reply = client.run(&format!("ln -s '{}' notes-link.md", notes.display())).await;
+    assert!(!reply.text.contains("not applied"), "{}", reply.text);
+    assert!(std::fs::symlink_metadata(ws.root.join("notes-link.md")).is_ok(), "{}", reply.text);
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# rc\n");
+    client.close().await;
+}
+
+/// R7: with the user's `XDG_CONFIG_HOME`, `GIT_CONFIG_GLOBAL`, `CARGO_HOME`, `BASH_ENV` or
+/// `NODE_OPTIONS` naming a place in a root, what lies there was written unasked (git's global
+/// config, fish's, cargo's, a file every bash runs, a module every node loads). Each variable
+/// named like configuration protects what it names, by a file operation and by a command;
+/// one naming the root itself (`CLAUDE_PROJECT_DIR`) protects nothing.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn variables_that_place_configuration_in_a_root_protect_it() {
+    let ws = Workspace::new();
+    let root = ws.root.display().to_string();
+    let env = [
+        ("XDG_DATA_HOME", format!("{root}/xd")),
+        ("GIT_CONFIG_GLOBAL", format!("{root}/gcg")),
+        ("CARGO_HOME", format!("{root}/ch")),
+        ("BASH_ENV", format!("{root}/benv.sh")),
+        ("NODE_OPTIONS", format!("--require {root}/hook.js")),
+        ("CLAUDE_PROJECT_DIR", root.clone()),
+        ("CARGO_TARGET_DIR", format!("{root}/target")),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    for planted in ["xd/applications/x.desktop", "gcg", "ch/config.toml", "benv.sh", "hook.js"] {
+        let reply = client.file(json!({"operation": "create_file", "path": planted, "content": "x\n"})).await;
+        assert!(reply.is_error && reply.text.contains("protected"), "{planted}: {}", reply.text);
+        let reply = client.run(&format!("mkdir -p \"$(dirname {planted})\" && echo x > {planted}")).await;
+        assert!(reply.text.contains("your environment's"), "{planted}: {}", reply.text);
+        assert!(!ws.root.join(planted).exists(), "{planted} was written");
+    }
+    // The root itself and build output stay writable.
+    let made =
+        client.file(json!({"operation": "create_file", "path": "src/app.rs", "content": "fn main() {}\n"})).await;
+    assert!(!made.is_error, "{}", made.text);
+    let built = client.run("mkdir -p target/debug && echo bin > target/debug/app").await;
+    assert!(!built.text.contains("not applied"), "{}", built.text);
+    assert!(ws.root.join("target/debug/app").exists());
+    client.close().await;
+}
+
+/// R7: a `.env` setting `VK_ICD_FILENAMES`, `M4` or `PYENV_ROOT` to a file the agent wrote
+/// passed (the names were on no list). A value that names a file or directory is refused
+/// whatever the name; URLs and plain settings pass. `.octaverc` (run by Octave at start in
+/// the directory) was not protected.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn dotenv_paths_whatever_the_name_and_startup_files() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    for line in ["VK_ICD_FILENAMES=./icd.json", "M4=./m4", "PYENV_ROOT=~/.pyenv", "ZSH_CUSTOM=/tmp/zc"] {
+        let reply = client.run(&format!("printf '%s\\n' '{line}' > dev.env")).await;
+        assert!(reply.text.contains("names a file"), "{line}: {}", reply.text);
+        assert!(!ws.root.join("dev.env").exists(), "{line} reached the tree: {}", reply.text);
+    }
+    let reply = client.run("printf 'DATABASE_URL=postgres://u@h:5432/db\\nPORT=3000\\n' > dev.env").await;
+    assert!(!reply.text.contains("not applied"), "{}", reply.text);
+    assert!(ws.root.join("dev.env").exists());
+    let reply =
+        client.file(json!({"operation": "create_file", "path": "sub/.octaverc", "content": "system('id');\n"})).await;
+    assert!(reply.is_error, "{}", reply.text);
+    let reply = client.run("mkdir -p sub && echo \"system('id');\" > sub/.octaverc").await;
+    assert!(reply.text.contains("not applied"), "{}", reply.text);
+    assert!(!ws.root.join("sub/.octaverc").exists());
+    client.close().await;
+}
+
+/// R7: a stdio server given a state dir under a directory anyone may write answered its calls
+/// with "internal error … this is a bug"; it refuses to start, saying what to do.
+#[test]
+fn a_stdio_server_refuses_a_shared_state_dir() {
+    let ws = Workspace::new();
+    let shared = ws.outside.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let state = shared.join("state");
+    let output = Command::new(BIN)
+        .args(["serve", "--root", ws.root.to_str().unwrap(), "--state-dir", state.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("writable by other users"), "{stderr}");
+    assert!(stderr.contains("--state-dir"), "{stderr}");
+    assert!(!state.exists(), "nothing was made there");
+}
