@@ -40,7 +40,11 @@ async fn a_command_cannot_link_into_what_is_code_bearing() {
         ("hook.patch", ".git/hooks/pre-commit"),
     ] {
         let reply = client.run(&format!("ln -s '{target}' '{link}'")).await;
-        assert!(reply.text.contains("a symlink to"), "{link} -> {target}: {}", reply.text);
+        assert!(
+            reply.text.contains("a symlink a program you run later writes through"),
+            "{link} -> {target}: {}",
+            reply.text
+        );
         assert!(std::fs::symlink_metadata(ws.root.join(link)).is_err(), "{link} was applied");
     }
     let reply = client.run(&format!("mkdir -p .venv/bin && ln -s '{}' .venv/bin/python", python.display())).await;
@@ -105,7 +109,7 @@ async fn dotenv_paths_whatever_the_name_and_startup_files() {
     let client = Client::start(&ws, &[]).await;
     for line in ["VK_ICD_FILENAMES=./icd.json", "M4=./m4", "PYENV_ROOT=~/.pyenv", "ZSH_CUSTOM=/tmp/zc"] {
         let reply = client.run(&format!("printf '%s\\n' '{line}' > dev.env")).await;
-        assert!(reply.text.contains("names a file"), "{line}: {}", reply.text);
+        assert!(reply.text.contains("not applied") && reply.text.contains("dev.env"), "{line}: {}", reply.text);
         assert!(!ws.root.join("dev.env").exists(), "{line} reached the tree: {}", reply.text);
     }
     let reply = client.run("printf 'DATABASE_URL=postgres://u@h:5432/db\\nPORT=3000\\n' > dev.env").await;
@@ -139,4 +143,81 @@ fn a_stdio_server_refuses_a_shared_state_dir() {
     assert!(!output.status.success() && stderr.contains("writable by other users"), "{stderr}");
     assert!(stderr.contains("--state-dir"), "{stderr}");
     assert!(!state.exists(), "nothing was made there");
+}
+
+/// Eighth review, F1–F4: a link's `..` was folded before the symlinks it follows
+/// (`d -> x/y`, then `d/../../../home/.vim/plugin/x.vim`); a link through a directory made
+/// later (`u2`, then `u2 -> $HOME`); `rename_file` of a directory moving a relative link one
+/// level up; a link to another root's hook passed as "an existing program".
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn links_are_judged_where_the_kernel_takes_them() {
+    let ws = Workspace::new();
+    let home = ws.outside.join("home");
+    std::fs::create_dir_all(home.join(".vim/plugin")).unwrap();
+    let other = ws.outside.join("ws2");
+    std::fs::create_dir_all(other.join(".git/hooks")).unwrap();
+    std::fs::write(other.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let hook = other.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(ws.root.join("x/y")).unwrap();
+    let env = [("HOME", home.to_str().unwrap())];
+    let roots = ["--root", other.to_str().unwrap()];
+    let client = Client::start_with_env(&ws, &roots, &env).await;
+    // The root is `<base>/ws`, the home `<base>/outside/home`.
+    for (line, link) in [
+        (
+            "ln -s x/y d && ln -s d/../../../outside/home/.vim/plugin/fix.vim 0001-Fix.patch".to_string(),
+            "0001-Fix.patch",
+        ),
+        ("ln -s u2/.vim/plugin/later.vim 0002-Later.patch".to_string(), "0002-Later.patch"),
+        (format!("ln -s '{}' 0003-Hook.patch", hook.display()), "0003-Hook.patch"),
+        (format!("ln -s '{}' u3", home.display()), "u3"),
+    ] {
+        let reply = client.run(&line).await;
+        assert!(reply.text.contains("not applied") && reply.text.contains(link), "{line}: {}", reply.text);
+        assert!(std::fs::symlink_metadata(ws.root.join(link)).is_err(), "{link} was applied: {}", reply.text);
+        if link == "0001-Fix.patch" {
+            assert!(reply.text.contains("outside/home/.vim/plugin/fix.vim"), "{}", reply.text);
+        }
+    }
+    // A directory holding a link that is harmless where it is, moved so that it is not.
+    std::fs::create_dir_all(ws.root.join("p/q/r/a")).unwrap();
+    let target = "../../outside/home/.vim/plugin/moved.vim";
+    std::os::unix::fs::symlink(target, ws.root.join("p/q/r/a/0004.patch")).unwrap();
+    let moved = client.file(json!({"operation": "rename_file", "path": "p/q/r/a", "destination": "a"})).await;
+    assert!(moved.is_error && moved.text.contains("protected path"), "{}", moved.text);
+    assert!(ws.root.join("p/q/r/a/0004.patch").symlink_metadata().is_ok());
+    client.close().await;
+}
+
+/// Eighth review, F5, F6, F8: spellings of the environment the splitter missed (`||/x %s`,
+/// `$HOME/x`, `-I/x`, `@/x`), `.env` values `~+` and `${PWD}`, `GNUMAKEFLAGS`, and startup
+/// files' other names (`_vimrc`, `irb.rc`).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn environment_spellings_dotenv_variables_and_other_names() {
+    let ws = Workspace::new();
+    let root = ws.root.display().to_string();
+    let env = [
+        ("LESSOPEN", format!("||{root}/lesspipe.sh %s")),
+        ("BASH_ENV", "$TOOLBELT_TEST_PLACE/benv.sh".to_string()),
+        ("TOOLBELT_TEST_PLACE", root.clone()),
+        ("PERL5OPT", format!("-I{root}/perl")),
+        ("LUA_INIT", format!("@{root}/init.lua")),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    for planted in ["lesspipe.sh", "benv.sh", "perl/evil.pm", "init.lua", "_vimrc", "irb.rc"] {
+        let reply = client.file(json!({"operation": "create_file", "path": planted, "content": "x\n"})).await;
+        assert!(reply.is_error, "{planted}: {}", reply.text);
+        assert!(!ws.root.join(planted).exists(), "{planted} was written");
+    }
+    for line in ["PROJECT_ROOT=~+", "WHERE=${PWD}", "GNUMAKEFLAGS=--eval=x"] {
+        let reply = client.run(&format!("printf '%s\\n' '{line}' > dev.env")).await;
+        assert!(reply.text.contains("not applied"), "{line}: {}", reply.text);
+        assert!(!ws.root.join("dev.env").exists(), "{line} reached the tree");
+    }
+    client.close().await;
 }

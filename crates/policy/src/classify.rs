@@ -182,10 +182,36 @@ fn moved_tree(subjects: &[Subject], caller: &Caller<'_>) -> Vec<Subject> {
     let Some(tree) = toolbelt_mcp_sandbox::fs::tree_beneath(from, MOVED_TREE_MAX) else {
         return vec![Subject::Write(to.clone(), Location::Protected)];
     };
-    tree.iter()
+    let mut found: Vec<Subject> = tree
+        .iter()
         .map(|rel| to.join(rel))
         .filter_map(|path| protection(&path, caller).map(|(location, _)| Subject::Write(path, location)))
-        .collect()
+        .collect();
+    // A symlink moved with it leads somewhere else from its new place (`../x` one level up).
+    let links = std::iter::once(PathBuf::new()).chain(tree).filter_map(|rel| {
+        let target = toolbelt_mcp_sandbox::fs::read_link(&from.join(&rel)).ok()?;
+        let at = if rel.as_os_str().is_empty() { to.clone() } else { to.join(&rel) };
+        moved_link_leads_badly(&at, &target, caller).then_some(Subject::Write(at, Location::Protected))
+    });
+    found.extend(links);
+    found
+}
+
+/// Whether a symlink pointing at `target`, moved to `at` (absolute), would lead into what is
+/// code-bearing (judged as a command's new link is: `sandbox::stage::links`).
+fn moved_link_leads_badly(at: &Path, target: &Path, caller: &Caller<'_>) -> bool {
+    use toolbelt_mcp_sandbox::stage::links::{Site, refusal};
+    let Some(root) = caller.roots.list().iter().filter(|root| at.starts_with(root)).max_by_key(|r| r.as_os_str().len())
+    else {
+        return true;
+    };
+    let Ok(dir) = toolbelt_mcp_sandbox::handle::DirHandle::open(root) else { return true };
+    let view = toolbelt_mcp_sandbox::protected::view::Real::new(dir);
+    let by_name = |path: &Path| protection(path, caller).map(|(_, why)| why.to_string());
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let site = Site { root, view: &view, home: home.as_deref(), by_name: &by_name };
+    let Ok(rel) = at.strip_prefix(root) else { return true };
+    refusal(&site, rel, target, false).is_some()
 }
 
 /// A grant key naming a file by the path a line gave (`./build.sh`, `bash deploy.sh`), bound to

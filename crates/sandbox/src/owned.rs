@@ -37,6 +37,19 @@ pub fn others_control(path: &Path, secret: bool) -> Option<String> {
     let mut above = path.parent();
     while let Some(dir) = above.filter(|dir| !dir.as_os_str().is_empty()) {
         above = dir.parent();
+        // A symlink on the way that another user owns: they can point it elsewhere (in a
+        // sticky directory such as /tmp, only they can).
+        if let Ok(link) = std::fs::symlink_metadata(dir)
+            && link.file_type().is_symlink()
+            && link.uid() != uid
+            && link.uid() != 0
+        {
+            return Some(format!(
+                "`{}` above it is a symbolic link of uid {}, who could point it elsewhere",
+                dir.display(),
+                link.uid()
+            ));
+        }
         let Ok(meta) = std::fs::metadata(dir) else { continue };
         let mode = meta.mode();
         let sticky = mode & 0o1000 != 0;

@@ -121,6 +121,16 @@ const DOTENV_SUFFIXES: &[&str] = &[
     // `FLASK_APP`, `PYTEST_ADDOPTS`, `MPLBACKEND`, `TEXINPUTS`, `TMUX_TMPDIR`).
     "DIR",
     "RC",
+    // Compiler and make flags (`CFLAGS=-B/x` picks the programs gcc runs, `GNUMAKEFLAGS` may
+    // `--eval` an include), a tool's root or library dir (`PYENV_ROOT`, `ANSIBLE_LIBRARY`),
+    // file lists that load code (`VK_ICD_FILENAMES`), plugin dirs (`ZSH_CUSTOM`), a working
+    // directory a tool reads its code from (`VAGRANT_CWD`).
+    "FLAGS",
+    "_ROOT",
+    "_FILENAMES",
+    "_LIBRARY",
+    "_CUSTOM",
+    "_CWD",
     "_MODULE",
     "_MODULES",
     "_APP",
@@ -255,6 +265,8 @@ const DOTENV_PREFIXES: &[&str] = &[
 ];
 /// Whole names of that kind the endings and beginnings miss.
 const DOTENV_NAMES: &[&str] = &[
+    "PREFIX",
+    "WINEPREFIX",
     "SHELL",
     "TERMINAL",
     "BROWSER",
@@ -403,7 +415,8 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
 }
 
 /// The first piece of a `.env` value (one plain word or quoted string) that names a file or
-/// directory: one starting `./`, `../` or `~/`, `.`, `..` or `~`, or an absolute path whose first
+/// directory: one starting `./`, `../` or `~` (`~+`, `~user`), `.` or `..`, a variable
+/// naming one (`$PWD`, `${HOME}/x`, `$X/y`), or an absolute path whose first
 /// directory exists here (a key that happens to start with `/` names none). A URL (`scheme://`)
 /// names a host, not a path, unless it is a `file:` one; lists (`:`, `;`, `,`) and options
 /// (`--x=/y`) are looked into.
@@ -421,15 +434,24 @@ fn named_path(value: &str) -> Option<String> {
         return None;
     }
     body.split(|c: char| ":;,=".contains(c) || c.is_whitespace()).find_map(|piece| {
-        let relative =
-            ["./", "../", "~/"].iter().any(|start| piece.starts_with(start)) || [".", "..", "~"].contains(&piece);
+        let relative = ["./", "../", "~"].iter().any(|start| piece.starts_with(start)) || [".", ".."].contains(&piece);
+        // `$PWD`, `${HOME}/x`, `$X/y`: a variable a loader or the shell expands into a path.
+        let variable = piece.strip_prefix('$').is_some_and(|rest| {
+            let rest = rest.strip_prefix('{').unwrap_or(rest);
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let after = rest[name.len()..].trim_start_matches('}');
+            !name.is_empty()
+                && (after.starts_with('/')
+                    || ["PWD", "OLDPWD", "HOME"].contains(&name.as_str())
+                    || std::env::var_os(&name).is_some_and(|value| std::path::Path::new(&value).is_absolute()))
+        });
         let top = piece.trim_start_matches('/');
         let absolute = piece.starts_with('/')
             && top
                 .split('/')
                 .next()
                 .is_some_and(|first| !first.is_empty() && crate::fs::is_dir(&std::path::Path::new("/").join(first)));
-        (relative || absolute).then(|| piece.to_string())
+        (relative || absolute || variable).then(|| piece.to_string())
     })
 }
 
@@ -501,16 +523,19 @@ mod tests {
     #[test]
     fn a_value_naming_a_path_is_refused_whatever_the_name() {
         for text in [
-            "VK_ICD_FILENAMES=/tmp/evil.json\n",
-            "__EGL_VENDOR_LIBRARY_FILENAMES=./evil.json\n",
+            "ICD=/tmp/evil.json\n",
+            "EGL_VENDOR=./evil.json\n",
             "M4=./m4\n",
-            "ZSH_CUSTOM=~/x\n",
+            "ZSH_STUFF=~/x\n",
             "PGSSLROOTCERT=\"/tmp/ca.pem\"\n",
-            "VAGRANT_CWD='../elsewhere'\n",
+            "VAGRANT_PLACE='../elsewhere'\n",
             "GHC_ENVIRONMENT=.\n",
             "SOMETHING=a:/tmp/x\n",
             "X=file:///tmp/evil\n",
             "OPTS_LIKE=--load=/tmp/x\n",
+            "PROJECT_ROOT_DIRECTORY=~+\n",
+            "WHERE=${PWD}\n",
+            "INCLUDE=$SOMEWHERE/mk/common.mk\n",
         ] {
             assert!(judge_dotenv(text.as_bytes()).is_some_and(|why| why.contains("names a file")), "{text}");
         }
@@ -519,7 +544,6 @@ mod tests {
             "REDIS_URL=redis://localhost:6379/0\n",
             "SECRET=/Yx9Qz+abc/def==\n",
             "TZ=Europe/Berlin\n",
-            "TITLE=~draft\n",
             "GREETING='costs $5, see docs'\n",
         ] {
             assert_eq!(judge_dotenv(text.as_bytes()), None, "{text}");
@@ -538,7 +562,7 @@ mod tests {
     fn only_what_every_loader_reads_alike_passes() {
         for text in [
             &b"PORT=3000\nDATABASE_URL=postgres://u@h/db # main\n"[..],
-            b"export A='a b c'\nB=\"x $HOME y\"\nC=${HOME}/x\nD=\n# c\n\n",
+            b"export A='a b c'\nB=\"x $USER y\"\nC=${USER}x\nD=\n# c\n\n",
             b"NAME: value\n",
         ] {
             assert_eq!(judge_dotenv(text), None, "{}", String::from_utf8_lossy(text));

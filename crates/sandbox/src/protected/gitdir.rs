@@ -39,6 +39,8 @@ pub trait View {
     fn read(&self, rel: &Path, cap: u64) -> Option<Vec<u8>>;
     /// The names in the directory at `rel`.
     fn entries(&self, rel: &Path) -> Vec<(std::ffi::OsString, Kind)>;
+    /// The target of the symlink at `rel`, as written in it.
+    fn link(&self, rel: &Path) -> Option<PathBuf>;
 }
 
 /// One change under a root: what is at `path` now (`None`: deleted).

@@ -45,6 +45,7 @@ const DATA_VARS: &[&str] = &[
     "CARGO_MANIFEST_PATH",
     "GIT_WORK_TREE",
     "GIT_CEILING_DIRECTORIES",
+    "INIT_CWD",
 ];
 
 /// A place the environment names.
@@ -87,18 +88,21 @@ pub fn env_places() -> Vec<EnvPlace> {
 
 /// The places `vars` name, a leading `~` of each expanded with `home` as bash does.
 fn places_of(vars: impl Iterator<Item = (OsString, OsString)>, home: Option<&Path>) -> Vec<EnvPlace> {
+    let vars: Vec<(OsString, OsString)> = vars.collect();
+    let lookup = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_string_lossy().into_owned());
     let mut places = Vec::new();
-    for (name, value) in vars {
+    for (name, value) in &vars {
         let var = name.to_string_lossy().into_owned();
         let upper = var.to_ascii_uppercase();
         let (pieces, search) = if SEARCH_PATHS.contains(&upper.as_str()) {
-            (std::env::split_paths(&value).collect(), true)
+            // The loader splits `LD_LIBRARY_PATH` on `;` as well as `:`.
+            (std::env::split_paths(value).flat_map(|dir| split_semicolons(&dir)).collect(), true)
         } else if LUA_PATHS.contains(&upper.as_str()) {
-            (lua_dirs(&value), true)
+            (lua_dirs(value), true)
         } else if DATA_VARS.contains(&upper.as_str()) || !super::env::dotenv_dangerous(&var) {
             continue;
         } else {
-            (words(&value), false)
+            (words(value, &lookup), false)
         };
         for piece in pieces {
             let piece = match (piece.strip_prefix("~"), home) {
@@ -122,6 +126,11 @@ fn places_of(vars: impl Iterator<Item = (OsString, OsString)>, home: Option<&Pat
     places
 }
 
+/// `dir` split at each `;` (empty parts dropped).
+fn split_semicolons(dir: &Path) -> Vec<PathBuf> {
+    dir.to_string_lossy().split(';').filter(|part| !part.is_empty()).map(PathBuf::from).collect()
+}
+
 /// Lua's templates' directories.
 fn lua_dirs(value: &OsStr) -> Vec<PathBuf> {
     value
@@ -131,20 +140,47 @@ fn lua_dirs(value: &OsStr) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every path a value could give: itself whole (a path may hold spaces), its list entries,
-/// and its words (`--require /x/hook.js`, `--config=/x/c.toml`), quotes dropped.
-fn words(value: &OsStr) -> Vec<PathBuf> {
-    let text = value.to_string_lossy();
-    let separator = |c: char| c == ';' || c == '=' || c == ',' || c.is_whitespace() || (cfg!(unix) && c == ':');
-    let mut pieces: Vec<PathBuf> = vec![PathBuf::from(value)];
-    pieces.extend(std::env::split_paths(value));
-    pieces.extend(
-        text.split(separator)
-            .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
-            .filter(|word| !word.is_empty())
-            .map(PathBuf::from),
-    );
+/// Every path a value could give, its variables expanded (`$HOME/x`, `${HOME}/x`) as the
+/// shell that reads it does: itself whole (a path may hold spaces), its list entries, its
+/// words (`--require /x/hook.js`, `--config=/x/c.toml`, `||/x/lesspipe %s`, `@/x/init.lua`),
+/// and each word from its first `/` on (`-I/x`, `-P/x/pager`).
+fn words(value: &OsStr, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let text = expand(&value.to_string_lossy(), lookup);
+    let separator = |c: char| ";=,|<>@()\"'`".contains(c) || c.is_whitespace() || (cfg!(unix) && c == ':');
+    let mut pieces: Vec<PathBuf> = vec![PathBuf::from(&text)];
+    pieces.extend(std::env::split_paths(&text));
+    for word in text.split(separator).filter(|word| !word.is_empty()) {
+        pieces.push(PathBuf::from(word));
+        if let Some(at) = word.find('/').filter(|at| *at > 0) {
+            pieces.push(PathBuf::from(&word[at..]));
+        }
+    }
     pieces
+}
+
+/// `text` with `$NAME` and `${NAME}` replaced by their values (an unknown one by nothing).
+fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (braced, inner) = match after.strip_prefix('{') {
+            Some(inner) => (true, inner),
+            None => (false, after),
+        };
+        let name: String = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let closed = !braced || inner[name.len()..].starts_with('}');
+        if name.is_empty() || !closed {
+            out.push('$');
+            rest = after;
+            continue;
+        }
+        out.push_str(&lookup(&name).unwrap_or_default());
+        rest = &inner[name.len() + usize::from(braced)..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
@@ -202,9 +238,26 @@ mod tests {
             ("NODE_OPTIONS", "--require /ws/hook.js --max-old-space-size=4096", "/ws/hook.js"),
             ("JAVA_TOOL_OPTIONS", "-javaagent:/ws/agent.jar", "/ws/agent.jar"),
             ("MYVIMRC", "/ws/my configs/vimrc", "/ws/my configs/vimrc"),
+            ("LESSOPEN", "||/ws/lesspipe.sh %s", "/ws/lesspipe.sh"),
+            ("PERL5OPT", "-I/ws/lib -Mstrict", "/ws/lib"),
+            ("LUA_INIT", "@/ws/init.lua", "/ws/init.lua"),
+            ("MANOPT", "-P/ws/pager", "/ws/pager"),
+            ("EXINIT", "source /ws/exrc|", "/ws/exrc"),
+            ("PYENV_ROOT", "/ws/pyenv", "/ws/pyenv"),
+            ("VK_ICD_FILENAMES", "/ws/icd.json", "/ws/icd.json"),
+            ("ZSH_CUSTOM", "/ws/zc", "/ws/zc"),
+            ("CFLAGS", "-O2 -B/ws/bin", "/ws/bin"),
         ] {
             assert!(named(&[(var, value)], path), "{var}={value} names {path}: {:?}", places(&[(var, value)]));
         }
+    }
+
+    #[test]
+    fn variables_in_a_value_are_expanded_as_the_shell_does() {
+        let vars = [("HOME", "/ws/home"), ("BASH_ENV", "$HOME/.benv"), ("ENV", "${HOME}/.shenv")];
+        assert!(named(&vars, "/ws/home/.benv"), "{:?}", places(&vars));
+        assert!(named(&vars, "/ws/home/.shenv"), "{:?}", places(&vars));
+        assert!(named(&[("LD_LIBRARY_PATH", "/ws/lib;")], "/ws/lib"));
     }
 
     #[test]

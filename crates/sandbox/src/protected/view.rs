@@ -85,4 +85,9 @@ impl View for Real {
     fn entries(&self, rel: &Path) -> Vec<(OsString, Kind)> {
         entries_at(&self.dir, rel)
     }
+
+    fn link(&self, rel: &Path) -> Option<std::path::PathBuf> {
+        let (parent, name) = parent_and_name(&self.dir, rel)?;
+        parent.read_link(name).ok()
+    }
 }

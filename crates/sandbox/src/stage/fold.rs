@@ -299,10 +299,16 @@ impl Fold<'_> {
                         })
                     })
                     .or_else(|| {
-                        let (dir, name) = crate::protected::view::parent_and_name(&self.upper, &change.path)?;
-                        let target = dir.read_link(name).ok()?;
+                        let target = merged.link(&change.path)?;
                         let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
-                        super::links::refusal(self.root, &absolute, &target, rules.home.as_deref(), by_name)
+                        let site = super::links::Site {
+                            root: self.root,
+                            view: &merged,
+                            home: rules.home.as_deref(),
+                            by_name: &by_name,
+                        };
+                        let replaced_dir = self.real.kind(&change.path) == Some(Kind::Dir);
+                        super::links::refusal(&site, &change.path, &target, replaced_dir)
                     }),
                 None => rules
                     .own

@@ -171,4 +171,16 @@ impl View for Merged<'_> {
             Source::Upper(_) => Vec::new(),
         }
     }
+
+    fn link(&self, rel: &Path) -> Option<std::path::PathBuf> {
+        match self.source(rel) {
+            Source::Gone => None,
+            Source::Upper(Kind::Link) => {
+                let (parent, name) = crate::protected::view::parent_and_name(self.upper, rel)?;
+                parent.read_link(name).ok()
+            }
+            Source::Upper(_) => None,
+            Source::Lower => self.lower.link(rel),
+        }
+    }
 }
