@@ -123,4 +123,23 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
         assert_eq!(others_control(&open.join("state"), false), None, "a sticky dir such as /tmp");
     }
+
+    /// A state dir reached through a symlink another user owns (in a sticky dir such as
+    /// /tmp): they point it elsewhere whenever they like. Only root can give a link to
+    /// another user, so run unprivileged this checks that one's own link passes.
+    #[test]
+    fn a_symlink_above_that_another_user_owns_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(others_control(&link.join("state"), false), None, "one's own link");
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+            let why = others_control(&link.join("state"), false).unwrap();
+            assert!(why.contains("symbolic link of uid 65534"), "{why}");
+        }
+    }
 }
