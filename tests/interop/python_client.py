@@ -139,10 +139,15 @@ def walk_keys(node: Any, path: str = "$"):
             yield from walk_keys(v, f"{path}[{i}]")
 
 
+def whole(args: dict) -> dict:
+    """The whole record (`details: true`) unless the check asks for the lean view."""
+    return args if "details" in args else {**args, "details": True}
+
+
 async def call(session: ClientSession, args: dict) -> Any:
     # SDK 1.x takes a timedelta, 2.x takes seconds.
     timeout = timedelta(seconds=CALL_TIMEOUT_S) if SDK_MAJOR < 2 else CALL_TIMEOUT_S
-    return await session.call_tool("file_operations", args, read_timeout_seconds=timeout)
+    return await session.call_tool("file_operations", whole(args), read_timeout_seconds=timeout)
 
 
 async def check_tools(session: ClientSession) -> None:
@@ -176,6 +181,14 @@ async def check_read_file(session: ClientSession, root: Path) -> None:
     lines = sc.get("lines") or []
     check("read_file window: structuredContent carries the same numbered lines (hosts show only it)",
           len(lines) == 5 and lines[0].startswith("10\t") and all(line in text for line in lines), f"{lines}")
+
+    # The lean view (the default): the text as one string, no hash or restated defaults.
+    res = await call(session, {"operation": "read_file", "path": "notes.txt", "offset": 10, "limit": 2,
+                               "details": False})
+    sc = structured(res)
+    check("read_file lean view: the numbered text, the position, nothing a program alone needs",
+          sc.get("text") == f"10\t{NOTES_LINES[9]}\n11\t{NOTES_LINES[10]}\n" and sc.get("next_offset") == 12
+          and not {"operation", "sha256", "lines", "truncated", "kind"} & sc.keys(), f"{sc}")
 
     res = await call(session, {"operation": "read_file", "path": "src/lib/util.rs"})
     sc = structured(res)
@@ -277,7 +290,7 @@ async def check_writes(session: ClientSession, root: Path) -> None:
 
 async def term(session: ClientSession, args: dict, progress=None) -> Any:
     timeout = timedelta(seconds=CALL_TIMEOUT_S) if SDK_MAJOR < 2 else CALL_TIMEOUT_S
-    return await session.call_tool("terminal_operations", args, read_timeout_seconds=timeout,
+    return await session.call_tool("terminal_operations", whole(args), read_timeout_seconds=timeout,
                                    progress_callback=progress)
 
 
@@ -327,7 +340,7 @@ async def check_terminal(session: ClientSession, root: Path) -> None:
 
 async def call_tool(session: ClientSession, tool: str, args: dict) -> Any:
     timeout = timedelta(seconds=CALL_TIMEOUT_S) if SDK_MAJOR < 2 else CALL_TIMEOUT_S
-    return await session.call_tool(tool, args, read_timeout_seconds=timeout)
+    return await session.call_tool(tool, whole(args), read_timeout_seconds=timeout)
 
 
 def resource_texts(read: Any) -> dict[str, str]:

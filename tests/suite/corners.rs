@@ -270,8 +270,9 @@ async fn serves_over_the_unix_sockets_node_hosts_give_it_from_its_own_thread() {
             tokio::net::UnixStream::from_std(client_write).unwrap(),
         );
         let client = ().serve(transport).await.unwrap();
-        let read = CallToolRequestParams::new("file_operations")
-            .with_arguments(json!({"operation": "read_file", "path": "src/main.rs"}).as_object().unwrap().clone());
+        let read = CallToolRequestParams::new("file_operations").with_arguments(
+            json!({"operation": "read_file", "path": "src/main.rs", "details": true}).as_object().unwrap().clone(),
+        );
         for _ in 0..20 {
             let result = client.call_tool(read.clone()).await.unwrap();
             let structured = result.structured_content.unwrap();

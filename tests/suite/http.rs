@@ -203,7 +203,7 @@ pub(crate) async fn raw_session(url: &str) -> String {
 /// A `tools/call` of `terminal_operations` in a raw session: the status and the answer.
 async fn raw_call(url: &str, session: &str, fields: Value) -> (u16, String) {
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "terminal_operations", "arguments": op("run_command", fields)}});
+        "params": {"name": "terminal_operations", "arguments": super::common::with_details(&op("run_command", fields))}});
     let (status, text, _) = post(url, &body, &[("mcp-session-id", session)]).await;
     (status, text)
 }
@@ -565,7 +565,7 @@ fn run_request(command: &str) -> ClientRequest {
 
 /// `run_command` fields of a background `sleep 300` that prints its pid first.
 pub(crate) fn background_sleep() -> Value {
-    json!({"command": format!("echo {}; exec sleep 300", super::common::SELF_PID), "background": true})
+    json!({"command": format!("echo {}; exec sleep 300", super::common::SELF_PID), "background": true, "details": true})
 }
 
 /// The pid a [`background_sleep`] printed.

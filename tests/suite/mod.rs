@@ -20,6 +20,7 @@ mod integrity;
 #[cfg(target_os = "linux")]
 mod isolation;
 mod layers;
+mod lean;
 mod list_dir;
 mod llm;
 #[cfg(target_os = "macos")]

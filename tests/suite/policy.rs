@@ -102,7 +102,7 @@ pub(crate) async fn start<H: ClientHandler>(ws: &Workspace, config: &str, handle
 }
 
 pub(crate) async fn call<H: ClientHandler>(service: &RunningService<RoleClient, H>, tool: &str, args: Value) -> Reply {
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().unwrap().clone());
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(super::common::with_details(&args));
     unpack(service.call_tool(params).await.unwrap())
 }
 

@@ -125,7 +125,7 @@ async fn the_budget_follows_the_host_unless_set() {
         .unwrap();
         let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new(name, "1"));
         let service = info.serve(transport).await.unwrap();
-        let args = op("read_file", json!({"path": "data/big.txt"}));
+        let args = op("read_file", json!({"path": "data/big.txt", "details": true}));
         let params = CallToolRequestParams::new("file_operations").with_arguments(args.as_object().unwrap().clone());
         let reply = super::common::unpack(service.call_tool(params).await.unwrap());
         let structured = serde_json::to_string(&reply.structured).unwrap().len();
@@ -156,7 +156,15 @@ async fn structured_content_fits_the_output_schema() {
         op("grep_search", json!({"pattern": "fn"})),
         op("grep_search", json!({"pattern": "fn", "output": "files"})),
     ];
-    for call in calls {
+    // Both views: the whole record and the lean one.
+    let both = [true, false].into_iter().flat_map(|details| {
+        calls.iter().map(move |call| {
+            let mut call = call.clone();
+            call["details"] = json!(details);
+            call
+        })
+    });
+    for call in both {
         let reply = client.ok(call.clone()).await;
         let operation = call["operation"].as_str().unwrap();
         let own = granular.as_array().unwrap().iter().find(|tool| tool["name"] == operation).unwrap();
@@ -187,7 +195,7 @@ fn fits(result: &Value, schema: &Value, call: &Value, open: bool) {
         };
         assert!(fits, "{call}: `{key}` = {value} is not {kind}");
     }
-    for required in schema["required"].as_array().unwrap() {
+    for required in schema["required"].as_array().into_iter().flatten() {
         assert!(result.get(required.as_str().unwrap()).is_some(), "{call}: missing {required}");
     }
 }

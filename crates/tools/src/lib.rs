@@ -3,6 +3,7 @@
 //! annotations and dispatch are all derived from [`TOOLS`].
 
 pub mod file;
+mod lean;
 mod lenient;
 pub mod memory;
 mod output;
@@ -30,6 +31,7 @@ use toolbelt_mcp_policy::audit::{self, Verdict};
 use toolbelt_mcp_sandbox::write::Target;
 use toolbelt_mcp_sandbox::{Resolved, Roots};
 
+pub use lean::Lean;
 pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
 pub use spec::{ToolSpec, fields, generate, specs};
 pub use toolbelt_mcp_core::effect::{Effect, Notify, Severity};
@@ -173,6 +175,9 @@ pub trait Operation: Send + Sync + 'static {
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     /// Its structured result (`structuredContent`, beside the text).
     type Output: Serialize + JsonSchema + Send + 'static;
+    /// How its structured result is trimmed for the model unless the call asks for
+    /// `details` (see `lean.rs`).
+    const LEAN: Lean = Lean::PLAIN;
     /// The effect these arguments would have.
     fn effect(args: &Self::Args) -> Effect;
     /// What these arguments would write into a file (new content, the text put in place, a
@@ -203,6 +208,8 @@ pub struct OperationDef {
     pub input_schema: fn() -> Map<String, Value>,
     /// The flattened schema of its structured result.
     pub output_schema: fn() -> Map<String, Value>,
+    /// See [`Operation::LEAN`].
+    pub lean: Lean,
     invoke: Invoke,
 }
 
@@ -216,6 +223,7 @@ impl OperationDef {
             on_workspace: O::ON_WORKSPACE,
             input_schema: crate::schema::input_schema::<O::Args>,
             output_schema: crate::schema::output_schema::<O::Output>,
+            lean: O::LEAN,
             invoke: invoke::<O>,
         }
     }
@@ -263,17 +271,37 @@ impl ToolDef {
 
 /// The one function that calls `run`: strict parse, the gate, then the operation.
 fn invoke<O: Operation>(
-    args: Map<String, Value>,
+    mut args: Map<String, Value>,
     siblings: &'static [OperationDef],
     context: Arc<Context>,
 ) -> BoxedCall {
     Box::pin(async move {
         let started = std::time::Instant::now();
         let mut verdict = Verdict { decision: "invalid", ..Verdict::default() };
-        let outcome = gate_and_run::<O>(args, siblings, context.clone(), &mut verdict).await;
+        let (details, mut outcome) = match take_details(&mut args) {
+            Ok(details) => (details, gate_and_run::<O>(args, siblings, context.clone(), &mut verdict).await),
+            Err(err) => (true, Err(err)),
+        };
+        // The audit record is made from the whole record; the model gets the lean view.
         audit::<O>(&context, &verdict, started.elapsed(), &outcome);
+        if let (Ok(output), false) = (&mut outcome, details) {
+            lean::apply(&mut output.structured, &O::LEAN);
+        }
         outcome
     })
+}
+
+/// Takes `details` out of a call's arguments: whether the result is the whole record.
+fn take_details(args: &mut Map<String, Value>) -> Result<bool, ToolError> {
+    match args.remove("details") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(details)) => Ok(details),
+        Some(other) => Err(ToolError::BadValue {
+            field: "details",
+            value: other.to_string(),
+            expected: "`true` for the whole record (hashes, byte counts, timings, lines as arrays) or `false`".into(),
+        }),
+    }
 }
 
 /// Parse, gate, run, budget: everything of a call but its audit record.

@@ -105,6 +105,7 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
     if operations.iter().any(|op| op.can_escalate()) {
         add_escalation(&mut input_schema);
     }
+    add_details(&mut input_schema);
     let mut output_schema = schema::output_schema::<Envelope>();
     schema::outline(&mut output_schema);
     schema::strip_defaults(&mut input_schema);
@@ -137,10 +138,13 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
 /// one compiles about ten times faster than the merged outline did.
 #[derive(schemars::JsonSchema, Serialize)]
 struct Envelope {
-    /// The operation that ran.
-    operation: String,
-    /// Whether anything was left out to fit the output budget or a limit.
-    truncated: bool,
+    /// The operation that ran (with `details: true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operation: Option<String>,
+    /// Whether anything was left out to fit the output budget or a limit (the lean view
+    /// has it only when true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    truncated: Option<bool>,
     /// What was left out, and how to see it.
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<String>,
@@ -157,10 +161,12 @@ fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> 
     if op.can_escalate() {
         add_escalation(&mut input_schema);
     }
+    add_details(&mut input_schema);
     let mut output_schema =
         schema::merge(&[Part { operation: op.name, schema: &(op.output_schema)() }], "The operation that ran.", &[])?;
     add_truncated(&mut output_schema);
     add_note(&mut output_schema);
+    crate::lean::publish(&mut output_schema, &op.lean);
     schema::outline(&mut output_schema);
     schema::strip_defaults(&mut input_schema);
     schema::strip_defaults(&mut output_schema);
@@ -188,6 +194,24 @@ fn add_escalation(schema: &mut Map<String, Value>) {
     };
     for (name, field) in extra {
         props.insert(name.clone(), field.clone());
+    }
+}
+
+/// `details`, which every operation accepts (see `lean.rs`).
+#[derive(schemars::JsonSchema, serde::Deserialize)]
+struct DetailsArg {
+    /// Return the whole record: the operation's name, hashes, byte counts, timings, lines as arrays, `false` and empty fields. Default: the lean view a model needs.
+    #[allow(dead_code)]
+    details: Option<bool>,
+}
+
+/// Adds `details` to an input schema.
+fn add_details(schema: &mut Map<String, Value>) {
+    let common = schema::input_schema::<DetailsArg>();
+    if let (Some(Value::Object(props)), Some(Value::Object(extra))) =
+        (schema.get_mut("properties"), common.get("properties"))
+    {
+        props.extend(extra.clone());
     }
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::file::edit::{self, Diff, Landing, Text, diff, push_diff};
 use crate::file::patch::{self, FilePatch};
 use crate::session::ChangeKind;
-use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, split_lines};
+use crate::{Call, Context, Effect, EffectKind, Lean, Lines, Operation, RESERVE, Reply, blocking, split_lines};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::{Existing, Kind, Replace, Target};
 
@@ -67,6 +67,8 @@ impl Operation for ApplyPatch {
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean =
+        Lean { details: &[], usual: &[], shadowed: &[], joined: &[("diff", "patch")], one_file_diff: false };
 
     fn effect(args: &Args) -> Effect {
         Effect::Write(patch::parse(&args.patch).map(|files| paths(&files)).unwrap_or_default())

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::file::edit::{diff, push_diff};
 use crate::session::{Change, ChangeKind};
-use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
+use crate::{Call, Context, Effect, EffectKind, Lean, Lines, Operation, RESERVE, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::paths::normalize;
 use toolbelt_mcp_sandbox::write::Target;
@@ -55,6 +55,13 @@ impl Operation for Changes {
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = Lean {
+        details: &[],
+        usual: &[("dropped", "0")],
+        shadowed: &[],
+        joined: &[("diff", "patch")],
+        one_file_diff: false,
+    };
 
     fn effect(_args: &Args) -> Effect {
         Effect::History

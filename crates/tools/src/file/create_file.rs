@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::file::edit::{self, Landing, WriteOutput};
-use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use crate::{Call, Effect, EffectKind, Lean, Operation, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::write::Replace;
 
@@ -34,6 +34,7 @@ impl Operation for CreateFile {
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = WriteOutput;
+    const LEAN: Lean = super::edit::WRITE_LEAN;
 
     fn effect(args: &Args) -> Effect {
         Effect::Write(vec![args.path.clone()])

@@ -36,6 +36,17 @@ pub(super) struct WriteOutput {
     pub diff: Vec<String>,
 }
 
+/// The lean view of every write operation's result: the diff as one text; the new hash and
+/// the line counts (which the diff shows) are for programs, `modified` and one replacement
+/// are the usual.
+pub(super) const WRITE_LEAN: crate::Lean = crate::Lean {
+    details: &["new_hash", "lines_added", "lines_removed"],
+    usual: &[("action", "\"modified\""), ("replacements", "1")],
+    shadowed: &[],
+    joined: &[("diff", "patch")],
+    one_file_diff: true,
+};
+
 /// A text file decoded for editing: UTF-8 body with CRLF folded to LF when the file uses
 /// CRLF throughout, and whether it had a BOM; `encode` restores both.
 #[derive(Debug)]

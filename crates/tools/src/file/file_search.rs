@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::file::glob::PathGlob;
-use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking};
+use crate::{Call, Context, Effect, EffectKind, Lean, Lines, Operation, RESERVE, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::walk::{self, WalkOptions};
 use toolbelt_mcp_sandbox::{Resolved, fs};
@@ -73,6 +73,8 @@ impl Operation for FileSearch {
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean =
+        Lean { details: &[], usual: &[("path", "\".\"")], shadowed: &[], joined: &[], one_file_diff: false };
 
     fn effect(args: &Args) -> Effect {
         Effect::Read(vec![args.path.clone().unwrap_or_default()])

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::file::glob::PathGlob;
-use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, blocking, json_size};
+use crate::{Call, Context, Effect, EffectKind, Lean, Lines, Operation, RESERVE, Reply, blocking, json_size};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::walk::{self, WalkOptions};
 use toolbelt_mcp_sandbox::{Resolved, fs};
@@ -115,6 +115,13 @@ impl Operation for GrepSearch {
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = Lean {
+        details: &["files_searched"],
+        usual: &[("path", "\".\"")],
+        shadowed: &[("file_matches", "lines")],
+        joined: &[("lines", "text")],
+        one_file_diff: false,
+    };
 
     fn effect(args: &Args) -> Effect {
         Effect::Read(vec![args.path.clone().unwrap_or_default()])

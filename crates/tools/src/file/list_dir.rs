@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::file::human_size;
-use crate::{Call, Context, Effect, EffectKind, Lines, Operation, RESERVE, Reply, json_size, push_decimal};
+use crate::{Call, Context, Effect, EffectKind, Lean, Lines, Operation, RESERVE, Reply, json_size, push_decimal};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::handle::{DirHandle, Kind};
 use toolbelt_mcp_sandbox::walk::{self, WalkOptions};
@@ -83,6 +83,13 @@ impl Operation for ListDir {
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = Lean {
+        details: &[],
+        usual: &[("path", "\".\""), ("unreadable", "0")],
+        shadowed: &[],
+        joined: &[],
+        one_file_diff: false,
+    };
 
     fn effect(args: &Args) -> Effect {
         Effect::Read(vec![args.path.clone().unwrap_or_default()])

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::file::edit::{self, WriteOutput};
 use crate::file::matching;
-use crate::{Call, Effect, EffectKind, Operation, Reply, blocking};
+use crate::{Call, Effect, EffectKind, Lean, Operation, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
 
 /// The `multi_replace` operation.
@@ -43,6 +43,7 @@ impl Operation for MultiReplace {
     const KIND: EffectKind = EffectKind::Write { destructive: true, idempotent: false };
     type Args = Args;
     type Output = WriteOutput;
+    const LEAN: Lean = super::edit::WRITE_LEAN;
 
     fn effect(args: &Args) -> Effect {
         Effect::Write(vec![args.path.clone()])

@@ -15,7 +15,7 @@ mod scan;
 use scan::{Pass, Scan, Window};
 
 use crate::file::human_size;
-use crate::{Call, Effect, EffectKind, Image, Operation, Reply, blocking_unless_short};
+use crate::{Call, Effect, EffectKind, Image, Lean, Operation, Reply, blocking_unless_short};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::{Resolved, fs};
 
@@ -94,10 +94,17 @@ pub(super) struct Output {
 
 impl Operation for ReadFile {
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read numbered lines, with the file's sha256. `offset` (1-based) and `limit` (default 2000) pick a window; lines over 2000 characters are cut. Pass the sha256 as `expected_hash` to edits. Images (png, jpeg, gif, webp) come back as images; other binary files are refused with their type and size.";
+    const DESCRIPTION: &'static str = "Read numbered lines. `offset` (1-based) and `limit` (default 2000) pick a window; lines over 2000 characters are cut. `details: true` adds the file's sha256, which edits accept as `expected_hash`. Images (png, jpeg, gif, webp) come back as images; other binary files are refused with their type and size.";
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = Lean {
+        details: &["sha256", "size"],
+        usual: &[("kind", "\"text\""), ("line_endings", "\"lf\""), ("start_line", "1")],
+        shadowed: &[],
+        joined: &[("lines", "text")],
+        one_file_diff: false,
+    };
 
     fn effect(args: &Args) -> Effect {
         Effect::Read(vec![args.path.clone()])

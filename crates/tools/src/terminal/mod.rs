@@ -67,6 +67,16 @@ impl SessionState {
     }
 }
 
+/// The lean view of what a session's operations return: the output as one text; the cursors
+/// and byte counts are for programs (the next read starts where this one ended by default).
+pub(super) const SESSION_LEAN: crate::Lean = crate::Lean {
+    details: &["from", "next", "total", "sandbox"],
+    usual: &[("dropped", "0")],
+    shadowed: &[],
+    joined: &[("output", "text")],
+    one_file_diff: false,
+};
+
 /// How to start `program args…` for a call: in `cwd` (default: the first root), with the
 /// command environment plus `extra`, under the session's sandbox (unless the user approved
 /// running it `unsandboxed`).

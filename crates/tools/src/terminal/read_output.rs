@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::terminal::{SessionState, describe_status, fit_output, millis};
-use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use crate::{Call, Effect, EffectKind, Lean, Operation, Reply, split_lines};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::session::{Kind, TermSession};
 use toolbelt_mcp_terminal::text;
@@ -104,6 +104,7 @@ impl Operation for ReadOutput {
     const KIND: EffectKind = EffectKind::Read;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = super::SESSION_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Read(Vec::new())

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::terminal::{
     SessionState, describe_status, env_pairs, fit_output, launch, millis, sandbox_label, shell_command,
 };
-use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use crate::{Call, Effect, EffectKind, Lean, Operation, Reply, split_lines};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_sandbox::exec::{SETUP_FAILED, SETUP_PREFIX};
 use toolbelt_mcp_terminal::env::Terminal;
@@ -85,6 +85,13 @@ impl Operation for RunCommand {
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = Lean {
+        details: &["stdout_bytes", "stderr_bytes", "duration_ms", "sandbox"],
+        usual: &[("status", "\"exited\"")],
+        shadowed: &[],
+        joined: &[("stdout", "output"), ("stderr", "errors")],
+        one_file_diff: false,
+    };
 
     fn effect(args: &Args) -> Effect {
         Effect::Exec {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::terminal::read_output::{QUIET, page};
 use crate::terminal::{SessionState, describe_status, fit_output, millis};
-use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use crate::{Call, Effect, EffectKind, Lean, Operation, Reply, split_lines};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::keys;
 use toolbelt_mcp_terminal::session::Kind;
@@ -56,6 +56,7 @@ impl Operation for SendInput {
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = super::SESSION_LEAN;
 
     fn effect(args: &Args) -> Effect {
         let mut typed: String = args.keys.iter().map(|key| format!("<{key}> ")).collect();

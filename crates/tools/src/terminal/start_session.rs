@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::terminal::read_output::{QUIET, page};
 use crate::terminal::{SessionState, describe_status, env_pairs, fit_output, launch, millis, sandbox_label};
-use crate::{Call, Effect, EffectKind, Operation, Reply, split_lines};
+use crate::{Call, Effect, EffectKind, Lean, Operation, Reply, split_lines};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_terminal::env::Terminal;
 use toolbelt_mcp_terminal::session::TermSession;
@@ -62,6 +62,7 @@ impl Operation for StartSession {
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;
+    const LEAN: Lean = super::SESSION_LEAN;
 
     fn effect(args: &Args) -> Effect {
         Effect::Exec {
