@@ -47,15 +47,18 @@ fn pty_floor(calls: usize) -> (f64, f64) {
     stats(v)
 }
 
-/// A session's output in a result: its lines joined (the structured view holds them as an
-/// array).
+/// A session's output in a result: the lean view's `text`, or the whole record's lines joined.
 fn output(result: &Value) -> String {
-    let lines = result["structuredContent"]["output"].as_array().cloned().unwrap_or_default();
+    let structured = &result["structuredContent"];
+    if let Some(text) = structured["text"].as_str() {
+        return text.trim_end_matches('\n').to_string();
+    }
+    let lines = structured["output"].as_array().cloned().unwrap_or_default();
     lines.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
 }
 
 fn run(p: &mut Peer, command: &str) -> Value {
-    let r = p.tool("terminal_operations", &json!({"operation": "run_command", "command": command}));
+    let r = p.tool("terminal_operations", &json!({"operation": "run_command", "command": command, "details": true}));
     let text = r["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.len() <= 64 * 1024, "a result over the budget: {} bytes", text.len());
     r
