@@ -179,7 +179,7 @@ async fn links_are_judged_where_the_kernel_takes_them() {
         assert!(reply.text.contains("not applied") && reply.text.contains(link), "{line}: {}", reply.text);
         assert!(std::fs::symlink_metadata(ws.root.join(link)).is_err(), "{link} was applied: {}", reply.text);
         if link == "0001-Fix.patch" {
-            assert!(reply.text.contains("outside/home/.vim/plugin/fix.vim"), "{}", reply.text);
+            assert!(reply.text.contains("after a name"), "{}", reply.text);
         }
     }
     // A directory holding a link that is harmless where it is, moved so that it is not.
@@ -202,8 +202,8 @@ async fn environment_spellings_dotenv_variables_and_other_names() {
     let root = ws.root.display().to_string();
     let env = [
         ("LESSOPEN", format!("||{root}/lesspipe.sh %s")),
-        ("BASH_ENV", "$TOOLBELT_TEST_PLACE/benv.sh".to_string()),
-        ("TOOLBELT_TEST_PLACE", root.clone()),
+        ("BASH_ENV", "$WS_PLACE/benv.sh".to_string()),
+        ("WS_PLACE", root.clone()),
         ("PERL5OPT", format!("-I{root}/perl")),
         ("LUA_INIT", format!("@{root}/init.lua")),
     ];
@@ -219,5 +219,25 @@ async fn environment_spellings_dotenv_variables_and_other_names() {
         assert!(reply.text.contains("not applied"), "{line}: {}", reply.text);
         assert!(!ws.root.join("dev.env").exists(), "{line} reached the tree");
     }
+    client.close().await;
+}
+
+/// Ninth review, G1: a link judged when made, then a link it passes through re-pointed by a
+/// second command (`0001.patch -> d/x/../../<home>/…` while `d/x -> p/q`, then
+/// `ln -sfn . d/x`). A `..` after a name is refused at once, and a re-pointed link is judged
+/// by what its new target holds.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_link_cannot_be_re_pointed_from_under_another() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let made = client.run("mkdir -p d p/q && ln -s ../p/q d/x").await;
+    assert!(!made.text.contains("not applied"), "{}", made.text);
+    let reply = client.run("ln -s d/x/../../../outside/home/.vim/plugin/fix.vim 0001-Fix.patch").await;
+    assert!(reply.text.contains("after a name"), "{}", reply.text);
+    assert!(std::fs::symlink_metadata(ws.root.join("0001-Fix.patch")).is_err());
+    let reply = client.run("ln -s d/x/hook 0002-Hook.patch && ln -sfn ../.git/hooks d/x").await;
+    assert!(reply.text.contains("not applied") && reply.text.contains("d/x"), "{}", reply.text);
+    assert_eq!(std::fs::read_link(ws.root.join("d/x")).unwrap(), std::path::Path::new("../p/q"));
     client.close().await;
 }

@@ -191,15 +191,15 @@ fn moved_tree(subjects: &[Subject], caller: &Caller<'_>) -> Vec<Subject> {
     let links = std::iter::once(PathBuf::new()).chain(tree).filter_map(|rel| {
         let target = toolbelt_mcp_sandbox::fs::read_link(&from.join(&rel)).ok()?;
         let at = if rel.as_os_str().is_empty() { to.clone() } else { to.join(&rel) };
-        moved_link_leads_badly(&at, &target, caller).then_some(Subject::Write(at, Location::Protected))
+        link_leads_badly(&at, &target, caller).then_some(Subject::Write(at, Location::Protected))
     });
     found.extend(links);
     found
 }
 
-/// Whether a symlink pointing at `target`, moved to `at` (absolute), would lead into what is
-/// code-bearing (judged as a command's new link is: `sandbox::stage::links`).
-fn moved_link_leads_badly(at: &Path, target: &Path, caller: &Caller<'_>) -> bool {
+/// Whether a symlink pointing at `target`, moved or put back to `at` (absolute), would lead
+/// into what is code-bearing (judged as a command's new link is: `sandbox::stage::links`).
+pub(crate) fn link_leads_badly(at: &Path, target: &Path, caller: &Caller<'_>) -> bool {
     use toolbelt_mcp_sandbox::stage::links::{Site, refusal};
     let Some(root) = caller.roots.list().iter().filter(|root| at.starts_with(root)).max_by_key(|r| r.as_os_str().len())
     else {

@@ -175,6 +175,19 @@ impl Gate {
             None => Ok(()),
         }
     }
+
+    /// Refuses to put back a symlink at `path` pointing at `target` when it would lead into
+    /// what is code-bearing (judged as a command's new link is: the tree may have changed
+    /// since it was removed).
+    pub fn check_link(path: &Path, target: &Path, shown: &str, caller: &Caller<'_>) -> Result<(), ToolError> {
+        if classify::link_leads_badly(path, target, caller) {
+            return Err(ToolError::Protected {
+                path: shown.into(),
+                why: "a symlink put back there would lead into what is code-bearing, which a program you run later writes through",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The most of a command's stdin a question shows; a longer stdin is refused rather than

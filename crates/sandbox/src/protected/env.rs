@@ -442,7 +442,8 @@ fn named_path(value: &str) -> Option<String> {
             let after = rest[name.len()..].trim_start_matches('}');
             !name.is_empty()
                 && (after.starts_with('/')
-                    || ["PWD", "OLDPWD", "HOME"].contains(&name.as_str())
+                    || ["PWD", "OLDPWD", "HOME", "_", "DIRSTACK", "BASH", "BASH_SOURCE", "SHELL", "TMPDIR"]
+                        .contains(&name.as_str())
                     || std::env::var_os(&name).is_some_and(|value| std::path::Path::new(&value).is_absolute()))
         });
         let top = piece.trim_start_matches('/');
@@ -535,6 +536,8 @@ mod tests {
             "OPTS_LIKE=--load=/tmp/x\n",
             "PROJECT_ROOT_DIRECTORY=~+\n",
             "WHERE=${PWD}\n",
+            "APPNAME=${DIRSTACK}\n",
+            "APPNAME=$_\n",
             "INCLUDE=$SOMEWHERE/mk/common.mk\n",
         ] {
             assert!(judge_dotenv(text.as_bytes()).is_some_and(|why| why.contains("names a file")), "{text}");

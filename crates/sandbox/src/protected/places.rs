@@ -145,42 +145,94 @@ fn lua_dirs(value: &OsStr) -> Vec<PathBuf> {
 /// words (`--require /x/hook.js`, `--config=/x/c.toml`, `||/x/lesspipe %s`, `@/x/init.lua`),
 /// and each word from its first `/` on (`-I/x`, `-P/x/pager`).
 fn words(value: &OsStr, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
-    let text = expand(&value.to_string_lossy(), lookup);
     let separator = |c: char| ";=,|<>@()\"'`".contains(c) || c.is_whitespace() || (cfg!(unix) && c == ':');
-    let mut pieces: Vec<PathBuf> = vec![PathBuf::from(&text)];
-    pieces.extend(std::env::split_paths(&text));
-    for word in text.split(separator).filter(|word| !word.is_empty()) {
-        pieces.push(PathBuf::from(word));
-        if let Some(at) = word.find('/').filter(|at| *at > 0) {
-            pieces.push(PathBuf::from(&word[at..]));
+    let mut pieces: Vec<PathBuf> = Vec::new();
+    for text in expand(&value.to_string_lossy(), lookup) {
+        pieces.push(PathBuf::from(&text));
+        pieces.extend(std::env::split_paths(&text));
+        for word in text.split(separator).filter(|word| !word.is_empty()) {
+            pieces.push(PathBuf::from(word));
+            if let Some(at) = word.find('/').filter(|at| *at > 0) {
+                pieces.push(PathBuf::from(&word[at..]));
+            }
         }
     }
     pieces
 }
 
-/// `text` with `$NAME` and `${NAME}` replaced by their values (an unknown one by nothing).
-fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
+/// `text` as the shell expands its parameters, twice: with each one's value, and with each
+/// one's other outcome where an operator gives one (`${X:-word}`'s word, `${X%/suffix}` with
+/// the suffix removed); a value may name a place either way.
+fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2] {
+    let mut out = [String::with_capacity(text.len()), String::with_capacity(text.len())];
     let mut rest = text;
     while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
+        out.iter_mut().for_each(|o| o.push_str(&rest[..at]));
         let after = &rest[at + 1..];
-        let (braced, inner) = match after.strip_prefix('{') {
-            Some(inner) => (true, inner),
-            None => (false, after),
-        };
-        let name: String = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        let closed = !braced || inner[name.len()..].starts_with('}');
-        if name.is_empty() || !closed {
-            out.push('$');
+        if let Some(inner) = after.strip_prefix('{') {
+            let Some(end) = closing_brace(inner) else {
+                out.iter_mut().for_each(|o| o.push('$'));
+                rest = after;
+                continue;
+            };
+            let [value, other] = parameter(&inner[..end], lookup);
+            out[0].push_str(&value);
+            out[1].push_str(&other);
+            rest = &inner[end + 1..];
+            continue;
+        }
+        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if name.is_empty() {
+            out.iter_mut().for_each(|o| o.push('$'));
             rest = after;
             continue;
         }
-        out.push_str(&lookup(&name).unwrap_or_default());
-        rest = &inner[name.len() + usize::from(braced)..];
+        let value = lookup(&name).unwrap_or_default();
+        out.iter_mut().for_each(|o| o.push_str(&value));
+        rest = &after[name.len()..];
     }
-    out.push_str(rest);
+    out.iter_mut().for_each(|o| o.push_str(rest));
     out
+}
+
+/// Where the `}` closing a `${` whose inside starts `inner` is (nested ones counted).
+fn closing_brace(inner: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(at),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `${body}`'s two outcomes (see [`expand`]).
+fn parameter(body: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2] {
+    let name: String = body.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let value = lookup(&name).unwrap_or_default();
+    let op = &body[name.len()..];
+    for (prefix, default) in
+        [(":-", true), (":=", true), (":?", true), (":+", false), ("-", true), ("=", true), ("+", false)]
+    {
+        if let Some(word) = op.strip_prefix(prefix) {
+            let [word, _] = expand(word, lookup);
+            let chosen = if default { if value.is_empty() { word.clone() } else { value } } else { word.clone() };
+            return [chosen, word];
+        }
+    }
+    for (prefix, suffix) in [("%%", true), ("%", true), ("##", false), ("#", false)] {
+        if let Some(pattern) = op.strip_prefix(prefix) {
+            let [pattern, _] = expand(pattern, lookup);
+            let removed =
+                if suffix { value.strip_suffix(pattern.as_str()) } else { value.strip_prefix(pattern.as_str()) };
+            let removed = removed.unwrap_or(&value).to_string();
+            return [removed.clone(), removed];
+        }
+    }
+    [value.clone(), value]
 }
 
 /// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
@@ -258,6 +310,11 @@ mod tests {
         assert!(named(&vars, "/ws/home/.benv"), "{:?}", places(&vars));
         assert!(named(&vars, "/ws/home/.shenv"), "{:?}", places(&vars));
         assert!(named(&[("LD_LIBRARY_PATH", "/ws/lib;")], "/ws/lib"));
+        let vars = [("HOME", "/ws/home/fh"), ("BASH_ENV", "${NOPE:-/ws/w2/t}"), ("ENV", "${HOME%/fh}/w3/t")];
+        assert!(named(&vars, "/ws/w2/t"), "{:?}", places(&vars));
+        assert!(named(&vars, "/ws/home/w3/t"), "{:?}", places(&vars));
+        let vars = [("HOME", "/ws/h"), ("BASH_ENV", "${HOME:+/ws/alt}"), ("ENV", "${NOPE:-${HOME}/x}")];
+        assert!(named(&vars, "/ws/alt") && named(&vars, "/ws/h/x"), "{:?}", places(&vars));
     }
 
     #[test]

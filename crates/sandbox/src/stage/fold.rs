@@ -307,8 +307,9 @@ impl Fold<'_> {
                             home: rules.home.as_deref(),
                             by_name: &by_name,
                         };
-                        let replaced_dir = self.real.kind(&change.path) == Some(Kind::Dir);
-                        super::links::refusal(&site, &change.path, &target, replaced_dir)
+                        let before = self.real.kind(&change.path);
+                        let replaced = matches!(before, Some(Kind::Dir | Kind::Link));
+                        super::links::refusal(&site, &change.path, &target, replaced)
                     }),
                 None => rules
                     .own

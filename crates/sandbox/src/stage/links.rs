@@ -44,10 +44,25 @@ enum Leads {
 }
 
 /// Why the symlink at `link` (relative to the root) pointing at `target` is refused, if it
-/// is. `replaced_dir`: it took the place of a directory, so links made earlier through that
-/// directory now lead into what it points at.
-pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced_dir: bool) -> Option<String> {
+/// is. A `..` after a name is refused: whether that name stays a directory or becomes a link
+/// decides where it climbs to, and that can change after this judgement. `replaced`: it took
+/// the place of a directory or of another link, so links made earlier through that place now
+/// lead into what it points at.
+pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced: bool) -> Option<String> {
     let from = link.parent().unwrap_or(Path::new(""));
+    let mut named = false;
+    for component in target.components() {
+        match component {
+            Component::Normal(_) => named = true,
+            Component::ParentDir if named => {
+                return Some(format!(
+                    "a symlink a program you run later writes through: its target `{}` has a `..` after a name, so where it leads depends on whether that name stays a directory or becomes a link later (write the target without it)",
+                    target.display()
+                ));
+            }
+            _ => {}
+        }
+    }
     let why = match resolve(site, from, target) {
         Leads::Nowhere => return None,
         Leads::Unmade(rest) => format!(
@@ -56,7 +71,7 @@ pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced_dir: bool) 
         ),
         Leads::Inside(rel, kind) => {
             let real = site.root.join(&rel);
-            let why = inside(site, &real, &rel, kind, replaced_dir)?;
+            let why = inside(site, &real, &rel, kind, replaced)?;
             format!("it leads to `{}` ({why})", real.display())
         }
         Leads::Outside(real) => {
@@ -70,13 +85,14 @@ pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced_dir: bool) 
 }
 
 /// Why a link to `real` (`rel` beneath the root) is refused: code-bearing by name or place,
-/// or, when it replaced a directory, a directory holding a repository or a protected place.
-fn inside(site: &Site<'_>, real: &Path, rel: &Path, kind: Option<Kind>, replaced_dir: bool) -> Option<String> {
+/// or, when it replaced a directory or a link, a directory holding a repository or a
+/// protected place.
+fn inside(site: &Site<'_>, real: &Path, rel: &Path, kind: Option<Kind>, replaced: bool) -> Option<String> {
     let by_rules = crate::protected::in_dot_git(real)
         .map(|protection| protection.why().to_string())
         .or_else(|| (site.by_name)(real))
         .or_else(|| crate::protected::judge_write(&[site.root.to_path_buf()], real, site.home).map(str::to_string));
-    if by_rules.is_some() || !replaced_dir || kind != Some(Kind::Dir) {
+    if by_rules.is_some() || !replaced || kind != Some(Kind::Dir) {
         return by_rules;
     }
     holds_protected(site, rel)
@@ -116,10 +132,11 @@ fn outside(site: &Site<'_>, link: &Path, real: &Path) -> Option<String> {
     if crate::protected::in_dot_git(real).is_some() || in_git_dir(real) {
         return Some("it lies in a git dir, where git reads config and runs hooks".into());
     }
-    let named_after = link
-        .file_name()
-        .zip(real.file_name())
-        .is_some_and(|(link, real)| real.to_string_lossy().starts_with(&*link.to_string_lossy()));
+    // `python -> python3.12`, `pip -> pip3`: the program's own name, or it with a version.
+    let named_after = link.file_name().zip(real.file_name()).is_some_and(|(link, real)| {
+        let (link, real) = (link.to_string_lossy(), real.to_string_lossy());
+        real.strip_prefix(&*link).is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    });
     let program = named_after && crate::fs::is_program(real) && crate::protected::classify_rule(real, None).is_none();
     if let Some(why) = (site.by_name)(real).filter(|_| !program) {
         return Some(why);
@@ -329,11 +346,27 @@ mod tests {
     #[test]
     fn a_link_is_followed_before_the_dots_after_it() {
         let f = fixture();
-        // `d -> x/y`: `d/../../..` climbs from `x/y`, not from `d`, into the home.
+        // `d -> x/y`: `d/..` is `x`, not the root.
         std::os::unix::fs::symlink("x/y", f.root.join("d")).unwrap();
-        let why = judge(&f, "0001.patch", "d/../../../.vim/plugin/fix.vim").unwrap();
+        std::os::unix::fs::symlink("../../../.vim/plugin", f.root.join("x/y/up")).unwrap();
+        let why = judge(&f, "0001.patch", "d/up/fix.vim").unwrap();
         assert!(why.contains(".vim/plugin/fix.vim"), "{why}");
-        assert!(judge(&f, "0002.patch", "d/../../../notes.md").is_none());
+        // A `..` after a name: refused whatever it leads to now (the name may become a link).
+        let why = judge(&f, "0002.patch", "d/../../notes.md").unwrap();
+        assert!(why.contains("after a name"), "{why}");
+        assert!(judge(&f, "0003.patch", "x/../notes.md").is_some());
+        assert!(judge(&f, "0004.patch", "../notes.md").is_none());
+    }
+
+    #[test]
+    fn only_a_link_named_after_its_program_counts_as_one() {
+        let f = fixture();
+        let python = f.home.join(".local/share/uv/python/bin/python3.12");
+        for (link, ok) in
+            [(".venv/bin/python", true), (".venv/bin/python3", true), (".venv/bin/p", false), (".venv/bin/py", false)]
+        {
+            assert_eq!(judge(&f, link, python.to_str().unwrap()).is_none(), ok, "{link}");
+        }
     }
 
     #[test]

@@ -103,6 +103,9 @@ fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Repl
             for path in paths {
                 Gate::check_protected(path, &change.shown, &context.caller())?;
             }
+            for (path, link) in links {
+                Gate::check_link(path, link, &change.shown, &context.caller())?;
+            }
             if force && target(context, &change.path)?.kind().is_some() {
                 return Err(ToolError::EditFailed(format!(
                     "`{}` exists again, and a deleted directory is never put back into what stands there now (it could have become a git dir, whose files would then run); nothing was reverted. Move or remove `{}` first, then undo",
