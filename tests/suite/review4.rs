@@ -241,3 +241,32 @@ async fn a_link_cannot_be_re_pointed_from_under_another() {
     assert_eq!(std::fs::read_link(ws.root.join("d/x")).unwrap(), std::path::Path::new("../p/q"));
     client.close().await;
 }
+
+/// Tenth review, K1, K2: a link deleted by one command and made again by the next counted as
+/// fresh, so `notes/cur -> ..` (the root) passed and an older `0001.patch -> notes/cur/bashrc`
+/// led to the dotfiles `~/.bashrc` links to; a re-pointed link passed when its new target
+/// reached the protected place through a link inside it. A link to a directory above it, or to
+/// one holding a place protected where it lies, is refused whenever it is made.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_link_to_a_directory_above_it_or_holding_a_protected_place_is_refused() {
+    let ws = Workspace::new();
+    let home = ws.outside.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(ws.root.join("dot")).unwrap();
+    std::fs::write(ws.root.join("dot/bashrc"), "# rc\n").unwrap();
+    std::os::unix::fs::symlink(ws.root.join("dot/bashrc"), home.join(".bashrc")).unwrap();
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    let made = client.run("mkdir -p notes/v1 && ln -s v1 notes/cur && ln -s notes/cur/bashrc 0001-Notes.patch").await;
+    assert!(!made.text.contains("not applied"), "{}", made.text);
+    assert!(!client.run("rm notes/cur").await.text.contains("not applied"));
+    for (line, link) in
+        [("ln -s .. notes/cur", "notes/cur"), ("ln -s ../dot notes/cur", "notes/cur"), ("ln -s . here", "here")]
+    {
+        let reply = client.run(line).await;
+        assert!(reply.text.contains("not applied"), "{line}: {}", reply.text);
+        assert!(std::fs::symlink_metadata(ws.root.join(link)).is_err(), "{line} was applied");
+    }
+    assert_eq!(std::fs::read_to_string(ws.root.join("dot/bashrc")).unwrap(), "# rc\n");
+    client.close().await;
+}

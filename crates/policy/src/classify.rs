@@ -209,7 +209,14 @@ pub(crate) fn link_leads_badly(at: &Path, target: &Path, caller: &Caller<'_>) ->
     let view = toolbelt_mcp_sandbox::protected::view::Real::new(dir);
     let by_name = |path: &Path| protection(path, caller).map(|(_, why)| why.to_string());
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let site = Site { root, view: &view, home: home.as_deref(), by_name: &by_name };
+    let places: Vec<PathBuf> = protected::env_places()
+        .into_iter()
+        .filter(|place| place.guards(root))
+        .map(|place| place.path)
+        .chain(protected::home_link_targets(home.as_deref()).into_iter().map(|(target, _)| target))
+        .chain([caller.config.state_dir.clone(), caller.config.config_dir.clone()])
+        .collect();
+    let site = Site { root, view: &view, home: home.as_deref(), by_name: &by_name, places: &places };
     let Ok(rel) = at.strip_prefix(root) else { return true };
     refusal(&site, rel, target, false).is_some()
 }

@@ -353,11 +353,7 @@ mod tests {
         assert_eq!(file.name, "file_operations");
         assert_eq!(file.input_schema["required"], json!(["operation"]));
         assert_eq!(file.input_schema["properties"]["operation"]["enum"], json!(FILE_OPERATIONS));
-        assert!(
-            file.description.contains("\n- read_file: Read numbered lines, with the file's sha256."),
-            "{}",
-            file.description
-        );
+        assert!(file.description.contains("\n- read_file: Read numbered lines."), "{}", file.description);
         let operation = file.input_schema["properties"]["operation"]["description"].as_str().unwrap();
         assert!(operation.contains("read_file(path*,offset,limit); list_dir("), "{operation}");
         // Escalation is offered where there is a sandbox to go beyond: not on the records' tools.

@@ -378,6 +378,8 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
     if text.contains(['\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}']) {
         return Some("it holds a line break some loaders read and others do not (U+2028, a form feed, …)".into());
     }
+    // The names set by the lines above: a value may refer to them (each was judged).
+    let mut defined: Vec<String> = Vec::new();
     text.split(['\n', '\r']).find_map(|line| {
         let line = line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
         if line.is_empty() || line.starts_with('#') {
@@ -406,21 +408,28 @@ pub fn judge_dotenv(text: &[u8]) -> Option<String> {
                 "the value of `{name}` is not one plain word or quoted string (a loader that runs the file as shell would run what follows, or substitute `$(…)`)"
             ));
         }
-        named_path(value).map(|path| {
+        let found = named_path(value, &defined).map(|path| {
             format!(
                 "the value of `{name}` names a file or directory (`{path}`): whatever its name, a variable that points at a path can point a program at code or config (`VK_ICD_FILENAMES`, `M4`, `PYENV_ROOT`); put paths in the program's own config, or escalate to ask the user"
             )
-        })
+        });
+        defined.push(name.to_string());
+        found
     })
 }
 
+/// Variables a `.env` value may refer to that never hold a path: who and where the user is.
+const PLAIN_VARS: &[&str] = &["USER", "LOGNAME", "USERNAME", "HOSTNAME", "HOST", "LANG", "TZ", "TERM"];
+
 /// The first piece of a `.env` value (one plain word or quoted string) that names a file or
 /// directory: one starting `./`, `../` or `~` (`~+`, `~user`), `.` or `..`, a variable
-/// naming one (`$PWD`, `${HOME}/x`, `$X/y`), or an absolute path whose first
+/// that may hold one (any but those `defined` above and [`PLAIN_VARS`]; `$X/y` always), or an absolute path whose first
 /// directory exists here (a key that happens to start with `/` names none). A URL (`scheme://`)
 /// names a host, not a path, unless it is a `file:` one; lists (`:`, `;`, `,`) and options
 /// (`--x=/y`) are looked into.
-fn named_path(value: &str) -> Option<String> {
+fn named_path(value: &str, defined: &[String]) -> Option<String> {
+    // Nothing is expanded between single quotes.
+    let single_quoted = value.starts_with('\'');
     let body = match value.chars().next() {
         Some(quote @ ('\'' | '"')) => value[1..].split(quote).next().unwrap_or_default(),
         _ => value.split([' ', '\t']).next().unwrap_or_default(),
@@ -435,16 +444,16 @@ fn named_path(value: &str) -> Option<String> {
     }
     body.split(|c: char| ":;,=".contains(c) || c.is_whitespace()).find_map(|piece| {
         let relative = ["./", "../", "~"].iter().any(|start| piece.starts_with(start)) || [".", ".."].contains(&piece);
-        // `$PWD`, `${HOME}/x`, `$X/y`: a variable a loader or the shell expands into a path.
+        // `$PWD`, `$0`, `${HOME}/x`, `$X/y`: a variable a loader or the shell expands, which
+        // may hold a path, unless a line above set it (and was judged) or it names the user.
         let variable = piece.strip_prefix('$').is_some_and(|rest| {
             let rest = rest.strip_prefix('{').unwrap_or(rest);
             let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
             let after = rest[name.len()..].trim_start_matches('}');
-            !name.is_empty()
-                && (after.starts_with('/')
-                    || ["PWD", "OLDPWD", "HOME", "_", "DIRSTACK", "BASH", "BASH_SOURCE", "SHELL", "TMPDIR"]
-                        .contains(&name.as_str())
-                    || std::env::var_os(&name).is_some_and(|value| std::path::Path::new(&value).is_absolute()))
+            // `$1`…`$9` are a script's arguments (none when a loader or `set -a; .` reads it).
+            let positional = name.len() == 1 && name != "0" && name.chars().all(|c| c.is_ascii_digit());
+            let known = defined.contains(&name) || PLAIN_VARS.contains(&name.as_str()) || positional;
+            !single_quoted && (after.starts_with('/') || (!name.is_empty() && !known))
         });
         let top = piece.trim_start_matches('/');
         let absolute = piece.starts_with('/')
@@ -538,6 +547,8 @@ mod tests {
             "WHERE=${PWD}\n",
             "APPNAME=${DIRSTACK}\n",
             "APPNAME=$_\n",
+            "APPNAME=$0\n",
+            "APPNAME=${HISTFILE}\n",
             "INCLUDE=$SOMEWHERE/mk/common.mk\n",
         ] {
             assert!(judge_dotenv(text.as_bytes()).is_some_and(|why| why.contains("names a file")), "{text}");

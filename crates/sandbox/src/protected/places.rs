@@ -223,16 +223,39 @@ fn parameter(body: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2]
             return [chosen, word];
         }
     }
-    for (prefix, suffix) in [("%%", true), ("%", true), ("##", false), ("#", false)] {
+    for (prefix, suffix, longest) in [("%%", true, true), ("%", true, false), ("##", false, true), ("#", false, false)]
+    {
         if let Some(pattern) = op.strip_prefix(prefix) {
-            let [pattern, _] = expand(pattern, lookup);
-            let removed =
-                if suffix { value.strip_suffix(pattern.as_str()) } else { value.strip_prefix(pattern.as_str()) };
-            let removed = removed.unwrap_or(&value).to_string();
+            let [pattern, _] = expand(pattern.trim_matches(|c| c == '"' || c == '\''), lookup);
+            let removed = remove_matching(&value, &pattern, suffix, longest).unwrap_or_else(|| value.clone());
             return [removed.clone(), removed];
         }
     }
     [value.clone(), value]
+}
+
+/// `value` without its shortest (or `longest`) suffix (or prefix) that the glob `pattern`
+/// matches (`*`, `?`), as `${X%pattern}` and its kin give it; `None` when none matches.
+fn remove_matching(value: &str, pattern: &str, suffix: bool, longest: bool) -> Option<String> {
+    let mut cuts: Vec<usize> = value.char_indices().map(|(at, _)| at).chain([value.len()]).collect();
+    // Ascending cuts make a suffix longer first and a prefix shorter first.
+    if suffix != longest {
+        cuts.reverse();
+    }
+    cuts.into_iter().find_map(|at| {
+        let (kept, removed) = if suffix { (&value[..at], &value[at..]) } else { (&value[at..], &value[..at]) };
+        glob_matches(pattern.as_bytes(), removed.as_bytes()).then(|| kept.to_string())
+    })
+}
+
+/// Whether the shell glob `pattern` (`*`, `?`, other bytes literal) matches all of `text`.
+fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|skip| glob_matches(rest, &text[skip..])),
+        Some((b'?', rest)) => !text.is_empty() && glob_matches(rest, &text[1..]),
+        Some((byte, rest)) => text.first() == Some(byte) && glob_matches(rest, &text[1..]),
+    }
 }
 
 /// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
@@ -315,6 +338,12 @@ mod tests {
         assert!(named(&vars, "/ws/home/w3/t"), "{:?}", places(&vars));
         let vars = [("HOME", "/ws/h"), ("BASH_ENV", "${HOME:+/ws/alt}"), ("ENV", "${NOPE:-${HOME}/x}")];
         assert!(named(&vars, "/ws/alt") && named(&vars, "/ws/h/x"), "{:?}", places(&vars));
+        let vars = [("HOME", "/ws/fh"), ("BASH_ENV", "${HOME%/*}/w7/t"), ("ENV", "${NOPE:-${HOME%/?h}/w8}")];
+        assert!(named(&vars, "/ws/w7/t") && named(&vars, "/ws/w8"), "{:?}", places(&vars));
+        assert_eq!(remove_matching("/a/b/c", "/*", true, false).as_deref(), Some("/a/b"));
+        assert_eq!(remove_matching("/a/b/c", "/*", true, true).as_deref(), Some(""));
+        assert_eq!(remove_matching("/a/b/c", "*/", false, false).as_deref(), Some("a/b/c"));
+        assert_eq!(remove_matching("/a/b/c", "*/", false, true).as_deref(), Some("c"));
     }
 
     #[test]

@@ -43,6 +43,14 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// The places protected where they lie, for links beneath `root` (see `links::Site`).
+    pub fn places(&self, root: &Path) -> Vec<PathBuf> {
+        let env = self.env_places.iter().filter(|place| place.guards(root)).map(|place| place.path.clone());
+        let links = self.home_links.iter().map(|(target, _)| target.clone());
+        let named = self.user_named.iter().map(|(path, _)| path.clone());
+        env.chain(links).chain(named).chain(self.own.iter().cloned()).collect()
+    }
+
     /// The rules of a fold, the server's `own` files never written: the home
     /// directory, `PATH` and the user's git configs taken from this process's environment.
     pub fn new(own: Vec<PathBuf>) -> Self {
@@ -301,11 +309,13 @@ impl Fold<'_> {
                     .or_else(|| {
                         let target = merged.link(&change.path)?;
                         let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
+                        let places = rules.places(self.root);
                         let site = super::links::Site {
                             root: self.root,
                             view: &merged,
                             home: rules.home.as_deref(),
                             by_name: &by_name,
+                            places: &places,
                         };
                         let before = self.real.kind(&change.path);
                         let replaced = matches!(before, Some(Kind::Dir | Kind::Link));

@@ -28,6 +28,10 @@ pub struct Site<'a> {
     pub home: Option<&'a Path>,
     /// Why a path (absolute) is code-bearing by name or place (the fold's rules).
     pub by_name: &'a dyn Fn(&Path) -> Option<String>,
+    /// The places protected by where they are, not by name (absolute): those the environment
+    /// names, the targets of the home's own links, the paths git configs name, the server's
+    /// own. A link to a directory holding one makes it reachable by another name.
+    pub places: &'a [PathBuf],
 }
 
 /// Where a path leads.
@@ -71,7 +75,7 @@ pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced: bool) -> O
         ),
         Leads::Inside(rel, kind) => {
             let real = site.root.join(&rel);
-            let why = inside(site, &real, &rel, kind, replaced)?;
+            let why = inside(site, link, &real, &rel, kind, replaced)?;
             format!("it leads to `{}` ({why})", real.display())
         }
         Leads::Outside(real) => {
@@ -87,13 +91,25 @@ pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced: bool) -> O
 /// Why a link to `real` (`rel` beneath the root) is refused: code-bearing by name or place,
 /// or, when it replaced a directory or a link, a directory holding a repository or a
 /// protected place.
-fn inside(site: &Site<'_>, real: &Path, rel: &Path, kind: Option<Kind>, replaced: bool) -> Option<String> {
+fn inside(site: &Site<'_>, link: &Path, real: &Path, rel: &Path, kind: Option<Kind>, replaced: bool) -> Option<String> {
     let by_rules = crate::protected::in_dot_git(real)
         .map(|protection| protection.why().to_string())
         .or_else(|| (site.by_name)(real))
         .or_else(|| crate::protected::judge_write(&[site.root.to_path_buf()], real, site.home).map(str::to_string));
-    if by_rules.is_some() || !replaced || kind != Some(Kind::Dir) {
+    if by_rules.is_some() || kind != Some(Kind::Dir) {
         return by_rules;
+    }
+    if link.starts_with(rel) {
+        return Some("a directory above the link: paths through it reach whatever the root holds".into());
+    }
+    if site.view.kind(&rel.join("HEAD")).is_some() {
+        return Some("a git dir: its hooks and config would be reachable by another name".into());
+    }
+    if let Some(place) = site.places.iter().find(|place| place.starts_with(real)) {
+        return Some(format!("it holds `{}`, protected where it lies", place.display()));
+    }
+    if !replaced {
+        return None;
     }
     holds_protected(site, rel)
 }
@@ -144,6 +160,12 @@ fn outside(site: &Site<'_>, link: &Path, real: &Path) -> Option<String> {
     // The temp dirs hold no one's configuration (but a home directory placed there).
     let home = site.home.is_some_and(|home| real.starts_with(home) || home.starts_with(real));
     let temp = temp_dirs().iter().any(|dir| real.starts_with(dir)) && !home;
+    if site.root.starts_with(real) {
+        return Some("a directory above the root: paths through it reach whatever the root holds".into());
+    }
+    if let Some(place) = site.places.iter().find(|place| place.starts_with(real)) {
+        return Some(format!("it holds `{}`, protected where it lies", place.display()));
+    }
     if crate::fs::is_dir(real) && !temp && writable(real) {
         return Some(
             "a directory the server can write: everything beneath it would be reachable through the link".into(),
@@ -311,7 +333,7 @@ mod tests {
             crate::protected::classify_rule(path, Some(&home)).map(|(protection, _)| protection.why().to_string())
         };
         let view = Real::new(crate::handle::DirHandle::open(&fixture.root).unwrap());
-        let site = Site { root: &fixture.root, view: &view, home: Some(&fixture.home), by_name: &by_name };
+        let site = Site { root: &fixture.root, view: &view, home: Some(&fixture.home), by_name: &by_name, places: &[] };
         refusal(&site, Path::new(link), Path::new(target), false)
     }
 
@@ -387,8 +409,17 @@ mod tests {
             crate::protected::classify_rule(path, Some(&home)).map(|(protection, _)| protection.why().to_string())
         };
         let view = Real::new(crate::handle::DirHandle::open(&f.root).unwrap());
-        let site = Site { root: &f.root, view: &view, home: Some(&f.home), by_name: &by_name };
+        let site = Site { root: &f.root, view: &view, home: Some(&f.home), by_name: &by_name, places: &[] };
         assert!(refusal(&site, Path::new("x"), Path::new("vendor"), true).is_some());
         assert!(refusal(&site, Path::new("x"), Path::new("vendor"), false).is_none());
+        // A fresh link to the repository itself, or to a directory above it.
+        assert!(refusal(&site, Path::new("x"), Path::new("vendor/lib.git"), false).is_some());
+        assert!(refusal(&site, Path::new("notes/cur"), Path::new(".."), false).is_some());
+        assert!(refusal(&site, Path::new("notes/cur"), Path::new("../.."), false).is_some());
+        // A directory holding a place protected where it lies.
+        let places = [f.root.join("dotfiles/bashrc")];
+        std::fs::create_dir_all(f.root.join("dotfiles")).unwrap();
+        let site = Site { places: &places, ..site };
+        assert!(refusal(&site, Path::new("notes/cur"), Path::new("../dotfiles"), false).is_some());
     }
 }
