@@ -198,9 +198,9 @@ fn moved_tree(subjects: &[Subject], caller: &Caller<'_>) -> Vec<Subject> {
 }
 
 /// Whether a symlink pointing at `target`, moved or put back to `at` (absolute), would lead
-/// into what is code-bearing (judged as a command's new link is: `sandbox::stage::links`).
+/// into what is code-bearing (judged as a command's new link is: `sandbox::protected::links`).
 pub(crate) fn link_leads_badly(at: &Path, target: &Path, caller: &Caller<'_>) -> bool {
-    use toolbelt_mcp_sandbox::stage::links::{Site, refusal};
+    use toolbelt_mcp_sandbox::protected::links::{Site, refusal};
     let Some(root) = caller.roots.list().iter().filter(|root| at.starts_with(root)).max_by_key(|r| r.as_os_str().len())
     else {
         return true;

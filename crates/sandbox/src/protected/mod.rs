@@ -24,6 +24,7 @@
 pub mod env;
 pub mod gitconfig;
 pub mod gitdir;
+pub mod links;
 pub mod places;
 pub mod tables;
 pub mod view;

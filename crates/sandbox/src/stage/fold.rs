@@ -310,7 +310,7 @@ impl Fold<'_> {
                         let target = merged.link(&change.path)?;
                         let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
                         let places = rules.places(self.root);
-                        let site = super::links::Site {
+                        let site = crate::protected::links::Site {
                             root: self.root,
                             view: &merged,
                             home: rules.home.as_deref(),
@@ -319,7 +319,7 @@ impl Fold<'_> {
                         };
                         let before = self.real.kind(&change.path);
                         let replaced = matches!(before, Some(Kind::Dir | Kind::Link));
-                        super::links::refusal(&site, &change.path, &target, replaced)
+                        crate::protected::links::refusal(&site, &change.path, &target, replaced)
                     }),
                 None => rules
                     .own

@@ -14,7 +14,6 @@
 
 pub mod fold;
 pub mod layer;
-pub mod links;
 pub mod snapshot;
 pub mod tree;
 pub mod view;

@@ -300,6 +300,7 @@ fn writable(path: &Path) -> bool {
 }
 
 #[cfg(test)]
+#[cfg(unix)]
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
