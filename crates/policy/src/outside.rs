@@ -46,7 +46,7 @@ pub(crate) fn secret(path: &Path, caller: &Caller<'_>) -> bool {
 /// scripts, units, interpreters' module dirs). Such a write is asked every time, never granted.
 pub(crate) fn beyond_the_user(path: &Path) -> bool {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute() && home != Path::new("/"));
-    let temps = [std::env::temp_dir(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
+    let temps = toolbelt_mcp_sandbox::protected::links::temp_dirs();
     let own = home.iter().chain(&temps).any(|dir| path.starts_with(dir));
     !own
 }

@@ -281,7 +281,7 @@ fn in_git_dir(path: &Path) -> bool {
 }
 
 /// The temp dirs: what is written there is no one's configuration.
-fn temp_dirs() -> [PathBuf; 3] {
+pub fn temp_dirs() -> [PathBuf; 3] {
     [std::env::temp_dir(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp")]
 }
 

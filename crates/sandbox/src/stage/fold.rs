@@ -250,6 +250,8 @@ impl Fold<'_> {
         let known =
             Known { root: self.root.to_path_buf(), home: rules.home.clone(), user_named: rules.user_named.clone() };
         let merged = Merged::new(&self.real, &self.upper);
+        // The places protected where they lie, once for every link of this fold.
+        let places = rules.places(self.root);
         for refusal in gitdir::judge(&known, &self.real, &merged, changes) {
             self.refused.insert(refusal.path, refusal.why);
         }
@@ -309,7 +311,6 @@ impl Fold<'_> {
                     .or_else(|| {
                         let target = merged.link(&change.path)?;
                         let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
-                        let places = rules.places(self.root);
                         let site = crate::protected::links::Site {
                             root: self.root,
                             view: &merged,
