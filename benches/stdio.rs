@@ -10,10 +10,12 @@
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
 //! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`,
-//!   `http`, `ts`, `agent` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
+//!   `http`, `ts`, `lean`, `agent` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
 //!   `benches/ts/client_bench.mjs` (the official TypeScript SDK client, as hosts connect; needs
 //!   `node` and `npm ci --prefix benches/ts`, else it says so and skips) on the server and the
-//!   `--compare-cmd` peer, e.g. rust-mcp-filesystem (see benches/ts/README.md).
+//!   `--compare-cmd` peer, e.g. rust-mcp-filesystem (see benches/ts/README.md). `lean` runs
+//!   `tests/hosts/lean_table.py`: characters the model reads per step, ours against Claude
+//!   Code's own tools (Claude Code from the hosts' cache or npm; else it says so and skips).
 //! * `--http-calls N`: calls per session in the `http` load (default 200; 32 sessions at once).
 //! * `--agent-base PATH`: a baseline `toolbelt-mcp` for the `agent` section (the bundled agent's
 //!   overhead per turn over 60 turns against a scripted endpoint), e.g. a release build of an
@@ -60,6 +62,8 @@ mod records;
 #[cfg(unix)]
 #[path = "stdio/scale.rs"]
 mod scale;
+#[path = "stdio/lean.rs"]
+mod lean;
 // The PostgreSQL server the tests start, for the `scale` section (Unix: its watchdog is sh).
 #[cfg(unix)]
 #[allow(dead_code)]
@@ -554,6 +558,9 @@ fn main() {
     }
     if run("ts") {
         ts::ts_client(&o.bin, o.compare.as_deref(), o.runs, o.calls);
+    }
+    if run("lean") {
+        lean::lean_table(&o.bin);
     }
     if run("agent") {
         agent::agent_turns(&o.bin, o.agent_base.as_deref(), &ws.0);

@@ -5,11 +5,13 @@
 // process (no SDK). Prints one JSON object on stdout and markdown tables on stderr.
 //
 //   node client_bench.mjs --server "CMD ARGS" [--kind toolbelt|filesystem|auto] [--name LABEL]
-//                         [--server "CMD ARGS" --kind ... --name ...]...
+//                         [--details] [--server "CMD ARGS" --kind ... --name ... --details]...
 //                         [--runs N] [--calls M] [--warmup W] [--big-runs K] [--big-lines L]
 //                         [--only cold,warm,big] [--no-raw]
 //
-// `--server` may be repeated; `--kind`/`--name` apply to the `--server` before them. The first
+// `--server` may be repeated; `--kind`/`--name`/`--details` apply to the `--server` before them
+// (`--details`: toolbelt calls ask for the whole record, `details: true`, not the lean view; the
+// same binary twice, with and without it, is the lean view's A/B). The first
 // server is the numerator of every ratio (`ratios[]`: first / each other). The command is split on
 // whitespace (no shell quoting); `{root}` is replaced by the bench workspace (else the workspace is
 // appended) and `{state}` by a fresh state dir, both under one temp dir removed at exit.
@@ -81,6 +83,9 @@ function parseArgs(argv) {
       }
       case '--name':
         last().name = val();
+        break;
+      case '--details':
+        last().details = true;
         break;
       case '--runs':
         o.runs = num(a, val());
@@ -186,10 +191,10 @@ function detectKind(kind, toolNames) {
 }
 
 /** {read, list, bigPage(offset)} tool-call params for a server kind. */
-function requests(kind, toolNames, ws) {
+function requests(kind, toolNames, ws, details = false) {
   if (kind === 'toolbelt') {
     if (!toolNames.includes('file_operations')) throw new Error(`--kind toolbelt but no file_operations in ${toolNames}`);
-    const fo = (args) => ({ name: 'file_operations', arguments: args });
+    const fo = (args) => ({ name: 'file_operations', arguments: details ? { ...args, details: true } : args });
     return {
       read: fo({ operation: 'read_file', path: 'small.txt' }),
       list: fo({ operation: 'list_dir', path: 'smalldir' }),
@@ -459,7 +464,7 @@ async function warm(servers, ws, o) {
     const list = await c.client.listTools();
     const names = list.tools.map((t) => t.name);
     s.kind = detectKind(s.kind, names);
-    conns.push({ c, argv: s.argv, req: requests(s.kind, names, ws), out: {} });
+    conns.push({ c, argv: s.argv, req: requests(s.kind, names, ws, s.details), out: {} });
   }
   const paramsOf = (conn, key) => (key === 'read_file' ? conn.req.read : conn.req.list);
   for (const key of ['read_file', 'list_dir']) {
@@ -553,7 +558,7 @@ function bigSummary(runs) {
 async function big(s, ws, o) {
   const c = await sdkConnect(s.argv);
   const names = (await c.client.listTools()).tools.map((t) => t.name);
-  const req = requests(s.kind, names, ws);
+  const req = requests(s.kind, names, ws, s.details);
   c.meter.on = false;
   const sdkRuns = [];
   let error = null;

@@ -67,7 +67,7 @@ fn operation(out: &mut String, op: &OperationDef) {
 /// What an operation's lean view leaves out or joins, in words.
 fn lean_note(lean: &tools::Lean) -> String {
     let code = |names: &[&str]| names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ");
-    let mut parts = vec!["no `operation`, nothing `false` or empty".to_string()];
+    let mut parts = vec!["no `operation`, nothing `false` or empty (in rows too)".to_string()];
     if !lean.details.is_empty() {
         parts.push(format!("no {}", code(lean.details)));
     }

@@ -2,7 +2,8 @@
 //! Code, Codex, Copilot CLI, opencode) put in its context, step by step, held to fixed
 //! budgets, so a field that bloats results fails here. The budgets sum to 1.5× what Claude
 //! Code's own tools (`Read`, `Grep`, `Edit`, `Bash`) handed the model for the same five steps
-//! (411 characters, measured with Claude Code 2.1.332: issue "Lean results").
+//! (411 characters, measured with Claude Code 2.1.332: issue "Lean results"); the same-run
+//! comparison through Claude Code itself is `tests/hosts/lean_table.py`.
 
 use std::process::Command;
 
@@ -99,5 +100,42 @@ async fn five_small_steps_fit_their_budgets() {
         .call("file_operations", json!({"operation": "read_file", "path": "demo/README.md", "details": "yes"}))
         .await;
     assert!(bad.is_error && bad.text.contains("details"), "{}", bad.text);
+    client.close().await;
+}
+
+/// A paged read of a large file costs the model little more than the text itself (the line
+/// numbers, the JSON escapes of tabs and newlines, and where to go on): within 1.1×.
+#[tokio::test]
+async fn a_paged_read_is_within_a_tenth_of_its_text() {
+    let ws = Workspace::new();
+    let line = |i: usize| format!("line {i:06}: {}\n", "lorem ipsum dolor sit amet ".repeat(3));
+    let whole: String = (1..=20_000).map(line).collect();
+    std::fs::write(ws.root.join("big.txt"), &whole).unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let mut offset: Option<u64> = None;
+    let mut pages = 0;
+    loop {
+        let mut args = json!({"operation": "read_file", "path": "big.txt"});
+        if let Some(at) = offset {
+            args["offset"] = json!(at);
+        }
+        let reply = client.call("file_operations", lean(args)).await;
+        assert!(!reply.is_error, "{}", reply.text);
+        let view = model_view(&reply);
+        let first = reply.structured["start_line"].as_u64().unwrap_or(1) as usize;
+        let last = reply.structured["end_line"].as_u64().unwrap() as usize;
+        let text: usize = (first..=last).map(|i| line(i).len()).sum();
+        assert!(
+            view.len() * 10 <= text * 11,
+            "page {pages} (lines {first}..={last}): {} chars for {text} of text",
+            view.len()
+        );
+        pages += 1;
+        match reply.structured["next_offset"].as_u64() {
+            Some(next) => offset = Some(next),
+            None => break,
+        }
+    }
+    assert!(pages > 1, "a {} byte file came in one page", whole.len());
     client.close().await;
 }

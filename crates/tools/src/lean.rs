@@ -14,7 +14,8 @@ pub struct Lean {
     /// Fields only a program needs (hashes, byte counts, timings), left out.
     pub details: &'static [&'static str],
     /// Fields left out when they hold this value (as JSON text): the usual one, which the
-    /// operation's description states.
+    /// operation's description states. A field of each row of an array is `rows[].field`, of
+    /// an object `object.field`, and every field of an object `object.*`.
     pub usual: &'static [(&'static str, &'static str)],
     /// Fields left out when another is there that says the same (`(field, the other)`).
     pub shadowed: &'static [(&'static str, &'static str)],
@@ -31,22 +32,22 @@ impl Lean {
 
 /// Trims `structured` (a finished result) to its lean view.
 pub(crate) fn apply(structured: &mut Map<String, Value>, lean: &Lean) {
-    structured.remove("operation");
+    structured.shift_remove("operation");
     for field in lean.details {
-        structured.remove(*field);
+        structured.shift_remove(*field);
     }
     for (field, usual) in lean.usual {
-        if structured.get(*field).is_some_and(|value| serde_json::from_str::<Value>(usual).is_ok_and(|u| u == *value)) {
-            structured.remove(*field);
+        if let Ok(usual) = serde_json::from_str::<Value>(usual) {
+            drop_usual(structured, field, &usual);
         }
     }
     for (field, other) in lean.shadowed {
         if structured.get(*other).is_some_and(|value| !empty(value)) {
-            structured.remove(*field);
+            structured.shift_remove(*field);
         }
     }
     for (array, text) in lean.joined {
-        if let Some(Value::Array(lines)) = structured.remove(*array) {
+        if let Some(Value::Array(lines)) = structured.shift_remove(*array) {
             let mut joined = String::with_capacity(lines.iter().map(|l| l.as_str().map_or(0, str::len) + 1).sum());
             let header = |line: &str| line.starts_with("--- ") || line.starts_with("+++ ");
             let skip = if lean.one_file_diff {
@@ -62,6 +63,39 @@ pub(crate) fn apply(structured: &mut Map<String, Value>, lean: &Lean) {
         }
     }
     structured.retain(|_, value| !empty(value));
+    // Rows: each object in an array says nothing twice either.
+    for value in structured.values_mut() {
+        if let Value::Array(rows) = value {
+            for row in rows {
+                if let Value::Object(fields) = row {
+                    fields.retain(|_, value| !empty(value));
+                }
+            }
+        }
+    }
+}
+
+/// Leaves out what `path` names (see [`Lean::usual`]) where it holds `usual`.
+fn drop_usual(map: &mut Map<String, Value>, path: &str, usual: &Value) {
+    if let Some((rows, rest)) = path.split_once("[].") {
+        if let Some(Value::Array(items)) = map.get_mut(rows) {
+            for item in items {
+                if let Value::Object(row) = item {
+                    drop_usual(row, rest, usual);
+                }
+            }
+        }
+    } else if let Some((object, rest)) = path.split_once('.') {
+        if let Some(Value::Object(inner)) = map.get_mut(object) {
+            if rest == "*" {
+                inner.retain(|_, value| value != usual);
+            } else {
+                drop_usual(inner, rest, usual);
+            }
+        }
+    } else if map.get(path) == Some(usual) {
+        map.shift_remove(path);
+    }
 }
 
 /// Whether a value says nothing: `false`, `null`, `""`, `[]` or `{}`.
@@ -131,6 +165,33 @@ mod tests {
         assert_eq!(
             structured,
             json!({"kind": "image", "line_endings": "crlf", "truncated": true, "file_matches": [{"path": "a"}]})
+        );
+    }
+
+    #[test]
+    fn rows_lose_their_usual_and_empty_fields() {
+        const TODOS: Lean = Lean {
+            details: &[],
+            usual: &[("todos[].priority", "\"medium\""), ("counts.*", "0")],
+            shadowed: &[],
+            joined: &[],
+            one_file_diff: false,
+        };
+        let mut structured = json!({
+            "counts": {"total": 2, "completed": 0, "in_progress": 1},
+            "todos": [
+                {"id": 1, "title": "a", "priority": "medium", "dependencies": []},
+                {"id": 2, "title": "b", "priority": "high", "dependencies": [1], "blocked": false},
+            ],
+        });
+        let Value::Object(map) = &mut structured else { unreachable!() };
+        apply(map, &TODOS);
+        assert_eq!(
+            structured,
+            json!({
+                "counts": {"total": 2, "in_progress": 1},
+                "todos": [{"id": 1, "title": "a"}, {"id": 2, "title": "b", "priority": "high", "dependencies": [1]}],
+            })
         );
     }
 

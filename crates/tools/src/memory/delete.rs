@@ -39,6 +39,7 @@ impl Operation for Delete {
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: false };
     type Args = Args;
     type Output = Output;
+    const LEAN: crate::Lean = super::MEMORY_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Record

@@ -47,6 +47,7 @@ impl Operation for Get {
     const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = Output;
+    const LEAN: crate::Lean = super::MEMORY_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Read(Vec::new())

@@ -33,6 +33,21 @@ pub const TOOL: ToolDef = ToolDef {
 /// The collection used when a call names none.
 const DEFAULT_COLLECTION: &str = "default";
 
+/// The lean view of a memory result: the usual scope, collection and query mode go (each
+/// stated in its argument's description), in every row too.
+pub(super) const MEMORY_LEAN: crate::Lean = crate::Lean {
+    details: &[],
+    usual: &[
+        ("scope", "\"workspace\""),
+        ("collection", "\"default\""),
+        ("query_mode", "\"fts\""),
+        ("results[].collection", "\"default\""),
+    ],
+    shadowed: &[],
+    joined: &[],
+    one_file_diff: false,
+};
+
 /// Whose memories.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -82,6 +82,7 @@ impl Operation for Search {
     const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = Output;
+    const LEAN: crate::Lean = super::MEMORY_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Read(Vec::new())

@@ -49,6 +49,7 @@ impl Operation for Store {
     const KIND: EffectKind = EffectKind::Record { destructive: false, idempotent: true };
     type Args = Args;
     type Output = Output;
+    const LEAN: crate::Lean = super::MEMORY_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Record

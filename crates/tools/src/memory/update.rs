@@ -48,6 +48,7 @@ impl Operation for Update {
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
     type Args = Args;
     type Output = Output;
+    const LEAN: crate::Lean = super::MEMORY_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Record

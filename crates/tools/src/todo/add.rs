@@ -29,6 +29,7 @@ impl Operation for Add {
     const KIND: EffectKind = EffectKind::Record { destructive: false, idempotent: false };
     type Args = Args;
     type Output = ListOutput;
+    const LEAN: crate::Lean = super::TODO_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Record

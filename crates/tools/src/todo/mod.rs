@@ -32,6 +32,16 @@ pub const TOOL: ToolDef = ToolDef {
 /// The list used when a call names none.
 const DEFAULT_LIST: &str = "default";
 
+/// The lean view of a list: the default list's name, a row's usual priority and the counts
+/// that are zero go.
+pub(super) const TODO_LEAN: crate::Lean = crate::Lean {
+    details: &[],
+    usual: &[("list", "\"default\""), ("todos[].priority", "\"medium\""), ("counts.*", "0")],
+    shadowed: &[],
+    joined: &[],
+    one_file_diff: false,
+};
+
 /// Every todo operation's result: the whole list as it now stands.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListOutput {

@@ -26,6 +26,7 @@ impl Operation for Read {
     const ON_WORKSPACE: bool = false;
     type Args = Args;
     type Output = ListOutput;
+    const LEAN: crate::Lean = super::TODO_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Read(Vec::new())

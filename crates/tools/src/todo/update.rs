@@ -29,6 +29,7 @@ impl Operation for Update {
     const KIND: EffectKind = EffectKind::Record { destructive: true, idempotent: true };
     type Args = Args;
     type Output = ListOutput;
+    const LEAN: crate::Lean = super::TODO_LEAN;
 
     fn effect(_args: &Args) -> Effect {
         Effect::Record
