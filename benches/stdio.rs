@@ -57,13 +57,13 @@ mod agent;
 #[cfg(unix)]
 #[path = "stdio/http.rs"]
 mod http;
+#[path = "stdio/lean.rs"]
+mod lean;
 #[path = "stdio/records.rs"]
 mod records;
 #[cfg(unix)]
 #[path = "stdio/scale.rs"]
 mod scale;
-#[path = "stdio/lean.rs"]
-mod lean;
 // The PostgreSQL server the tests start, for the `scale` section (Unix: its watchdog is sh).
 #[cfg(unix)]
 #[allow(dead_code)]

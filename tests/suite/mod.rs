@@ -41,6 +41,8 @@ mod review;
 mod review2;
 mod review3;
 mod review4;
+#[cfg(target_os = "linux")]
+mod review5;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

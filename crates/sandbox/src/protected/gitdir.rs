@@ -27,6 +27,13 @@ use crate::handle::Kind;
 /// The entries of a git dir that decide what git runs or where its configuration lives.
 pub const CODE_ENTRIES: &[&str] = &["config", "config.worktree", "commondir", "hooks", "info", "modules", "worktrees"];
 
+/// The most of a `packed-refs` or reftable file read to judge it (a repository with many
+/// tags has megabytes of them); a larger one is refused.
+const REFS_CAP: u64 = 64 << 20;
+
+/// Why a replace ref is refused.
+const REPLACE_REF: &str = "a replace ref: git would show one commit's content in place of another's everywhere (`git log -p`, `git show`), while `git push` sends the real one";
+
 /// The most of a config, hook or todo file that is read to judge it; a larger one is refused.
 pub const READ_CAP: u64 = 1 << 20;
 
@@ -277,6 +284,26 @@ impl<'a> Judge<'a> {
             ("modules" | "worktrees", _) if depth > 1 => {
                 self.refuse(&change.path, "a submodule's or worktree's git dir that is not a repository yet".into());
             }
+            // Git puts a replace ref's object in place of the one it names in every command:
+            // `git log -p` would show the user one commit's content while `git push` sends
+            // another's. Nothing an agent does needs one (as with `info/grafts`).
+            ("refs", _) if inner.starts_with("refs/replace") && after != Kind::Dir => {
+                self.refuse(&change.path, REPLACE_REF.into());
+            }
+            ("packed-refs", 1) if self.new_replace_refs(&change.path) => {
+                self.refuse(&change.path, REPLACE_REF.into());
+            }
+            ("reftable", 2) if self.reftable_names_replace(&change.path) => {
+                self.refuse(&change.path, REPLACE_REF.into());
+            }
+            // `shallow` cuts history where it names: what came before those commits vanishes
+            // from `git log` (a clone made now may have one).
+            ("shallow", 1) if !new => {
+                self.refuse(
+                    &change.path,
+                    "`shallow` of an existing repository: it hides the history before the commits it names".into(),
+                );
+            }
             ("rebase-merge" | "sequencer", 2) | ("rebase-apply", 2) => {
                 let name = inner.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 if matches!(name.as_str(), "git-rebase-todo" | "todo" | "done") && self.has_exec_lines(&change.path) {
@@ -288,6 +315,29 @@ impl<'a> Judge<'a> {
             }
             _ => {}
         }
+    }
+
+    /// Whether `packed-refs` at `path` names a replace ref it did not name before (or cannot
+    /// be read).
+    fn new_replace_refs(&self, path: &Path) -> bool {
+        let Some(after) = self.after.read(path, REFS_CAP) else { return true };
+        let before = self.before.read(path, REFS_CAP).unwrap_or_default();
+        let replaces = |text: &[u8]| -> Vec<Vec<u8>> {
+            text.split(|b| *b == b'\n')
+                .filter(|line| line.windows(14).any(|w| w == b" refs/replace/"))
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
+        let was = replaces(&before);
+        replaces(&after).iter().any(|line| !was.contains(line))
+    }
+
+    /// Whether a reftable table at `path` may hold a replace ref: ref names are stored with
+    /// the prefix they share with the one before (`refs/remotes/…` then `refs/replace/…`
+    /// keeps `place/`), so the tail is looked for (or the table cannot be read).
+    fn reftable_names_replace(&self, path: &Path) -> bool {
+        let Some(after) = self.after.read(path, REFS_CAP) else { return true };
+        after.windows(6).any(|w| w == b"place/")
     }
 
     /// Whether the todo file at `path` (after) has `exec`/`x` lines (or cannot be read).

@@ -45,6 +45,9 @@ enum Leads {
     Unmade(PathBuf),
     /// Round in a loop, or through more than [`MAX_HOPS`] links: nothing can be written.
     Nowhere,
+    /// Through `/proc` (`/proc/self/cwd`, `/dev/fd`, `/dev/stdout` lead there): somewhere
+    /// different for each process that follows it, so nowhere this judgement can know.
+    Reader(PathBuf),
 }
 
 /// Why the symlink at `link` (relative to the root) pointing at `target` is refused, if it
@@ -78,6 +81,10 @@ pub fn refusal(site: &Site<'_>, link: &Path, target: &Path, replaced: bool) -> O
             let why = inside(site, link, &real, &rel, kind, replaced)?;
             format!("it leads to `{}` ({why})", real.display())
         }
+        Leads::Reader(through) => format!(
+            "it leads through `{}`, which means something different to each process that follows it (`/proc/self` is whoever writes through the link, its cwd the user's), so where it leads cannot be known",
+            through.display()
+        ),
         Leads::Outside(real) => {
             let why = outside(site, link, &real)?;
             format!("it leads to `{}` beyond the root ({why})", real.display())
@@ -256,6 +263,9 @@ fn start(root: &Path, from: &Path, target: &Path, at: &mut Vec<OsString>, pendin
 /// Where `path` (absolute, beyond the root or above it) really lies, as far as it exists;
 /// beneath the root again when it leads back there.
 fn outside_at(root: &Path, path: &Path) -> Leads {
+    if let Some(through) = through_proc(path) {
+        return Leads::Reader(through);
+    }
     let real = crate::protected::places::real_as_far_as_it_exists(path).unwrap_or_else(|| path.to_path_buf());
     match real.strip_prefix(root) {
         Ok(rel) => {
@@ -265,6 +275,40 @@ fn outside_at(root: &Path, path: &Path) -> Leads {
         }
         Err(_) => Leads::Outside(real),
     }
+}
+
+/// The first place on the way to `path` (absolute), each symlink followed as the kernel
+/// follows it, that lies in `/proc`: its meaning there depends on the process that follows it
+/// (`/proc/self`, `/proc/thread-self`, a pid's `cwd`, `root` or `fd`), so the judge's own view
+/// of it says nothing of where the user's program will land.
+fn through_proc(path: &Path) -> Option<PathBuf> {
+    let proc = Path::new("/proc");
+    let mut at = PathBuf::from("/");
+    let mut pending: Vec<PathBuf> = path.components().rev().map(|c| PathBuf::from(c.as_os_str())).collect();
+    let mut hops = 0;
+    while let Some(next) = pending.pop() {
+        match next.to_str() {
+            Some("/") => at = PathBuf::from("/"),
+            Some(".") => {}
+            Some("..") => {
+                at.pop();
+            }
+            _ => {
+                let here = at.join(&next);
+                if here.starts_with(proc) {
+                    return Some(here);
+                }
+                match crate::fs::read_link(&here) {
+                    Ok(target) if hops < MAX_HOPS => {
+                        hops += 1;
+                        pending.extend(target.components().rev().map(|c| PathBuf::from(c.as_os_str())));
+                    }
+                    _ => at = here,
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Whether `path` lies where a git dir beyond the roots reads config or runs hooks: beneath a
@@ -390,6 +434,29 @@ mod tests {
         {
             assert_eq!(judge(&f, link, python.to_str().unwrap()).is_none(), ok, "{link}");
         }
+    }
+
+    #[test]
+    fn a_link_through_proc_is_refused_whatever_the_judge_sees_there() {
+        let f = fixture();
+        // `/proc/self/cwd` is the cwd of whoever writes through the link (the user's program
+        // in the root), not the judge's; `/dev/fd` and `/dev/stdout` lead into `/proc/self`.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/proc/self/cwd", elsewhere.path().join("here")).unwrap();
+        let via = elsewhere.path().join("here/bashrc");
+        for target in [
+            "/proc/self/cwd/bashrc",
+            "/proc/thread-self/cwd/tools/mytool",
+            "/proc/1/root/etc/x",
+            "/dev/fd/3/bashrc",
+            "/dev/stdout",
+            "../../../../../../../../proc/self/cwd/bashrc",
+            via.to_str().unwrap(),
+        ] {
+            let why = judge(&f, "0001-Update-notes.patch", target).unwrap_or_default();
+            assert!(why.contains("/proc") && why.contains("cannot be known"), "{target}: {why}");
+        }
+        assert_eq!(judge(&f, "build", elsewhere.path().to_str().unwrap()), None);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod env;
 pub mod gitconfig;
 pub mod gitdir;
 pub mod links;
+mod pattern;
 pub mod places;
 pub mod tables;
 pub mod view;

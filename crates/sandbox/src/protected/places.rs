@@ -163,7 +163,7 @@ fn words(value: &OsStr, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf>
 /// `text` as the shell expands its parameters, twice: with each one's value, and with each
 /// one's other outcome where an operator gives one (`${X:-word}`'s word, `${X%/suffix}` with
 /// the suffix removed); a value may name a place either way.
-fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2] {
+pub(super) fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2] {
     let mut out = [String::with_capacity(text.len()), String::with_capacity(text.len())];
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -226,7 +226,7 @@ fn parameter(body: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2]
     for (prefix, suffix, longest) in [("%%", true, true), ("%", true, false), ("##", false, true), ("#", false, false)]
     {
         if let Some(pattern) = op.strip_prefix(prefix) {
-            let [pattern, _] = expand(pattern.trim_matches(|c| c == '"' || c == '\''), lookup);
+            let pattern = super::pattern::Pattern::read(pattern, lookup);
             let removed = remove_matching(&value, &pattern, suffix, longest).unwrap_or_else(|| value.clone());
             return [removed.clone(), removed];
         }
@@ -234,9 +234,9 @@ fn parameter(body: &str, lookup: &dyn Fn(&str) -> Option<String>) -> [String; 2]
     [value.clone(), value]
 }
 
-/// `value` without its shortest (or `longest`) suffix (or prefix) that the glob `pattern`
-/// matches (`*`, `?`), as `${X%pattern}` and its kin give it; `None` when none matches.
-fn remove_matching(value: &str, pattern: &str, suffix: bool, longest: bool) -> Option<String> {
+/// `value` without its shortest (or `longest`) suffix (or prefix) that `pattern` matches, as
+/// `${X%pattern}` and its kin give it; `None` when none matches.
+fn remove_matching(value: &str, pattern: &super::pattern::Pattern, suffix: bool, longest: bool) -> Option<String> {
     let mut cuts: Vec<usize> = value.char_indices().map(|(at, _)| at).chain([value.len()]).collect();
     // Ascending cuts make a suffix longer first and a prefix shorter first.
     if suffix != longest {
@@ -244,18 +244,8 @@ fn remove_matching(value: &str, pattern: &str, suffix: bool, longest: bool) -> O
     }
     cuts.into_iter().find_map(|at| {
         let (kept, removed) = if suffix { (&value[..at], &value[at..]) } else { (&value[at..], &value[..at]) };
-        glob_matches(pattern.as_bytes(), removed.as_bytes()).then(|| kept.to_string())
+        pattern.matches(removed).then(|| kept.to_string())
     })
-}
-
-/// Whether the shell glob `pattern` (`*`, `?`, other bytes literal) matches all of `text`.
-fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|skip| glob_matches(rest, &text[skip..])),
-        Some((b'?', rest)) => !text.is_empty() && glob_matches(rest, &text[1..]),
-        Some((byte, rest)) => text.first() == Some(byte) && glob_matches(rest, &text[1..]),
-    }
 }
 
 /// `path` with its longest existing part resolved (symlinks, `..`) and the rest appended: where
@@ -340,10 +330,20 @@ mod tests {
         assert!(named(&vars, "/ws/alt") && named(&vars, "/ws/h/x"), "{:?}", places(&vars));
         let vars = [("HOME", "/ws/fh"), ("BASH_ENV", "${HOME%/*}/w7/t"), ("ENV", "${NOPE:-${HOME%/?h}/w8}")];
         assert!(named(&vars, "/ws/w7/t") && named(&vars, "/ws/w8"), "{:?}", places(&vars));
-        assert_eq!(remove_matching("/a/b/c", "/*", true, false).as_deref(), Some("/a/b"));
-        assert_eq!(remove_matching("/a/b/c", "/*", true, true).as_deref(), Some(""));
-        assert_eq!(remove_matching("/a/b/c", "*/", false, false).as_deref(), Some("a/b/c"));
-        assert_eq!(remove_matching("/a/b/c", "*/", false, true).as_deref(), Some("c"));
+        let remove = |value: &str, pattern: &str, suffix: bool, longest: bool| {
+            remove_matching(value, &super::super::pattern::Pattern::read(pattern, &|_| None), suffix, longest)
+        };
+        assert_eq!(remove("/a/b/c", "/*", true, false).as_deref(), Some("/a/b"));
+        assert_eq!(remove("/a/b/c", "/*", true, true).as_deref(), Some(""));
+        assert_eq!(remove("/a/b/c", "*/", false, false).as_deref(), Some("a/b/c"));
+        assert_eq!(remove("/a/b/c", "*/", false, true).as_deref(), Some("c"));
+        // The eleventh review's spellings: brackets, escapes, partial quotes, a quoted empty
+        // variable (each checked against bash).
+        for spelling in ["${HOME%/[f]h}", "${HOME%\\/fh}", "${HOME%\"${NOPE}\"/fh}", "${HOME%/\"f\"h}", "${HOME%/f\\h}"]
+        {
+            let vars = [("HOME", "/ws/fh"), ("BASH_ENV", &*format!("{spelling}/w5/t"))];
+            assert!(named(&vars, "/ws/w5/t"), "{spelling}: {:?}", places(&vars));
+        }
     }
 
     #[test]

@@ -1,0 +1,110 @@
+//! What the eleventh adversarial review of security v3 found, each tried the way it was found:
+//! a symlink through `/proc/self/cwd` (judged against the server's cwd, followed from the
+//! user's), server variables whose `%` pattern has brackets, escapes or quotes, protected
+//! content carried in git's objects (a commit, the index, a stash) that the user's own git
+//! writes back, and replace refs.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::common::{Client, Workspace};
+
+/// Runs git in `dir` as the user would (outside any sandbox), with a fixed identity.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A root that is a dotfiles repository: the home's `.bashrc` is a link to its `bashrc`.
+fn dotfiles(ws: &Workspace) -> std::path::PathBuf {
+    let home = ws.outside.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(ws.root.join("bashrc"), "# rc\n").unwrap();
+    std::os::unix::fs::symlink(ws.root.join("bashrc"), home.join(".bashrc")).unwrap();
+    git(&ws.root, &["init", "-q"]);
+    git(&ws.root, &["add", "-A"]);
+    git(&ws.root, &["commit", "-qm", "init"]);
+    home
+}
+
+/// L1: `ln -s /proc/self/cwd/bashrc 0001-Update-notes.patch` was judged as the server's cwd
+/// (a temp dir) and applied; the user's `git format-patch -1` in the root then wrote the mail
+/// into the dotfiles `bashrc`. A link through `/proc` (or `/dev/fd`, which leads there) means
+/// something different to each process that follows it: refused.
+#[tokio::test]
+async fn a_link_through_proc_self_is_refused() {
+    let ws = Workspace::new();
+    let home = dotfiles(&ws);
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    for (line, link) in [
+        ("ln -s /proc/self/cwd/bashrc 0001-Update-notes.patch", "0001-Update-notes.patch"),
+        ("ln -s /proc/thread-self/cwd/bashrc 0002-x.patch", "0002-x.patch"),
+        ("ln -s /dev/fd/3/bashrc 0003-x.patch", "0003-x.patch"),
+    ] {
+        let reply = client.run(line).await;
+        assert!(reply.text.contains("cannot be known"), "{line}: {}", reply.text);
+        assert!(std::fs::symlink_metadata(ws.root.join(link)).is_err(), "{line} was applied");
+    }
+    client.close().await;
+}
+
+/// L4: `git replace EVIL GOOD` made the user's `git log -p` show GOOD's diff under EVIL's id
+/// while `git push` sent EVIL. A replace ref, loose or packed, is refused.
+#[tokio::test]
+async fn a_replace_ref_is_refused() {
+    let ws = Workspace::new();
+    git(&ws.root, &["init", "-q"]);
+    std::fs::write(ws.root.join("build.sh"), "echo building\n").unwrap();
+    git(&ws.root, &["add", "-A"]);
+    git(&ws.root, &["commit", "-qm", "init"]);
+    let client = Client::start(&ws, &[]).await;
+    let ident = "-c user.name=d -c user.email=d@x -c commit.gpgsign=false";
+    let made = client
+        .run(&format!(
+            "git {ident} commit -q --allow-empty -m good && good=$(git rev-parse HEAD) && git reset -q --soft HEAD~1 && echo 'touch PWNED' >> build.sh && git {ident} commit -qam good && git replace $(git rev-parse HEAD) $good"
+        ))
+        .await;
+    assert!(made.text.contains("a replace ref"), "{}", made.text);
+    assert!(git(&ws.root, &["for-each-ref", "refs/replace"]).is_empty());
+    let packed = client
+        .run(&format!(
+            "git {ident} commit -q --allow-empty -m other && git replace HEAD HEAD~1 && git pack-refs --all && ls .git/refs/replace | wc -l"
+        ))
+        .await;
+    assert!(packed.text.contains("a replace ref"), "{}", packed.text);
+    assert!(git(&ws.root, &["for-each-ref", "refs/replace"]).is_empty());
+    client.close().await;
+}
+
+/// L2: `BASH_ENV='${HOME%/[f]h}/ws/w5/t'` named `ws/w5/t` (bash strips `/fh` with the bracket
+/// expression) but the judge did not match brackets, escapes or partial quotes: a command wrote
+/// the file and the user's `bash -c true` ran it. Patterns are read as bash reads them.
+#[tokio::test]
+async fn a_variables_pattern_is_read_as_bash_reads_it() {
+    let ws = Workspace::new();
+    let base = ws.root.parent().unwrap();
+    let home = base.join("fh");
+    std::fs::create_dir_all(&home).unwrap();
+    let spellings = [
+        ("BASH_ENV", "${HOME%/[f]h}/ws/w1/t"),
+        ("ENV", "${HOME%\\/fh}/ws/w2/t"),
+        ("PYTHONSTARTUP", "${HOME%\"${NOPE}\"/fh}/ws/w3/t"),
+        ("RUBYOPT", "-r${HOME%/\"f\"h}/ws/w4/t"),
+        ("NODE_OPTIONS", "--require ${HOME%/f\\h}/ws/w5/t"),
+    ];
+    let mut env = vec![("HOME", home.to_str().unwrap())];
+    env.extend(spellings.iter().copied());
+    let client = Client::start_with_env(&ws, &[], &env).await;
+    for n in 1..=5 {
+        let reply = client.run(&format!("mkdir -p w{n} && echo 'touch PWNED' > w{n}/t")).await;
+        assert!(reply.text.contains("not applied"), "w{n}: {}", reply.text);
+        assert!(!ws.root.join(format!("w{n}/t")).exists(), "w{n}/t was written");
+    }
+    client.close().await;
+}
