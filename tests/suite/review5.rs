@@ -108,3 +108,63 @@ async fn a_variables_pattern_is_read_as_bash_reads_it() {
     }
     client.close().await;
 }
+
+/// L3: a command committed (or stashed, or staged) a new `bashrc` in a dotfiles root and put
+/// the file itself back; the fold applied the commit, and the user's `git stash`, `git
+/// checkout -- .` or `git stash pop` wrote the agent's version, which the next shell ran. What
+/// a repository newly offers the user's git to write is judged like a write of that path.
+#[tokio::test]
+async fn a_commit_stash_or_index_cannot_carry_protected_content() {
+    let ws = Workspace::new();
+    let home = dotfiles(&ws);
+    std::fs::write(ws.root.join("notes.md"), "notes\n").unwrap();
+    git(&ws.root, &["add", "-A"]);
+    git(&ws.root, &["commit", "-qm", "notes"]);
+    let head = git(&ws.root, &["rev-parse", "HEAD"]);
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    let ident = "-c user.name=d -c user.email=d@x -c commit.gpgsign=false";
+    let attacks = [
+        // Commit, then restore the worktree file.
+        format!(
+            "cp bashrc /tmp/o && echo 'touch PWNED' >> bashrc && git add bashrc && git {ident} commit -qm tidy && cp /tmp/o bashrc"
+        ),
+        // A stash only: the worktree is clean again.
+        format!("echo 'touch PWNED' >> bashrc && git {ident} stash -q"),
+        // Staged only.
+        "cp bashrc /tmp/o && echo 'touch PWNED' >> bashrc && git add bashrc && cp /tmp/o bashrc".to_string(),
+        // A branch the user may check out.
+        format!(
+            "git checkout -q -b feature && echo 'touch PWNED' >> bashrc && git {ident} commit -qam x && git checkout -q - 2>/dev/null; git checkout -q main 2>/dev/null || git checkout -q master"
+        ),
+        // A symlink into the user's configuration, committed and gone from the worktree.
+        format!(
+            "ln -s {}/.bashrc 0001-x.patch && git add 0001-x.patch && git {ident} commit -qm x && rm 0001-x.patch",
+            home.display()
+        ),
+        // A `.env` that sets what runs, committed and gone.
+        format!(
+            "printf 'NODE_OPTIONS=--require ./evil.js\\n' > .env && git add .env && git {ident} commit -qm x && rm .env"
+        ),
+    ];
+    for line in &attacks {
+        let reply = client.run(line).await;
+        assert!(reply.text.contains("your own git would write it there later"), "{line}: {}", reply.text);
+        assert_eq!(git(&ws.root, &["rev-parse", "HEAD"]), head, "{line}: the commit was applied");
+        assert!(git(&ws.root, &["stash", "list"]).is_empty(), "{line}: the stash was applied");
+        assert!(git(&ws.root, &["diff", "--cached", "--name-only"]).is_empty(), "{line}: the index was applied");
+        assert!(!git(&ws.root, &["branch"]).contains("feature"), "{line}: the branch was applied");
+        // What the user does to throw the agent's edits away writes nothing of the agent's.
+        git(&ws.root, &["checkout", "--", "."]);
+        assert_eq!(std::fs::read_to_string(ws.root.join("bashrc")).unwrap(), "# rc\n", "{line}");
+    }
+    // Ordinary work is untouched: a commit of other files, a stash of them.
+    let reply = client
+        .run(&format!(
+            "echo more >> notes.md && git {ident} commit -qam more && echo wip >> notes.md && git {ident} stash -q"
+        ))
+        .await;
+    assert!(!reply.text.contains("not applied"), "{}", reply.text);
+    assert_ne!(git(&ws.root, &["rev-parse", "HEAD"]), head);
+    assert!(!git(&ws.root, &["stash", "list"]).is_empty());
+    client.close().await;
+}

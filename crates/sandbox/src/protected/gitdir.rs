@@ -135,6 +135,25 @@ pub fn named(known: &Known, view: &dyn View, rel: &Path) -> bool {
     !judge.refused.is_empty()
 }
 
+/// Asks, path after path, whether the configs of the repositories around it (before) or the
+/// user's own name it: [`named`] for many paths, each repository's config read once.
+pub struct Namer<'a>(std::cell::RefCell<Judge<'a>>);
+
+impl<'a> Namer<'a> {
+    /// A namer over `view`.
+    pub fn new(known: &'a Known, view: &'a dyn View) -> Self {
+        Self(std::cell::RefCell::new(Judge::new(known, view, view)))
+    }
+
+    /// Why a config names `rel` (or a directory above it), if one does.
+    pub fn names(&self, rel: &Path) -> Option<String> {
+        let mut judge = self.0.borrow_mut();
+        judge.refused.clear();
+        judge.named_by_configs(&Change { path: rel.to_path_buf(), after: Some(Kind::File) });
+        judge.refused.values().next().cloned()
+    }
+}
+
 struct Judge<'a> {
     known: &'a Known,
     before: &'a dyn View,

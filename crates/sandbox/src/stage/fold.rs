@@ -128,6 +128,8 @@ pub struct Folded {
 /// One layer's fold.
 pub struct Fold<'a> {
     root: &'a Path,
+    /// The upper layer's path (git reads a command's new objects there).
+    upper_path: &'a Path,
     real: Real,
     upper: DirHandle,
     old: &'a DirHandle,
@@ -151,6 +153,7 @@ pub struct OldArea<'a> {
 
 /// Folds the upper layer `upper` of the root `root` into it, judging by `rules`.
 pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, out: &mut Folded) {
+    let upper_path = upper;
     let opened = DirHandle::open(root).and_then(|r| Ok((r, DirHandle::open(upper)?)));
     let (real, upper) = match opened {
         Ok(handles) => handles,
@@ -161,6 +164,7 @@ pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, ou
     };
     let mut fold = Fold {
         root,
+        upper_path,
         real: Real::new(real),
         upper,
         old: old.dir,
@@ -254,6 +258,33 @@ impl Fold<'_> {
         let places = rules.places(self.root);
         for refusal in gitdir::judge(&known, &self.real, &merged, changes) {
             self.refused.insert(refusal.path, refusal.why);
+        }
+        let namer = gitdir::Namer::new(&known, &self.real);
+        let protected =
+            |rel: &Path| refusal_by_name(rules, self.root, &self.root.join(rel)).or_else(|| namer.names(rel));
+        let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
+        let link = |rel: &Path, target: &Path| {
+            let site = crate::protected::links::Site {
+                root: self.root,
+                view: &merged,
+                home: rules.home.as_deref(),
+                by_name: &by_name,
+                places: &places,
+            };
+            crate::protected::links::refusal(&site, rel, target, false)
+        };
+        let offers = super::offers::Offers {
+            root: self.root,
+            before: &self.real,
+            after: &merged,
+            upper: self.upper_path,
+            upper_dir: &self.upper,
+            scratch: self.old_path.parent().unwrap_or(self.old_path),
+            protected: &protected,
+            link: &link,
+        };
+        for (path, why) in offers.judge(changes) {
+            self.refused.entry(path).or_insert(why);
         }
         for path in std::mem::take(&mut self.too_deep) {
             self.refused.insert(

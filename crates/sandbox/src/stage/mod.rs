@@ -13,7 +13,10 @@
 //! says so in its log.
 
 pub mod fold;
+mod gitindex;
 pub mod layer;
+mod offers;
+mod probe;
 pub mod snapshot;
 pub mod tree;
 pub mod view;
