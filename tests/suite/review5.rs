@@ -168,3 +168,108 @@ async fn a_commit_stash_or_index_cannot_carry_protected_content() {
     assert!(!git(&ws.root, &["stash", "list"]).is_empty());
     client.close().await;
 }
+
+/// M1, M4 (the twelfth review): files of git's own state name commits the user's git checks
+/// out later: `ORIG_HEAD` (`git reset --hard ORIG_HEAD`), a merge's autostash (`git merge
+/// --abort`), a rebase's `orig-head` (`git rebase --abort`), `BISECT_START` (`git bisect
+/// reset`), a reflog line (`git checkout -`). Each commit such a file newly names is judged as
+/// a checkout; an operation's state is refused whole.
+#[tokio::test]
+async fn git_state_files_cannot_name_protected_content() {
+    let ws = Workspace::new();
+    let home = dotfiles(&ws);
+    let head = git(&ws.root, &["rev-parse", "HEAD"]);
+    let client = Client::start_with_env(&ws, &[], &[("HOME", home.to_str().unwrap())]).await;
+    // An unreferenced commit whose `bashrc` runs the agent's line.
+    let evil = "b=$(printf '# rc\\ntouch PWNED\\n' | git hash-object -w --stdin) && t=$(printf '100644 blob %s\\tbashrc\\n' $b | git mktree) && E=$(git -c user.name=d -c user.email=d@x commit-tree $t -p HEAD -m tidy)";
+    let states = [
+        ("echo $E > .git/ORIG_HEAD", ".git/ORIG_HEAD"),
+        (
+            "S=$(git -c user.name=d -c user.email=d@x commit-tree $t -p HEAD -m wip) && echo $S > .git/MERGE_AUTOSTASH && git rev-parse HEAD > .git/MERGE_HEAD && echo m > .git/MERGE_MSG && : > .git/MERGE_MODE",
+            ".git/MERGE_HEAD",
+        ),
+        (
+            "mkdir -p .git/rebase-merge && echo $E > .git/rebase-merge/orig-head && echo refs/heads/main > .git/rebase-merge/head-name && git rev-parse HEAD > .git/rebase-merge/onto && : > .git/rebase-merge/interactive && : > .git/rebase-merge/git-rebase-todo",
+            ".git/rebase-merge/head-name",
+        ),
+        ("echo $E > .git/BISECT_START && : > .git/BISECT_LOG", ".git/BISECT_LOG"),
+        (
+            "printf '%s %s d <d@x> 1795826000 +0000\\tcheckout: moving from %s to main\\n' $E $(git rev-parse HEAD) $E >> .git/logs/HEAD",
+            ".git/logs/HEAD",
+        ),
+    ];
+    for (state, whole) in states {
+        let reply = client.run(&format!("{evil} && {state}")).await;
+        assert!(
+            reply.text.contains("names a commit that holds") || reply.text.contains("an operation in progress"),
+            "{state}: {}",
+            reply.text
+        );
+        let logs = std::fs::read_to_string(ws.root.join(".git/logs/HEAD")).unwrap_or_default();
+        for file in [".git/ORIG_HEAD", ".git/MERGE_AUTOSTASH", ".git/rebase-merge", ".git/BISECT_START"] {
+            assert!(!ws.root.join(file).exists(), "{state}: {file} was applied");
+        }
+        assert!(!ws.root.join(whole).exists() || whole == ".git/logs/HEAD", "{state}: {whole} was applied");
+        assert!(!logs.contains("moving from") || !logs.contains("tidy"), "{state}");
+        assert_eq!(git(&ws.root, &["rev-parse", "HEAD"]), head);
+    }
+    // `git checkout -` goes where it went before, not to the agent's commit.
+    assert!(!std::fs::read_to_string(ws.root.join(".git/logs/HEAD")).unwrap_or_default().contains("to main"));
+    client.close().await;
+}
+
+/// M2: `rebase-merge/strategy` (or `strategy` in `sequencer/opts`) names `git-merge-<x>`, a
+/// program `--continue` runs. Only git's own strategies pass.
+#[tokio::test]
+async fn a_foreign_merge_strategy_is_refused() {
+    let ws = Workspace::new();
+    git(&ws.root, &["init", "-q"]);
+    git(&ws.root, &["add", "-A"]);
+    git(&ws.root, &["commit", "-qm", "init"]);
+    let client = Client::start(&ws, &[]).await;
+    for (line, file) in [
+        ("mkdir -p .git/rebase-merge && echo x/evil > .git/rebase-merge/strategy", ".git/rebase-merge/strategy"),
+        (
+            "mkdir -p .git/sequencer && printf '[options]\\n\\tstrategy = y/run\\n' > .git/sequencer/opts",
+            ".git/sequencer/opts",
+        ),
+    ] {
+        let reply = client.run(line).await;
+        assert!(reply.text.contains("merge strategy"), "{line}: {}", reply.text);
+        assert!(!ws.root.join(file).exists(), "{line}: applied");
+    }
+    let ok =
+        client.run("mkdir -p .git/sequencer && printf '[options]\\n\\tstrategy = ort\\n' > .git/sequencer/opts").await;
+    assert!(!ok.text.contains("merge strategy"), "{}", ok.text);
+    client.close().await;
+}
+
+/// M3: a linked worktree shares its repository's config, so a relative `core.hooksPath`
+/// names a hooks dir in it too: a command's write there, and a file operation's, are judged.
+#[tokio::test]
+async fn a_linked_worktrees_hooks_path_is_protected() {
+    let ws = Workspace::new();
+    git(&ws.root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(ws.root.join(".githooks")).unwrap();
+    std::fs::write(ws.root.join(".githooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    git(&ws.root, &["add", "-A"]);
+    git(&ws.root, &["commit", "-qm", "init"]);
+    git(&ws.root, &["config", "core.hooksPath", ".githooks"]);
+    let client = Client::start(&ws, &[]).await;
+    let reply = client
+        .run("git worktree add -q -b feat wt2 && mkdir -p wt2/.githooks && printf '#!/bin/sh\\ntouch PWNED\\n' > wt2/.githooks/pre-commit && chmod +x wt2/.githooks/pre-commit")
+        .await;
+    assert!(reply.text.contains("not applied") && reply.text.contains("core.hookspath"), "{}", reply.text);
+    let hook = std::fs::read_to_string(ws.root.join("wt2/.githooks/pre-commit")).unwrap_or_default();
+    assert!(!hook.contains("PWNED"), "the hook was applied");
+    // Made by the user, the worktree's hooks dir is judged for file operations too.
+    let _ = std::fs::remove_dir_all(ws.root.join("wt2"));
+    git(&ws.root, &["worktree", "prune"]);
+    git(&ws.root, &["worktree", "add", "-q", "-b", "feat2", "wt3"]);
+    let made = client
+        .file(serde_json::json!({"operation": "create_file", "path": "wt3/.githooks/post-commit", "content": "#!/bin/sh\n"}))
+        .await;
+    assert!(made.is_error || made.text.contains("asked") || made.text.contains("hooksPath"), "{}", made.text);
+    assert!(!ws.root.join("wt3/.githooks/post-commit").exists());
+    client.close().await;
+}

@@ -331,6 +331,14 @@ impl<'a> Judge<'a> {
                         "a todo list with `exec` lines, which `git rebase --continue` runs".into(),
                     );
                 }
+                if matches!(name.as_str(), "strategy" | "opts")
+                    && let Some(strategy) = self.foreign_strategy(&change.path, name == "opts")
+                {
+                    self.refuse(
+                        &change.path,
+                        format!("a merge strategy `{strategy}` that is not one of git's own: `git rebase --continue` and `git cherry-pick --continue` would run `git-merge-{strategy}`, a program"),
+                    );
+                }
             }
             _ => {}
         }
@@ -357,6 +365,25 @@ impl<'a> Judge<'a> {
     fn reftable_names_replace(&self, path: &Path) -> bool {
         let Some(after) = self.after.read(path, REFS_CAP) else { return true };
         after.windows(6).any(|w| w == b"place/")
+    }
+
+    /// The merge strategy a rebase's `strategy` file (or a sequencer's `opts`, `in_opts`)
+    /// names, when it is not one of git's built-in ones (or the file cannot be read).
+    fn foreign_strategy(&self, path: &Path, in_opts: bool) -> Option<String> {
+        const BUILT_IN: &[&str] = &["ort", "recursive", "resolve", "octopus", "ours", "subtree"];
+        let Some(bytes) = self.after.read(path, READ_CAP) else { return Some("(unreadable)".into()) };
+        let text = String::from_utf8_lossy(&bytes);
+        let named: Vec<String> = if in_opts {
+            let Ok(entries) = gitconfig::parse(&bytes) else { return Some("(unparsable options)".into()) };
+            entries
+                .iter()
+                .filter(|entry| entry.name == b"options.strategy")
+                .map(|entry| String::from_utf8_lossy(entry.value.as_deref().unwrap_or_default()).into_owned())
+                .collect()
+        } else {
+            vec![text.trim().to_string()]
+        };
+        named.into_iter().find(|strategy| !BUILT_IN.contains(&strategy.trim()))
     }
 
     /// Whether the todo file at `path` (after) has `exec`/`x` lines (or cannot be read).
@@ -547,10 +574,14 @@ impl<'a> Judge<'a> {
             return found.clone();
         }
         let mut found = Vec::new();
+        // The worktree's `.git` as it was, or as the command left it (a linked worktree it
+        // made shares its repository's config, whose relative paths name files in it too).
         let dot_git = dir.join(".git");
-        let git_dir = match self.before.kind(&dot_git) {
+        let view_of = |path: &Path| if self.before.kind(path).is_some() { self.before } else { self.after };
+        let dot_git_view = view_of(&dot_git);
+        let git_dir = match dot_git_view.kind(&dot_git) {
             Some(Kind::Dir) => Some(dot_git),
-            Some(Kind::File) => self.before.read(&dot_git, 4096).and_then(|text| {
+            Some(Kind::File) => dot_git_view.read(&dot_git, 4096).and_then(|text| {
                 let text = String::from_utf8(text).ok()?;
                 let target = text.strip_prefix("gitdir:")?.trim().to_string();
                 let absolute = crate::paths::normalize(&self.known.root.join(dir).join(target));
@@ -559,14 +590,24 @@ impl<'a> Judge<'a> {
             _ => None,
         };
         if let Some(git_dir) = git_dir {
-            for name in ["config", "config.worktree"] {
-                let config = git_dir.join(name);
-                let Some(bytes) = self.before.read(&config, READ_CAP) else { continue };
+            // A linked worktree's git dir names the repository's own in `commondir`.
+            let commondir = git_dir.join("commondir");
+            let common = view_of(&commondir).read(&commondir, 4096).and_then(|text| {
+                let text = String::from_utf8(text).ok()?;
+                let absolute = crate::paths::normalize(&self.known.root.join(&git_dir).join(text.trim()));
+                absolute.strip_prefix(&self.known.root).ok().map(Path::to_path_buf)
+            });
+            let configs = [git_dir.join("config"), git_dir.join("config.worktree")]
+                .into_iter()
+                .chain(common.iter().map(|common| common.join("config")));
+            for config in configs {
+                let Some(bytes) = view_of(&config).read(&config, READ_CAP) else { continue };
                 let Ok(entries) = gitconfig::parse(&bytes) else { continue };
+                let file_dir = config.parent().unwrap_or(&git_dir).to_path_buf();
                 for named in gitconfig::named_paths(&entries) {
                     let base = match named.base {
                         Base::Worktree => dir.to_path_buf(),
-                        Base::ConfigFile => git_dir.clone(),
+                        Base::ConfigFile => file_dir.clone(),
                     };
                     if let Some(path) = self.relative_named(&base, &named.path) {
                         found.push((path, named.key.clone()));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::offers::{Entry, Offers, is_hex, resolve};
+use super::offers::{Entry, Offers, is_hex};
 use crate::handle::Kind;
 
 /// How long one `git` call may take.
@@ -26,18 +26,17 @@ pub(super) struct Git {
 
 impl Git {
     /// Makes the judge's git dir for the repository whose git dir is `dir` (relative).
-    pub(super) fn new(offers: &Offers<'_>, dir: &Path) -> Result<Self, String> {
+    pub(super) fn new(offers: &Offers<'_>, dir: &Path, sha256: bool) -> Result<Self, String> {
         let probe = offers.scratch.join("git-probe");
         let made = crate::fs::create_private_dir(&probe)
             .and_then(|()| crate::fs::create_private_dir(&probe.join("refs")))
             .and_then(|()| crate::fs::create_private_dir(&probe.join("objects")))
             .and_then(|()| crate::fs::write_private(&probe, &probe.join("HEAD"), b"ref: refs/heads/probe\n"))
             .and_then(|()| {
-                let config = match resolve(offers.after, dir, "HEAD").or(resolve(offers.before, dir, "HEAD")) {
-                    Some(head) if head.len() == 64 => {
-                        "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = sha256\n"
-                    }
-                    _ => "[core]\n\trepositoryformatversion = 0\n",
+                let config = if sha256 {
+                    "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = sha256\n"
+                } else {
+                    "[core]\n\trepositoryformatversion = 0\n"
                 };
                 crate::fs::write_private(&probe, &probe.join("config"), config.as_bytes())
             });
