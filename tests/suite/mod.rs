@@ -6,6 +6,8 @@ mod agent_context;
 mod agent_resume;
 mod agent_servers;
 mod cli;
+#[cfg(target_os = "linux")]
+mod command_undo;
 pub(crate) mod common;
 #[cfg(target_os = "linux")]
 mod confinement;

@@ -51,6 +51,16 @@ impl Target {
     /// Resolves `input` for writing: inside a root, through no symlink that leads out, and
     /// not itself a symlink (writes never follow one).
     pub fn resolve(roots: &Roots, input: &str) -> Result<Self, Error> {
+        Self::open(roots, input, false)
+    }
+
+    /// [`Target::resolve`], but the entry may be a symlink (never followed): what undo uses
+    /// to remove a link a command made.
+    pub fn resolve_entry(roots: &Roots, input: &str) -> Result<Self, Error> {
+        Self::open(roots, input, true)
+    }
+
+    fn open(roots: &Roots, input: &str, link_ok: bool) -> Result<Self, Error> {
         let lexical = normalize(&roots.first().join(input));
         crate::paths::windows_names(input, &lexical)?;
         if !roots.contains(&lexical) {
@@ -107,7 +117,7 @@ impl Target {
             real,
             held: std::sync::Mutex::new(None),
         };
-        if target.kind() == Some(Kind::Link) {
+        if target.kind() == Some(Kind::Link) && !link_ok {
             let link = target.dir.read_link(&target.name).map(|l| l.to_string_lossy().into_owned()).unwrap_or_default();
             return Err(Error::SymlinkTarget { path: target.shown, link });
         }
@@ -311,6 +321,14 @@ impl Target {
             return None;
         }
         self.dir.stat(&self.name).ok().map(|stat| stat.kind)
+    }
+
+    /// Where the symlink at the target points, if it is one (never followed).
+    pub fn link_target(&self) -> Option<PathBuf> {
+        if !self.missing.is_empty() {
+            return None;
+        }
+        self.dir.read_link(&self.name).ok()
     }
 
     /// Creates a symlink at the target (undo of a removed tree).

@@ -342,7 +342,18 @@ impl Terminals {
     /// and removes it; returns what it refused or could not apply, in words.
     #[cfg(target_os = "linux")]
     pub async fn fold_ended(&self, stage: Arc<toolbelt_mcp_sandbox::stage::Stage>) -> Vec<String> {
-        self.staging.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final).await
+        self.staging.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final, None).await.0
+    }
+
+    /// [`Terminals::fold_ended`], and the record of what was applied, for undo (old content
+    /// at most `cap` bytes in all), taken before the stage is removed.
+    #[cfg(target_os = "linux")]
+    pub async fn fold_ended_recorded(
+        &self,
+        stage: Arc<toolbelt_mcp_sandbox::stage::Stage>,
+        cap: u64,
+    ) -> (Vec<String>, Option<toolbelt_mcp_sandbox::stage::record::Recorded>) {
+        self.staging.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final, Some(cap)).await
     }
 
     /// Remembers a foreground command's group that still has processes after it ended.
@@ -449,10 +460,12 @@ impl Staging {
         &self,
         stage: Arc<toolbelt_mcp_sandbox::stage::Stage>,
         mode: toolbelt_mcp_sandbox::stage::Mode,
-    ) -> Vec<String> {
+        record: Option<u64>,
+    ) -> (Vec<String>, Option<toolbelt_mcp_sandbox::stage::record::Recorded>) {
         let rules = self.rules();
         let folded = tokio::task::spawn_blocking(move || {
             let folded = stage.fold(&rules, mode);
+            let recorded = record.map(|cap| stage.record(&folded, cap));
             if mode == toolbelt_mcp_sandbox::stage::Mode::Final {
                 // The last holder removes it (a background session's watcher and a sweep may
                 // both have held it).
@@ -460,12 +473,12 @@ impl Staging {
                     stage.discard();
                 }
             }
-            folded
+            (folded, recorded)
         })
         .await;
         match folded {
-            Ok(folded) => describe_fold(&folded),
-            Err(err) => vec![format!("the fold of a command's writes failed: {err}")],
+            Ok((folded, recorded)) => (describe_fold(&folded), recorded),
+            Err(err) => (vec![format!("the fold of a command's writes failed: {err}")], None),
         }
     }
 
@@ -503,7 +516,7 @@ impl Staging {
             }
             #[cfg(target_os = "linux")]
             if let Some(stage) = tracked.stage {
-                notes.extend(self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final).await);
+                notes.extend(self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final, None).await.0);
                 continue;
             }
             notes.extend(tracked.confinement.check().iter().map(Finding::describe));
@@ -520,7 +533,7 @@ impl Staging {
         };
         #[cfg(target_os = "linux")]
         for stage in stages {
-            let notes = self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Live).await;
+            let notes = self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Live, None).await.0;
             self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
         }
         let findings: Vec<String> = {

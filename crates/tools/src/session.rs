@@ -11,6 +11,8 @@ use toolbelt_mcp_sandbox::fs;
 use toolbelt_mcp_sandbox::journal::TempJournal;
 use toolbelt_mcp_terminal::Terminals;
 
+#[cfg(target_os = "linux")]
+mod commands;
 mod ledger;
 
 /// Stamps changes in the order they were made, across sessions: the oldest goes first.
@@ -110,6 +112,11 @@ pub enum ChangeKind {
     },
     /// Directories created, outermost first.
     MadeDirs(Vec<PathBuf>),
+    /// A symlink made (by a command), pointing at `target`.
+    Linked {
+        /// Where it points.
+        target: PathBuf,
+    },
     /// A file removed; its content.
     Removed(Before),
     /// A directory tree removed.
@@ -141,7 +148,7 @@ impl ChangeKind {
             Self::Wrote { before, .. } | Self::Renamed { replaced: before, .. } => before.as_ref().map_or(0, |b| b.len),
             Self::Removed(before) => before.len,
             Self::RemovedTree { files, .. } => files.iter().map(|(_, b)| b.len).sum(),
-            Self::MadeDirs(_) => 0,
+            Self::MadeDirs(_) | Self::Linked { .. } => 0,
         }
     }
 
@@ -151,7 +158,7 @@ impl ChangeKind {
             Self::Wrote { before, .. } | Self::Renamed { replaced: before, .. } => before.iter().collect(),
             Self::Removed(before) => vec![before],
             Self::RemovedTree { files, .. } => files.iter().map(|(_, b)| b).collect(),
-            Self::MadeDirs(_) => Vec::new(),
+            Self::MadeDirs(_) | Self::Linked { .. } => Vec::new(),
         }
     }
 }

@@ -17,6 +17,7 @@ mod gitindex;
 pub mod layer;
 mod offers;
 mod probe;
+pub mod record;
 pub mod snapshot;
 pub mod tree;
 pub mod view;

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::file::edit::{diff, push_diff};
+use crate::file::edit::{diff, push_diff, sha256_hex};
 use crate::session::{Change, ChangeKind};
 use crate::{Call, Context, Effect, EffectKind, Lean, Lines, Operation, RESERVE, Reply, blocking};
 use toolbelt_mcp_core::error::ToolError;
@@ -97,6 +97,7 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
         };
         entry.action = match &last.kind {
             ChangeKind::MadeDirs(_) => "directory created".into(),
+            ChangeKind::Linked { target } => format!("symlink created (to `{}`)", target.display()),
             ChangeKind::RemovedTree { files, .. } => format!("directory deleted ({} files)", files.len()),
             ChangeKind::Renamed { from_shown, .. } => format!("renamed from `{from_shown}`"),
             ChangeKind::Wrote { .. } | ChangeKind::Removed(_) => {
@@ -117,6 +118,20 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
                     (None, None) => "created and deleted",
                     (Some(_), Some(_)) => "modified",
                 };
+                // A binary file is shown by its size and hash, not as a diff.
+                let binary = |bytes: &Option<Vec<u8>>| {
+                    bytes.as_ref().is_some_and(|b| b.contains(&0) || std::str::from_utf8(b).is_err())
+                };
+                if binary(&before) || binary(&now) {
+                    let state = |bytes: &Option<Vec<u8>>| {
+                        bytes.as_ref().map_or("nothing".to_string(), |b| {
+                            format!("{} bytes, sha256 {}", b.len(), &sha256_hex(b)[..16])
+                        })
+                    };
+                    entry.action = format!("{action}, binary: {} before, {} now", state(&before), state(&now));
+                    files.push(entry);
+                    continue;
+                }
                 let old = before.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
                 let new = now.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
                 let change = diff(&first.shown, old.as_deref(), &new);

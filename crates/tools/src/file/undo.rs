@@ -86,6 +86,11 @@ fn target(context: &Context, path: &std::path::Path) -> Result<Target, ToolError
     Ok(Target::resolve(&context.roots, &path.to_string_lossy())?)
 }
 
+/// The entry at `path`, which may be a symlink (never followed).
+fn entry(context: &Context, path: &std::path::Path) -> Result<Target, ToolError> {
+    Ok(Target::resolve_entry(&context.roots, &path.to_string_lossy())?)
+}
+
 /// Checks every change against the disk first (so a refusal changes nothing), then reverts
 /// newest first. A change whose path lies at or under a path a newer change of the same batch
 /// touches is not checked: reverting that newer change decides its state.
@@ -134,7 +139,10 @@ fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Repl
 /// Refuses when the path is no longer as the change left it. A file written is returned
 /// locked (as read), for the revert to write back.
 fn check_unchanged(change: &Change, context: &Context) -> Result<Option<Target>, ToolError> {
-    let now = target(context, &change.path)?;
+    let now = match change.kind {
+        ChangeKind::Linked { .. } => entry(context, &change.path)?,
+        _ => target(context, &change.path)?,
+    };
     let problem = match &change.kind {
         ChangeKind::Wrote { after_sha256, .. } => match now.read_existing(u64::MAX) {
             Ok(Some(existing)) if &sha256_hex(&existing.bytes) == after_sha256 => return Ok(Some(now)),
@@ -149,6 +157,11 @@ fn check_unchanged(change: &Change, context: &Context) -> Result<Option<Target>,
             (Some(_), Some(_)) => Some("has something at its old path again".into()),
         },
         ChangeKind::MadeDirs(_) => None,
+        ChangeKind::Linked { target: made } => match now.link_target() {
+            Some(points) if points == *made => None,
+            Some(points) => Some(format!("points at `{}` now", points.display())),
+            None => Some("is no longer the symlink it made".into()),
+        },
     };
     match problem {
         None => Ok(None),
@@ -199,6 +212,13 @@ fn revert_checked(change: &Change, context: &Context, held: Option<Target>) -> R
         }
         ChangeKind::MadeDirs(dirs) => {
             remove_dirs(dirs, context)?;
+            "removed"
+        }
+        ChangeKind::Linked { .. } => {
+            let now = entry(context, &change.path)?;
+            if now.link_target().is_some() {
+                now.remove_file()?;
+            }
             "removed"
         }
         ChangeKind::Removed(before) => {

@@ -180,8 +180,13 @@ impl Operation for RunCommand {
         #[cfg(target_os = "linux")]
         let folded = match launch.stage.take() {
             Some(stage) => {
+                // One undo step: what the command changed, recorded before the stage goes.
                 let _serial = context.session.writes.lock().await;
-                terminals.fold_ended(stage).await
+                let (mut lines, recorded) = terminals.fold_ended_recorded(stage, context.session.undo_cap()).await;
+                if let Some(recorded) = recorded {
+                    lines.extend(context.session.record_command(recorded, context.roots.first()));
+                }
+                lines
             }
             None => Vec::new(),
         };

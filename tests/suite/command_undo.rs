@@ -1,0 +1,79 @@
+//! What commands write is listed by `changes` and reverted by `undo`, one step per command,
+//! byte for byte, with the file operations' rules (a path changed again since makes `undo`
+//! refuse); git-ignored paths (build output) are left out and the result says so.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::json;
+
+use super::common::{Client, Workspace};
+
+fn undo(force: bool) -> serde_json::Value {
+    json!({"operation": "undo", "force": force})
+}
+
+#[tokio::test]
+async fn a_commands_edits_are_listed_and_undone() {
+    let ws = Workspace::new();
+    let lib = ws.root.join("src/lib.rs");
+    let before = std::fs::read(&lib).unwrap();
+    let client = Client::start(&ws, &[]).await;
+
+    // `sed -i` on one file: listed with its diff, restored byte for byte.
+    let reply = client.run("sed -i 's/fn /fn renamed_/' src/lib.rs").await;
+    assert!(!reply.is_error, "{}", reply.text);
+    let changes = client.file(json!({"operation": "changes"})).await;
+    assert!(changes.text.contains("src/lib.rs") && changes.text.contains("+"), "{}", changes.text);
+    assert!(changes.text.contains("renamed_"), "{}", changes.text);
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert!(undone.text.contains("run_command"), "{}", undone.text);
+    assert_eq!(std::fs::read(&lib).unwrap(), before);
+
+    // `rm -r` of a tree holding a symlink and a binary file.
+    std::fs::create_dir_all(ws.root.join("tree/sub")).unwrap();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    std::fs::write(ws.root.join("tree/sub/blob.bin"), &binary).unwrap();
+    std::fs::set_permissions(ws.root.join("tree/sub/blob.bin"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::write(ws.root.join("tree/a.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink("a.txt", ws.root.join("tree/link")).unwrap();
+    assert!(!client.run("rm -r tree").await.is_error);
+    assert!(!ws.root.join("tree").exists());
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert_eq!(std::fs::read(ws.root.join("tree/sub/blob.bin")).unwrap(), binary);
+    let mode = std::fs::metadata(ws.root.join("tree/sub/blob.bin")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    assert_eq!(std::fs::read_link(ws.root.join("tree/link")).unwrap(), std::path::Path::new("a.txt"));
+
+    // `mv` of a directory, and a new 20 MB binary from a script: one step, both undone.
+    let reply = client.run("mv tree moved && python3 -c \"open('big.bin','wb').write(bytes(range(256))*81920)\"").await;
+    assert!(!reply.is_error, "{}", reply.text);
+    assert!(ws.root.join("moved/sub/blob.bin").exists() && ws.root.join("big.bin").exists());
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert!(!ws.root.join("moved").exists() && !ws.root.join("big.bin").exists(), "{}", undone.text);
+    assert_eq!(std::fs::read(ws.root.join("tree/sub/blob.bin")).unwrap(), binary);
+
+    // Changed again by hand after the command: undo refuses, reverting nothing.
+    assert!(!client.run("echo one >> notes.txt").await.is_error);
+    std::fs::write(ws.root.join("notes.txt"), "by hand\n").unwrap();
+    let refused = client.file(undo(false)).await;
+    assert!(refused.is_error && refused.text.contains("changed by someone else"), "{}", refused.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join("notes.txt")).unwrap(), "by hand\n");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn build_output_is_left_out_and_said() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join(".gitignore"), "target/\n").unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let reply = client.run("mkdir -p target/debug && echo x > target/debug/out && echo kept > kept.txt").await;
+    assert!(reply.text.contains("git-ignored paths"), "{}", reply.text);
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert!(!ws.root.join("kept.txt").exists());
+    assert!(ws.root.join("target/debug/out").exists(), "build output is not undone");
+    client.close().await;
+}
