@@ -77,3 +77,45 @@ async fn build_output_is_left_out_and_said() {
     assert!(ws.root.join("target/debug/out").exists(), "build output is not undone");
     client.close().await;
 }
+
+/// A background command's and a PTY session's writes are recorded at their folds (each call
+/// folds what running commands wrote, and a command's end does): listed and undone too.
+#[tokio::test]
+async fn background_commands_and_sessions_are_recorded_at_their_folds() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let started = client
+        .term("run_command", json!({"command": "echo made > bg.txt; sleep 0.3", "background": true, "wait_ms": 0}))
+        .await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while client.term("read_output", json!({"session_id": id, "wait_ms": 200})).await.structured["status"] == "running"
+        && std::time::Instant::now() < deadline
+    {}
+    // The next call takes the record of the command's last fold.
+    let changes = client.file(json!({"operation": "changes"})).await;
+    assert!(changes.text.contains("bg.txt"), "{}", changes.text);
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error && !ws.root.join("bg.txt").exists(), "{}", undone.text);
+
+    let shell = client.term("start_session", json!({})).await;
+    let sh = shell.structured["session_id"].as_str().unwrap().to_string();
+    let typed = client.term("send_input", json!({"session_id": sh, "input": "echo typed > pty.txt; echo done"})).await;
+    assert!(typed.joined("output").contains("done"), "{}", typed.text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut listed = String::new();
+    while std::time::Instant::now() < deadline {
+        // Each call folds the running session's writes (at most every 250 ms).
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        listed = client.file(json!({"operation": "changes"})).await.text;
+        if listed.contains("pty.txt") {
+            break;
+        }
+    }
+    assert!(listed.contains("pty.txt"), "{listed}");
+    assert!(ws.root.join("pty.txt").exists());
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error && !ws.root.join("pty.txt").exists(), "{}", undone.text);
+    client.close().await;
+}

@@ -80,6 +80,12 @@ struct Staging {
     last_sweep: Mutex<Option<Instant>>,
     /// A live fold is under way: a call that finds one does not wait for it.
     folding: std::sync::atomic::AtomicBool,
+    /// The most old content one fold's record for undo keeps (the session's undo cap).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    undo_cap: u64,
+    /// What background commands' and sessions' folds applied, for undo: taken by the next call.
+    #[cfg(target_os = "linux")]
+    records: Mutex<Vec<toolbelt_mcp_sandbox::stage::record::Recorded>>,
 }
 
 /// A process group whose writes are watched.
@@ -121,7 +127,7 @@ impl Terminals {
             holder: Mutex::new(None),
             max_sessions: config.max_sessions,
             ring_bytes: config.session_output_bytes,
-            staging: Arc::new(Staging { own, ..Staging::default() }),
+            staging: Arc::new(Staging { own, undo_cap: config.max_undo_bytes, ..Staging::default() }),
         }
     }
 
@@ -328,6 +334,13 @@ impl Terminals {
         std::mem::take(&mut *self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// What the folds of background commands and sessions applied since the last call, for
+    /// undo (each fold one step).
+    #[cfg(target_os = "linux")]
+    pub fn take_records(&self) -> Vec<toolbelt_mcp_sandbox::stage::record::Recorded> {
+        std::mem::take(&mut *self.staging.records.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// After the server itself wrote protected paths (approved): what is there now is not the
     /// sessions' doing.
     pub fn accept_writes(&self, written: &[PathBuf]) {
@@ -516,12 +529,26 @@ impl Staging {
             }
             #[cfg(target_os = "linux")]
             if let Some(stage) = tracked.stage {
-                notes.extend(self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final, None).await.0);
+                let (lines, recorded) =
+                    self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Final, Some(self.undo_cap)).await;
+                notes.extend(lines);
+                self.keep_record(recorded);
                 continue;
             }
             notes.extend(tracked.confinement.check().iter().map(Finding::describe));
         }
         self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
+    }
+
+    /// Keeps a fold's record for the next call to put in the history (one that applied
+    /// nothing is dropped).
+    #[cfg(target_os = "linux")]
+    fn keep_record(&self, recorded: Option<toolbelt_mcp_sandbox::stage::record::Recorded>) {
+        let Some(recorded) = recorded else { return };
+        if recorded.changes.is_empty() && recorded.left_out.is_empty() && !recorded.too_large {
+            return;
+        }
+        self.records.lock().unwrap_or_else(|p| p.into_inner()).push(recorded);
     }
 
     /// Folds the running groups' stages live (or checks their protected paths).
@@ -533,8 +560,10 @@ impl Staging {
         };
         #[cfg(target_os = "linux")]
         for stage in stages {
-            let notes = self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Live, None).await.0;
+            let (notes, recorded) =
+                self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Live, Some(self.undo_cap)).await;
             self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
+            self.keep_record(recorded);
         }
         let findings: Vec<String> = {
             let tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());

@@ -326,6 +326,8 @@ async fn gate_and_run<O: Operation>(
     let approved =
         Gate::check(O::NAME, &O::effect(&args), written.as_deref(), &escalation, &context.caller(), verdict).await?;
     let budget = context.budget;
+    #[cfg(target_os = "linux")]
+    let first_root = context.roots.first().to_path_buf();
     // Protected paths this call may write with approval: not a command's doing afterwards.
     let protected_writes: Vec<std::path::PathBuf> = approved
         .targets
@@ -357,6 +359,19 @@ async fn gate_and_run<O: Operation>(
     }
     // Every call folds what running commands wrote (nothing to do when none runs).
     let found = terminals.sweep().await;
+    // What background commands and sessions wrote, each fold one undo step.
+    #[cfg(target_os = "linux")]
+    let found = {
+        let mut found = found;
+        let records = terminals.take_records();
+        if !records.is_empty() {
+            let _held = if _serial.is_none() { Some(session.writes.lock().await) } else { None };
+            for recorded in records {
+                found.extend(session.record_command(recorded, &first_root, false));
+            }
+        }
+        found
+    };
     let reply = reply?.warn(&found);
     reply.finish(O::NAME, budget)
 }

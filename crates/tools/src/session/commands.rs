@@ -14,10 +14,10 @@ impl Session {
         self.cap
     }
 
-    /// Records what the command `command` changed (`recorded`) as one undo step; `root` shows
-    /// paths relative to it. Returns a line for the command's result when something was left
-    /// out (and why), or nothing.
-    pub fn record_command(&self, recorded: Recorded, root: &Path) -> Vec<String> {
+    /// Records what a command changed (`recorded`) as one undo step; `root` shows paths
+    /// relative to it. Returns a line for the result when something was left out (and why;
+    /// git-ignored paths only when `say_ignored`), or nothing.
+    pub fn record_command(&self, recorded: Recorded, root: &Path, say_ignored: bool) -> Vec<String> {
         let mut lines = Vec::new();
         if recorded.too_large {
             lines.push(format!(
@@ -62,7 +62,7 @@ impl Session {
                 Err(err) => lines.push(format!("`{}` could not be recorded for undo: {err}", shown(&path))),
             }
         }
-        if recorded.ignored > 0 {
+        if recorded.ignored > 0 && say_ignored {
             lines.push(format!(
                 "{} change{} in git-ignored paths (build output, dependencies) not recorded for undo",
                 recorded.ignored,

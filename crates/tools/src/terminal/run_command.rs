@@ -184,7 +184,7 @@ impl Operation for RunCommand {
                 let _serial = context.session.writes.lock().await;
                 let (mut lines, recorded) = terminals.fold_ended_recorded(stage, context.session.undo_cap()).await;
                 if let Some(recorded) = recorded {
-                    lines.extend(context.session.record_command(recorded, context.roots.first()));
+                    lines.extend(context.session.record_command(recorded, context.roots.first(), true));
                 }
                 lines
             }
