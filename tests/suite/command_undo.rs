@@ -119,3 +119,61 @@ async fn background_commands_and_sessions_are_recorded_at_their_folds() {
     assert!(!undone.is_error && !ws.root.join("pty.txt").exists(), "{}", undone.text);
     client.close().await;
 }
+
+/// A formatter rewriting 200 files, `git checkout -- .` undoing file-operation edits, and a
+/// command ended by its time limit: each one step, undone byte for byte.
+#[tokio::test]
+async fn many_files_a_checkout_and_a_timeout_are_one_step_each() {
+    let ws = Workspace::new();
+    let dir = ws.root.join("many");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in 0..200 {
+        std::fs::write(dir.join(format!("f{n:03}.py")), format!("x   =  {n}\n")).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&ws.root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "init"]);
+    let client = Client::start(&ws, &[]).await;
+
+    let reply = client.run("for f in many/*.py; do sed -i 's/   =  / = /' \"$f\"; done").await;
+    assert!(!reply.is_error, "{}", reply.text);
+    assert_eq!(std::fs::read_to_string(dir.join("f007.py")).unwrap(), "x = 7\n");
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert_eq!(undone.structured["undone"].as_array().map(Vec::len), Some(200), "{}", undone.text);
+    for n in [0, 99, 199] {
+        assert_eq!(std::fs::read_to_string(dir.join(format!("f{n:03}.py"))).unwrap(), format!("x   =  {n}\n"));
+    }
+
+    // File-operation edits, thrown away with `git checkout -- .`, then that undone: the
+    // edits are back.
+    let edited = client
+        .file(json!({"operation": "replace_string", "path": "many/f001.py", "old_string": "1", "new_string": "one"}))
+        .await;
+    assert!(!edited.is_error, "{}", edited.text);
+    assert!(!client.run("git checkout -- .").await.is_error);
+    assert_eq!(std::fs::read_to_string(dir.join("f001.py")).unwrap(), "x   =  1\n");
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert_eq!(std::fs::read_to_string(dir.join("f001.py")).unwrap(), "x   =  one\n");
+
+    // Ended by its time limit: what it wrote before is recorded all the same.
+    let timed = client
+        .term("run_command", json!({"command": "echo partial > cut.txt; sleep 30", "timeout_ms": 500}))
+        .await;
+    assert!(timed.text.contains("timed out"), "{}", timed.text);
+    assert!(ws.root.join("cut.txt").exists());
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error && !ws.root.join("cut.txt").exists(), "{}", undone.text);
+    client.close().await;
+}
