@@ -76,6 +76,16 @@ async fn build_output_is_left_out_and_said() {
     assert!(!ws.root.join("kept.txt").exists());
     assert!(ws.root.join("target/debug/out").exists(), "build output is not undone");
     client.close().await;
+
+    // `undo_ignored = true` records it too.
+    let config = ws.outside.join("undo.toml");
+    std::fs::write(&config, "undo_ignored = true\n").unwrap();
+    let client = Client::start(&ws, &["--config", config.to_str().unwrap()]).await;
+    let reply = client.run("mkdir -p target/release && echo y > target/release/out").await;
+    assert!(!reply.text.contains("git-ignored"), "{}", reply.text);
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error && !ws.root.join("target/release").exists(), "{}", undone.text);
+    client.close().await;
 }
 
 /// A background command's and a PTY session's writes are recorded at their folds (each call
@@ -168,9 +178,8 @@ async fn many_files_a_checkout_and_a_timeout_are_one_step_each() {
     assert_eq!(std::fs::read_to_string(dir.join("f001.py")).unwrap(), "x   =  one\n");
 
     // Ended by its time limit: what it wrote before is recorded all the same.
-    let timed = client
-        .term("run_command", json!({"command": "echo partial > cut.txt; sleep 30", "timeout_ms": 500}))
-        .await;
+    let timed =
+        client.term("run_command", json!({"command": "echo partial > cut.txt; sleep 30", "timeout_ms": 500})).await;
     assert!(timed.text.contains("timed out"), "{}", timed.text);
     assert!(ws.root.join("cut.txt").exists());
     let undone = client.file(undo(false)).await;

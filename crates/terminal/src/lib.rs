@@ -83,6 +83,9 @@ struct Staging {
     /// The most old content one fold's record for undo keeps (the session's undo cap).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     undo_cap: u64,
+    /// Whether git-ignored paths are recorded for undo too.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    undo_ignored: bool,
     /// What background commands' and sessions' folds applied, for undo: taken by the next call.
     #[cfg(target_os = "linux")]
     records: Mutex<Vec<toolbelt_mcp_sandbox::stage::record::Recorded>>,
@@ -127,7 +130,12 @@ impl Terminals {
             holder: Mutex::new(None),
             max_sessions: config.max_sessions,
             ring_bytes: config.session_output_bytes,
-            staging: Arc::new(Staging { own, undo_cap: config.max_undo_bytes, ..Staging::default() }),
+            staging: Arc::new(Staging {
+                own,
+                undo_cap: config.max_undo_bytes,
+                undo_ignored: config.undo_ignored,
+                ..Staging::default()
+            }),
         }
     }
 
@@ -476,9 +484,10 @@ impl Staging {
         record: Option<u64>,
     ) -> (Vec<String>, Option<toolbelt_mcp_sandbox::stage::record::Recorded>) {
         let rules = self.rules();
+        let ignored_too = self.undo_ignored;
         let folded = tokio::task::spawn_blocking(move || {
             let folded = stage.fold(&rules, mode);
-            let recorded = record.map(|cap| stage.record(&folded, cap));
+            let recorded = record.map(|cap| stage.record(&folded, cap, ignored_too));
             if mode == toolbelt_mcp_sandbox::stage::Mode::Final {
                 // The last holder removes it (a background session's watcher and a sweep may
                 // both have held it).

@@ -67,6 +67,7 @@ layer! {
     max_edit_bytes: Option<u64>,
     max_undo_bytes: Option<u64>,
     max_undo_total_bytes: Option<u64>,
+    undo_ignored: Option<bool>,
     sandbox: Option<SandboxMode>,
     network: Option<Network>,
     network_allow: Joined<String>,

@@ -67,6 +67,9 @@ pub struct Config {
     /// Most bytes of undo data all the sessions of this server keep together (the oldest
     /// change of any session dropped first).
     pub max_undo_total_bytes: u64,
+    /// Whether what commands write in git-ignored paths (build output, dependencies) is
+    /// recorded for undo too.
+    pub undo_ignored: bool,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
     /// Where the default config file lives (`$XDG_CONFIG_HOME/toolbelt-mcp`), read or not:
@@ -272,6 +275,7 @@ impl Config {
             max_edit_bytes: settings.max_edit_bytes.unwrap_or(DEFAULT_MAX_EDIT_BYTES),
             max_undo_bytes: settings.max_undo_bytes.unwrap_or(DEFAULT_UNDO_BYTES),
             max_undo_total_bytes: settings.max_undo_total_bytes.unwrap_or(DEFAULT_UNDO_TOTAL_BYTES),
+            undo_ignored: settings.undo_ignored.unwrap_or(false),
             config_file,
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,

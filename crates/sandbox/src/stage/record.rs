@@ -95,8 +95,9 @@ pub struct Recorded {
 }
 
 impl super::Stage {
-    /// The record of `folded` (this stage's last fold): old content at most `cap` bytes in all.
-    pub fn record(&self, folded: &Folded, cap: u64) -> Recorded {
+    /// The record of `folded` (this stage's last fold): old content at most `cap` bytes in all;
+    /// git-ignored paths too when `ignored_too`.
+    pub fn record(&self, folded: &Folded, cap: u64, ignored_too: bool) -> Recorded {
         let mut out = Recorded::default();
         let Ok(old) = DirHandle::open(&self.dir.join("old")) else {
             out.left_out.push("the stage's old area could not be opened".into());
@@ -114,7 +115,7 @@ impl super::Stage {
                 out.in_git_dirs += 1;
                 continue;
             }
-            if ignores.ignored(root, &rel, applied.kind == Kind::Dir) {
+            if !ignored_too && ignores.ignored(root, &rel, applied.kind == Kind::Dir) {
                 out.ignored += 1;
                 continue;
             }
