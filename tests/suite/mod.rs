@@ -45,6 +45,8 @@ mod review3;
 mod review4;
 #[cfg(target_os = "linux")]
 mod review5;
+#[cfg(target_os = "linux")]
+mod review6;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

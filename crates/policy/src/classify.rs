@@ -299,6 +299,14 @@ pub(crate) fn protection(path: &Path, caller: &Caller<'_>) -> Option<(Location, 
             "it is hidden from the agent (`deny_read`, or the server's own state and secrets)",
         ));
     }
+    // A directory above a hidden path: moved, removed or replaced, what it hides would lie
+    // at a path nothing hides any more.
+    if hidden_paths(config).iter().any(|hidden| hidden.starts_with(path) && hidden != path) {
+        return Some((
+            Location::Hidden,
+            "it holds a path hidden from the agent (`deny_read`, or the server's own state and secrets); moved or removed, that would be hidden no more",
+        ));
+    }
     if path.starts_with(&config.state_dir) {
         return Some((Location::Own, "it is the server's own state"));
     }

@@ -529,6 +529,16 @@ pub fn new_worktrees(before: Option<&[u8]>, after: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The keys of `keys` (patterns, lower-cased) whose values differ between `before` and
+/// `after`: added, changed or removed.
+pub fn changed_keys(before: &[u8], after: &[u8], keys: &[&str]) -> Vec<String> {
+    let (Ok(before), Ok(after)) = (parse(before), parse(after)) else { return vec!["(unparsable)".into()] };
+    let values = |entries: &[Entry], key: &str| -> Vec<Option<Vec<u8>>> {
+        entries.iter().filter(|entry| pattern(entry) == key.as_bytes()).map(|entry| entry.value.clone()).collect()
+    };
+    keys.iter().filter(|key| values(&before, key) != values(&after, key)).map(|key| key.to_string()).collect()
+}
+
 /// A path a trusted config names that git reads or runs: the hooks directory, an included
 /// file, a program given by its path. Writing it (or beneath it) is writing code.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -257,8 +257,30 @@ impl<'a> Judge<'a> {
                     return self.refuse(&change.path, format!("a git config that is {what}"));
                 };
                 let was = if new { None } else { self.before.read(&change.path, READ_CAP) };
+                // What an existing repository is (bare or not, its object format, where its
+                // worktree lies) is set when it is made: changed later, the user's git stops
+                // working or checks files out somewhere else.
+                let fixed = was.as_deref().map(|was| {
+                    gitconfig::changed_keys(
+                        was,
+                        &now,
+                        &[
+                            "core.worktree",
+                            "core.bare",
+                            "core.repositoryformatversion",
+                            "extensions.objectformat",
+                            "extensions.refstorage",
+                            "extensions.worktreeconfig",
+                        ],
+                    )
+                });
                 if let Some(why) = gitconfig::judge_change(was.as_deref(), &now) {
                     self.refuse(&change.path, why);
+                } else if let Some(key) = fixed.and_then(|keys| keys.into_iter().next()) {
+                    self.refuse(
+                        &change.path,
+                        format!("`{key}` of an existing repository changed: it is set when the repository is made (the user's git would stop working, or check files out somewhere else)"),
+                    );
                 } else if let Some(why) = gitconfig::new_worktrees(was.as_deref(), &now)
                     .iter()
                     .find_map(|value| self.worktree_outside(dir, value))
@@ -405,7 +427,9 @@ impl<'a> Judge<'a> {
         let Some(text) = self.after.read(path, 4096) else { return false };
         let target = String::from_utf8_lossy(&text).trim_end_matches(['\n', '\r']).to_string();
         let resolved = crate::paths::normalize(&self.known.root.join(dir).join(&target));
-        resolved == self.known.root.join(repo)
+        // Git takes the config and hooks of the directory `commondir` names whether it holds a
+        // `HEAD` or not; only a repository's (judged as a git dir) passes.
+        resolved == self.known.root.join(repo) && self.holds_head_after(repo)
     }
 
     /// A `.git` entry written: a symlink is refused; a file must point at a git dir in the
@@ -434,6 +458,22 @@ impl<'a> Judge<'a> {
                     return self.refuse(
                         &change.path,
                         "a `.git` file at the root would make another git dir the root's repository (and its remote the workspace whose todos and memories a server started here sees); do it yourself if you mean to".into(),
+                    );
+                }
+                // The worktree it makes: a path its repository's config names relative to it
+                // (`core.hooksPath = .githooks`) that holds something already would run.
+                let worktree = change.path.parent().unwrap_or(Path::new("")).to_path_buf();
+                let named = self.named_in(&worktree);
+                if let Some((path, key)) =
+                    named.iter().find(|(path, _)| path.starts_with(&worktree) && self.after.kind(path).is_some())
+                {
+                    return self.refuse(
+                        &change.path,
+                        format!(
+                            "it makes `{}` a worktree whose repository's `{key}` names `{}`, which holds files already: git would run them",
+                            worktree.display(),
+                            path.display()
+                        ),
                     );
                 }
                 // Whatever in the target offends (written now and refused, or there before), the

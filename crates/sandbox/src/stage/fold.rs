@@ -286,6 +286,20 @@ impl Fold<'_> {
         for (path, why) in offers.judge(changes) {
             self.refused.entry(path).or_insert(why);
         }
+        // An operation's state (a rebase's, a merge's…) is applied whole or not at all.
+        let groups: Vec<PathBuf> = self.refused.keys().filter_map(|path| super::offers::state_group(path)).collect();
+        for change in changes {
+            if let Some(group) = super::offers::state_group(&change.path)
+                && groups.contains(&group)
+            {
+                self.refused.entry(change.path.clone()).or_insert_with(|| {
+                    format!(
+                        "part of the state of an operation in progress (`{}`) that is refused in part",
+                        group.display()
+                    )
+                });
+            }
+        }
         for path in std::mem::take(&mut self.too_deep) {
             self.refused.insert(
                 path,

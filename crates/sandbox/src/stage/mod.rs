@@ -15,6 +15,7 @@
 pub mod fold;
 mod gitindex;
 pub mod layer;
+mod objects;
 mod offers;
 mod probe;
 pub mod record;

@@ -73,6 +73,7 @@ struct Unit {
 impl Offers<'_> {
     /// The changes (paths in git dirs) to refuse, and why.
     pub(super) fn judge(&self, changes: &[Change]) -> Vec<(PathBuf, String)> {
+        let mut refused = self.object_stores(changes);
         let mut units: Vec<(Unit, Vec<PathBuf>)> = Vec::new();
         for change in changes {
             if change.after.is_none() {
@@ -89,29 +90,48 @@ impl Offers<'_> {
                 None => units.push((unit, vec![inner])),
             }
         }
-        let mut refused = Vec::new();
         for (unit, files) in units {
-            let mut found = self.repository(&unit, &files);
-            // An operation's state is kept whole or not at all.
-            let groups: Vec<PathBuf> = found.iter().filter_map(|(path, _)| group_of(&unit.git_dir, path)).collect();
-            for file in &files {
-                let path = unit.git_dir.join(file);
-                if let Some(group) = group_of(&unit.git_dir, &path)
-                    && groups.contains(&group)
-                    && !found.iter().any(|(done, _)| *done == path)
-                {
-                    found.push((
-                        path,
-                        format!(
-                            "part of the state of an operation in progress (`{}`) that is refused in part",
-                            group.display()
-                        ),
-                    ));
-                }
-            }
-            refused.extend(found);
+            refused.extend(self.repository(&unit, &files));
         }
         refused
+    }
+
+    /// What the object stores the command wrote in may not take (`objects.rs`).
+    fn object_stores(&self, changes: &[Change]) -> Vec<(PathBuf, String)> {
+        let mut stores: Vec<PathBuf> = Vec::new();
+        for change in changes {
+            let Some(dot_git) = dot_git_of(&change.path) else { continue };
+            let Ok(inner) = change.path.strip_prefix(&dot_git) else { continue };
+            // `.git/objects/…`, or a submodule's `.git/modules/NAME/objects/…`.
+            let names: Vec<_> = inner.components().map(|c| c.as_os_str().to_os_string()).collect();
+            let Some(at) = names.iter().position(|name| name == "objects") else { continue };
+            if at + 1 >= names.len() {
+                continue;
+            }
+            let store = names[..=at].iter().fold(dot_git.clone(), |path, name| path.join(name));
+            if !stores.contains(&store) {
+                stores.push(store);
+            }
+        }
+        let mut refused = Vec::new();
+        for store in stores {
+            let git_dir = store.parent().unwrap_or(&store).to_path_buf();
+            let sha256 = self.object_format_is_sha256(&git_dir);
+            let git = Git::new(self, &git_dir, sha256).ok();
+            refused.extend(super::objects::judge(&store, self.after, git.as_ref(), self.upper, changes, sha256));
+        }
+        refused
+    }
+
+    /// Whether the repository whose git dir is `git_dir` names its objects by SHA-256.
+    fn object_format_is_sha256(&self, git_dir: &Path) -> bool {
+        let config = git_dir.join("config");
+        let bytes =
+            self.after.read(&config, 1 << 20).or_else(|| self.before.read(&config, 1 << 20)).unwrap_or_default();
+        crate::protected::gitconfig::parse(&bytes).unwrap_or_default().iter().any(|entry| {
+            entry.name == b"extensions.objectformat"
+                && entry.value.as_deref().is_some_and(|value| value.eq_ignore_ascii_case(b"sha256"))
+        })
     }
 
     /// The repository a path in a git dir belongs to: a `.git` directory's, or a linked
@@ -135,8 +155,22 @@ impl Offers<'_> {
             let worktree = dot_git.parent()?.strip_prefix(self.root).ok()?.to_path_buf();
             return Some(Unit { git_dir, common, worktree });
         }
-        let worktree = common.parent().unwrap_or(Path::new("")).to_path_buf();
+        // Where its files are checked out: beside it, or where `core.worktree` says.
+        let worktree =
+            self.configured_worktree(&common).unwrap_or_else(|| common.parent().unwrap_or(Path::new("")).to_path_buf());
         Some(Unit { git_dir: common.clone(), common, worktree })
+    }
+
+    /// The worktree a git dir's config names (`core.worktree`, relative to the git dir),
+    /// relative to the root, if it names one there.
+    fn configured_worktree(&self, git_dir: &Path) -> Option<PathBuf> {
+        let config = git_dir.join("config");
+        let bytes = self.after.read(&config, 1 << 20).or_else(|| self.before.read(&config, 1 << 20))?;
+        let entries = crate::protected::gitconfig::parse(&bytes).ok()?;
+        let value = entries.iter().rev().find(|entry| entry.name == b"core.worktree")?.value.clone()?;
+        let named = PathBuf::from(String::from_utf8_lossy(&value).into_owned());
+        let absolute = crate::paths::normalize(&self.root.join(git_dir).join(named));
+        absolute.strip_prefix(self.root).ok().map(Path::to_path_buf)
     }
 
     /// The offers of one repository (its changed files `files`, relative to its git dir).
@@ -427,15 +461,21 @@ fn is_judged(inner: &Path) -> bool {
     !skipped && !first.ends_with(".lock")
 }
 
-/// The operation whose state `path` (in the git dir `dir`) is part of: `rebase-merge/`,
-/// `rebase-apply/`, `sequencer/`, or the `MERGE_*` and `BISECT_*` files together.
-fn group_of(dir: &Path, path: &Path) -> Option<PathBuf> {
-    let inner = path.strip_prefix(dir).ok()?;
-    let first = inner.components().next()?.as_os_str().to_string_lossy().into_owned();
+/// The operation whose state `path` (relative to the root) is part of: a git dir's (or a
+/// linked worktree's) `rebase-merge/`, `rebase-apply/`, `sequencer/`, or its `MERGE_*` and
+/// `BISECT_*` files together. Such a state is applied whole or not at all.
+pub(super) fn state_group(path: &Path) -> Option<PathBuf> {
+    let mut dir = dot_git_of(path)?;
+    let mut inner = path.strip_prefix(&dir).ok()?.components();
+    let mut first = inner.next()?.as_os_str().to_string_lossy().into_owned();
+    if first == "worktrees" {
+        dir = dir.join("worktrees").join(inner.next()?.as_os_str());
+        first = inner.next()?.as_os_str().to_string_lossy().into_owned();
+    }
     match first.as_str() {
-        "rebase-merge" | "rebase-apply" | "sequencer" => Some(PathBuf::from(first)),
-        name if name.starts_with("MERGE_") || name == "AUTO_MERGE" => Some(PathBuf::from("MERGE_*")),
-        name if name.starts_with("BISECT_") => Some(PathBuf::from("BISECT_*")),
+        "rebase-merge" | "rebase-apply" | "sequencer" => Some(dir.join(first)),
+        name if name.starts_with("MERGE_") || name == "AUTO_MERGE" => Some(dir.join("MERGE_*")),
+        name if name.starts_with("BISECT_") => Some(dir.join("BISECT_*")),
         _ => None,
     }
 }

@@ -34,9 +34,9 @@ impl Git {
             .and_then(|()| crate::fs::write_private(&probe, &probe.join("HEAD"), b"ref: refs/heads/probe\n"))
             .and_then(|()| {
                 let config = if sha256 {
-                    "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = sha256\n"
+                    "[core]\n\trepositoryformatversion = 1\n\tcommitGraph = false\n\tmultiPackIndex = false\n[extensions]\n\tobjectformat = sha256\n"
                 } else {
-                    "[core]\n\trepositoryformatversion = 0\n"
+                    "[core]\n\trepositoryformatversion = 0\n\tcommitGraph = false\n\tmultiPackIndex = false\n"
                 };
                 crate::fs::write_private(&probe, &probe.join("config"), config.as_bytes())
             });
@@ -111,6 +111,11 @@ impl Git {
             return Err(cannot(&status));
         }
         Ok(out)
+    }
+
+    /// Checks the pack index at `idx` (absolute) against the pack beside it.
+    pub(super) fn verify_pack(&self, idx: &Path) -> Result<(), String> {
+        self.run(&["verify-pack", &idx.to_string_lossy()], b"").map(|_| ())
     }
 
     /// The commit `rev` names, if it does.
