@@ -47,6 +47,8 @@ mod review4;
 mod review5;
 #[cfg(target_os = "linux")]
 mod review6;
+#[cfg(target_os = "linux")]
+mod review7;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -193,10 +193,11 @@ async fn a_worktree_outside_the_root_or_inside_a_git_dir_is_refused() {
         let config = std::fs::read_to_string(ws.root.join(".git/config")).unwrap();
         assert!(!config.contains("worktree"), "{value}: {config}");
     }
-    // A submodule's own worktree, inside the root, stays allowed (`git submodule update`).
+    // A submodule's own worktree, inside the root, whose `.git` points back, stays allowed
+    // (`git submodule update`).
     std::fs::create_dir_all(ws.root.join("lib")).unwrap();
     let reply = client
-        .run("mkdir -p .git/modules/lib && cd .git/modules/lib && git init -q --bare . && git config core.bare false && git config core.worktree ../../../lib")
+        .run("echo 'gitdir: ../.git/modules/lib' > lib/.git && mkdir -p .git/modules/lib && cd .git/modules/lib && git init -q --bare . && git config core.bare false && git config core.worktree ../../../lib")
         .await;
     assert!(!note(&reply).contains("core.worktree"), "{}", note(&reply));
     // And the other URL-taking keys refuse a helper.

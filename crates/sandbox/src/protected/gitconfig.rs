@@ -529,6 +529,51 @@ pub fn new_worktrees(before: Option<&[u8]>, after: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Why a change to an existing repository's config re-points where `git pull`, `git fetch`
+/// or `git push` take their content from, if it does: a branch's remote (or the push
+/// default) set to anything but a remote the config had before (a path is a repository the
+/// agent could have made), or an existing remote's fetch refspecs changed (what
+/// `origin/main` means).
+pub fn repointed_pulls(before: &[u8], after: &[u8]) -> Option<String> {
+    let (Ok(before), Ok(after)) = (parse(before), parse(after)) else { return None };
+    let remotes: Vec<Vec<u8>> = before
+        .iter()
+        .filter(|entry| pattern(entry) == b"remote.*.url")
+        .filter_map(|entry| entry.subsection().map(<[u8]>::to_vec))
+        .collect();
+    for entry in after.iter().filter(|entry| !before.contains(entry)) {
+        let key = pattern(entry);
+        if matches!(key.as_slice(), b"branch.*.remote" | b"branch.*.pushremote" | b"remote.pushdefault") {
+            let value = entry.value.clone().unwrap_or_default();
+            if !remotes.contains(&value) {
+                return Some(format!(
+                    "`{} = {}` makes `git pull` or `git push` use `{}`, which is no remote this repository had: name one of its remotes",
+                    entry.name_text(),
+                    String::from_utf8_lossy(&value),
+                    String::from_utf8_lossy(&value)
+                ));
+            }
+        }
+    }
+    for remote in &remotes {
+        let fetch = |entries: &[Entry]| -> Vec<Option<Vec<u8>>> {
+            entries
+                .iter()
+                .filter(|entry| pattern(entry) == b"remote.*.fetch" && entry.subsection() == Some(remote.as_slice()))
+                .map(|entry| entry.value.clone())
+                .collect()
+        };
+        let was = fetch(&before);
+        if !was.is_empty() && was != fetch(&after) {
+            return Some(format!(
+                "the fetch refspecs of the remote `{}` changed: what its branches mean to `git pull` would change",
+                String::from_utf8_lossy(remote)
+            ));
+        }
+    }
+    None
+}
+
 /// The keys of `keys` (patterns, lower-cased) whose values differ between `before` and
 /// `after`: added, changed or removed.
 pub fn changed_keys(before: &[u8], after: &[u8], keys: &[&str]) -> Vec<String> {

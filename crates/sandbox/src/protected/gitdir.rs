@@ -220,6 +220,25 @@ impl<'a> Judge<'a> {
         if inside_git_dir {
             return Some(format!("{} points into a git dir: git would check files out over its hooks", shown()));
         }
+        // The worktree must be this repository's own: the directory holding it as `.git`, or
+        // one whose `.git` file points back at it (a submodule's); any other directory (the
+        // root's, another repository's) would have the user's git check this repository's
+        // files out over it, unjudged.
+        let own = relative.join(".git") == dir || {
+            let pointer = relative.join(".git");
+            self.after.read(&pointer, 4096).and_then(|text| {
+                let text = String::from_utf8(text).ok()?;
+                let named = text.strip_prefix("gitdir:")?.trim().to_string();
+                let absolute = crate::paths::normalize(&self.known.root.join(relative).join(named));
+                Some(absolute == git_dir)
+            }) == Some(true)
+        };
+        if !own {
+            return Some(format!(
+                "{} names a directory that is not this repository's worktree (its `.git` does not point back here): git would check this repository's files out over it",
+                shown()
+            ));
+        }
         None
     }
 
@@ -275,6 +294,8 @@ impl<'a> Judge<'a> {
                     )
                 });
                 if let Some(why) = gitconfig::judge_change(was.as_deref(), &now) {
+                    self.refuse(&change.path, why);
+                } else if let Some(why) = was.as_deref().and_then(|was| gitconfig::repointed_pulls(was, &now)) {
                     self.refuse(&change.path, why);
                 } else if let Some(key) = fixed.and_then(|keys| keys.into_iter().next()) {
                     self.refuse(

@@ -1,0 +1,65 @@
+//! What the fourteenth adversarial review of security v3 found (the parts fixed so far): a
+//! branch's remote re-pointed at a repository the agent made, and a git dir of any name whose
+//! `core.worktree` is another directory (the root).
+
+use std::path::Path;
+use std::process::Command;
+
+use super::common::{Client, Workspace};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// P2: `branch.main.remote = ./e.git` (a bare repository the agent made in the root) made the
+/// user's plain `git pull` take the agent's commit. A branch's remote names a remote the
+/// repository had; an existing remote's fetch refspecs stay.
+#[tokio::test]
+async fn a_branch_pulls_from_a_remote_the_repository_had() {
+    let ws = Workspace::new();
+    git(&ws.root, &["init", "-q", "-b", "main"]);
+    std::fs::write(ws.root.join("a"), "a\n").unwrap();
+    git(&ws.root, &["add", "a"]);
+    git(&ws.root, &["commit", "-qm", "init"]);
+    git(&ws.root, &["remote", "add", "origin", "https://example.com/x.git"]);
+    let client = Client::start(&ws, &[]).await;
+    for line in [
+        "git init -q --bare e.git && git config branch.main.remote ./e.git",
+        "git config remote.pushDefault ./e.git",
+        "git config --replace-all remote.origin.fetch '+refs/heads/x:refs/remotes/origin/main'",
+    ] {
+        let reply = client.run(line).await;
+        assert!(reply.text.contains("not applied"), "{line}: {}", reply.text);
+    }
+    let config = git(&ws.root, &["config", "--list", "--local"]);
+    assert!(!config.contains("e.git") && !config.contains("refs/heads/x"), "{config}");
+    let ok = client.run("git config branch.main.remote origin").await;
+    assert!(!ok.text.contains("not applied"), "{}", ok.text);
+    client.close().await;
+}
+
+/// P3: a git dir not named `.git` (`vend.git`, reached through `vd/.git`) with `core.worktree`
+/// at the root: its HEAD checked the agent's `bashrc` out over the root's. A worktree must be
+/// the repository's own (its `.git` points back).
+#[tokio::test]
+async fn a_git_dirs_worktree_is_its_own() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let reply = client
+        .run("git init -q --bare vend.git && git --git-dir=vend.git config core.bare false && git --git-dir=vend.git config core.worktree .. && mkdir -p vd && echo 'gitdir: ../vend.git' > vd/.git")
+        .await;
+    assert!(reply.text.contains("not this repository's worktree"), "{}", reply.text);
+    // A submodule's layout passes: its worktree's `.git` points back.
+    let sub = client
+        .run("git init -q --bare .modules-x/sm && mkdir -p sm && echo 'gitdir: ../.modules-x/sm' > sm/.git && git --git-dir=.modules-x/sm config core.bare false && git --git-dir=.modules-x/sm config core.worktree ../../sm")
+        .await;
+    assert!(!sub.text.contains("not this repository's worktree"), "{}", sub.text);
+    client.close().await;
+}
