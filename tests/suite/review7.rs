@@ -63,3 +63,30 @@ async fn a_git_dirs_worktree_is_its_own() {
     assert!(!sub.text.contains("not this repository's worktree"), "{}", sub.text);
     client.close().await;
 }
+
+/// P1: the index's cached tree for `.githooks` replaced by one holding the agent's hook: the
+/// user's next `git commit` recorded it (git trusts a valid cached tree over the entries), with
+/// `git status` clean. An index whose cached trees are not what its entries make is refused.
+#[tokio::test]
+async fn the_index_cached_trees_are_what_its_entries_make() {
+    let ws = Workspace::new();
+    git(&ws.root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(ws.root.join(".githooks")).unwrap();
+    std::fs::write(ws.root.join(".githooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    git(&ws.root, &["add", "-A"]);
+    git(&ws.root, &["commit", "-qm", "init"]);
+    git(&ws.root, &["config", "core.hooksPath", ".githooks"]);
+    let before = std::fs::read(ws.root.join(".git/index")).unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let forge = r#"b=$(printf '#!/bin/sh\ntouch PWNED\n' | git hash-object -w --stdin) && t=$(printf '100755 blob %s\tpre-commit\n' $b | git mktree) && python3 - $t <<'PY'
+import sys, hashlib
+t = bytes.fromhex(sys.argv[1]); d = open('.git/index', 'rb').read()
+i = d.index(b'TREE'); n = d.index(b'.githooks\0', i); j = d.index(b'\n', n) + 1
+d = d[:j] + t + d[j + 20:]; d = d[:-20]; d += hashlib.sha1(d).digest()
+open('.git/index', 'wb').write(d)
+PY"#;
+    let reply = client.run(forge).await;
+    assert!(reply.text.contains("cached trees"), "{}", reply.text);
+    assert_eq!(std::fs::read(ws.root.join(".git/index")).unwrap(), before, "the forged index was applied");
+    client.close().await;
+}

@@ -1,7 +1,8 @@
 //! Git's index file read for what it offers: each path's mode and object id (versions 2, 3
 //! and 4; `git checkout -- .` and `git restore .` write these into the worktree). A split
-//! index, whose entries live in another file, or anything malformed gives `None`: the caller
-//! then judges the index as unreadable.
+//! index, whose entries live in another file, cached trees that are not what the entries make
+//! (`cachetree.rs`), or anything malformed give `None`: the caller then refuses the index as
+//! one it cannot read.
 
 use std::collections::BTreeMap;
 
@@ -58,8 +59,19 @@ pub(super) fn entries(bytes: &[u8], hash_len: usize) -> Option<Entries> {
         out.insert((path, stage), (mode, id));
     }
     // A split index keeps its entries in a shared file this one only amends.
-    if has_extension(bytes.get(at..)?, hash_len, b"link") {
+    if extension(bytes.get(at..)?, hash_len, b"link").is_some() {
         return None;
+    }
+    // The cached trees `git commit` trusts must be what the entries make.
+    if let Some(tree) = extension(bytes.get(at..)?, hash_len, b"TREE") {
+        let stage0: Vec<(Vec<u8>, u32, String)> = out
+            .iter()
+            .filter(|((_, stage), _)| *stage == 0)
+            .map(|((path, _), (mode, id))| (path.clone(), *mode, id.clone()))
+            .collect();
+        if super::cachetree::first_forged(&stage0, tree, hash_len).is_some() {
+            return None;
+        }
     }
     Some(out)
 }
@@ -78,19 +90,18 @@ fn varint(bytes: &[u8]) -> Option<(usize, usize)> {
     Some((value, used))
 }
 
-/// Whether the extensions after the entries (each a four-byte name, a length, its data;
-/// the file's checksum last) hold one named `name`.
-fn has_extension(mut rest: &[u8], hash_len: usize, name: &[u8]) -> bool {
+/// The data of the extension `name` among those after the entries (each a four-byte name,
+/// a length, its data; the file's checksum last), if there is one.
+fn extension<'a>(mut rest: &'a [u8], hash_len: usize, name: &[u8]) -> Option<&'a [u8]> {
     while rest.len() > hash_len + 8 {
+        let size = u32::from_be_bytes(rest[4..8].try_into().ok()?) as usize;
+        let data = rest.get(8..8 + size)?;
         if &rest[..4] == name {
-            return true;
+            return Some(data);
         }
-        let Ok(size) = <[u8; 4]>::try_from(&rest[4..8]) else { return false };
-        let size = u32::from_be_bytes(size) as usize;
-        let Some(next) = rest.get(8 + size..) else { return false };
-        rest = next;
+        rest = rest.get(8 + size..)?;
     }
-    false
+    None
 }
 
 #[cfg(test)]
@@ -141,6 +152,33 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "version {version}");
         }
+    }
+
+    /// The cached trees `git commit` writes are read and match; one forged is refused.
+    #[test]
+    fn cached_trees_must_be_what_the_entries_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        std::fs::create_dir_all(root.join(".githooks/deep")).unwrap();
+        for (name, text) in
+            [("a", "a\n"), (".githooks/pre-commit", "#!/bin/sh\n"), (".githooks/deep/x", "x\n"), ("z-b", "b\n")]
+        {
+            std::fs::write(root.join(name), text).unwrap();
+        }
+        std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "init"]);
+        let bytes = std::fs::read(root.join(".git/index")).unwrap();
+        let at = bytes.windows(4).position(|w| w == b"TREE").expect("git wrote cached trees");
+        assert!(entries(&bytes, 20).is_some(), "the trees git cached match its entries");
+        // The `.githooks` tree's id, changed by one bit.
+        let data = &bytes[at + 8..];
+        let node = data.windows(10).position(|w| w == b".githooks\0").unwrap();
+        let id_at = at + 8 + node + data[node..].iter().position(|b| *b == b'\n').unwrap() + 1;
+        let mut forged = bytes.clone();
+        forged[id_at] ^= 1;
+        assert!(entries(&forged, 20).is_none(), "a forged cached tree is not read");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! dies mid-command leaves its stages; the next start folds them (judged like any other) and
 //! says so in its log.
 
+mod cachetree;
 pub mod fold;
 mod gitindex;
 pub mod layer;

@@ -334,7 +334,7 @@ impl Offers<'_> {
         let read = |view: &dyn View| view.read(&unit.git_dir.join("index"), INDEX_CAP);
         let after = read(self.after)?;
         let Some(now) = gitindex::entries(&after, hash_len) else {
-            return Some("entries this judge cannot read (a split index, or a malformed one)".into());
+            return Some("entries this judge cannot read (a split index, cached trees that are not what its entries make: `git commit` would record them, or a malformed one)".into());
         };
         let was = read(self.before).and_then(|bytes| gitindex::entries(&bytes, hash_len)).unwrap_or_default();
         let offered: Vec<Entry> = now
