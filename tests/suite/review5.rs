@@ -4,22 +4,7 @@
 //! content carried in git's objects (a commit, the index, a stash) that the user's own git
 //! writes back, and replace refs.
 
-use std::path::Path;
-use std::process::Command;
-
-use super::common::{Client, Workspace};
-
-/// Runs git in `dir` as the user would (outside any sandbox), with a fixed identity.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use super::common::{Client, Workspace, git};
 
 /// A root that is a dotfiles repository: the home's `.bashrc` is a link to its `bashrc`.
 fn dotfiles(ws: &Workspace) -> std::path::PathBuf {

@@ -4,24 +4,9 @@
 //! forged commit-graph and objects that are not what their names say, an operation's state
 //! applied in part, and a directory above a hidden path renamed.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::json;
 
-use super::common::{Client, Workspace};
-
-/// Runs git in `dir` as the user would, with a fixed identity; its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use super::common::{Client, Workspace, git};
 
 fn repo(ws: &Workspace) {
     git(&ws.root, &["init", "-q", "-b", "main"]);

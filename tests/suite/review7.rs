@@ -2,21 +2,7 @@
 //! branch's remote re-pointed at a repository the agent made, and a git dir of any name whose
 //! `core.worktree` is another directory (the root).
 
-use std::path::Path;
-use std::process::Command;
-
-use super::common::{Client, Workspace};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use super::common::{Client, Workspace, git};
 
 /// P2: `branch.main.remote = ./e.git` (a bare repository the agent made in the root) made the
 /// user's plain `git pull` take the agent's commit. A branch's remote names a remote the
