@@ -263,16 +263,15 @@ impl Fold<'_> {
         let protected =
             |rel: &Path| refusal_by_name(rules, self.root, &self.root.join(rel)).or_else(|| namer.names(rel));
         let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
-        let link = |rel: &Path, target: &Path| {
-            let site = crate::protected::links::Site {
-                root: self.root,
-                view: &merged,
-                home: rules.home.as_deref(),
-                by_name: &by_name,
-                places: &places,
-            };
-            crate::protected::links::refusal(&site, rel, target, false)
+        // Where links lead, judged in the tree as the fold leaves it (for every link of the fold).
+        let site = crate::protected::links::Site {
+            root: self.root,
+            view: &merged,
+            home: rules.home.as_deref(),
+            by_name: &by_name,
+            places: &places,
         };
+        let link = |rel: &Path, target: &Path| crate::protected::links::refusal(&site, rel, target, false);
         let offers = super::offers::Offers {
             root: self.root,
             before: &self.real,
@@ -355,14 +354,6 @@ impl Fold<'_> {
                     })
                     .or_else(|| {
                         let target = merged.link(&change.path)?;
-                        let by_name = |path: &Path| refusal_by_name(rules, self.root, path);
-                        let site = crate::protected::links::Site {
-                            root: self.root,
-                            view: &merged,
-                            home: rules.home.as_deref(),
-                            by_name: &by_name,
-                            places: &places,
-                        };
                         let before = self.real.kind(&change.path);
                         let replaced = matches!(before, Some(Kind::Dir | Kind::Link));
                         crate::protected::links::refusal(&site, &change.path, &target, replaced)
