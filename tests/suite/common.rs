@@ -396,7 +396,8 @@ pub(crate) fn loopback_http() -> reqwest::Client {
 }
 
 /// Runs git in `dir` as the user would (outside any sandbox), with a fixed identity; its
-/// stdout. Fails the test when git fails.
+/// stdout. Fails the test when git fails. Linux only: the suites that use it run only there.
+#[cfg(target_os = "linux")]
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
