@@ -49,6 +49,8 @@ mod review5;
 mod review6;
 #[cfg(target_os = "linux")]
 mod review7;
+#[cfg(target_os = "linux")]
+mod review8;
 mod roots;
 #[cfg(target_os = "linux")]
 mod sandbox;

@@ -532,8 +532,8 @@ pub fn new_worktrees(before: Option<&[u8]>, after: &[u8]) -> Vec<Vec<u8>> {
 /// Why a change to an existing repository's config re-points where `git pull`, `git fetch`
 /// or `git push` take their content from, if it does: a branch's remote (or the push
 /// default) set to anything but a remote the config had before (a path is a repository the
-/// agent could have made), or an existing remote's fetch refspecs changed (what
-/// `origin/main` means).
+/// agent could have made), an existing remote's fetch refspecs (what `origin/main` means),
+/// URL, push URL or push refspecs changed, or `push.default`.
 pub fn repointed_pulls(before: &[u8], after: &[u8]) -> Option<String> {
     let (Ok(before), Ok(after)) = (parse(before), parse(after)) else { return None };
     let remotes: Vec<Vec<u8>> = before
@@ -555,21 +555,41 @@ pub fn repointed_pulls(before: &[u8], after: &[u8]) -> Option<String> {
             }
         }
     }
+    let values = |entries: &[Entry], key: &[u8], remote: Option<&[u8]>| -> Vec<Option<Vec<u8>>> {
+        entries
+            .iter()
+            .filter(|entry| pattern(entry) == key && entry.subsection() == remote)
+            .map(|entry| entry.value.clone())
+            .collect()
+    };
     for remote in &remotes {
-        let fetch = |entries: &[Entry]| -> Vec<Option<Vec<u8>>> {
-            entries
-                .iter()
-                .filter(|entry| pattern(entry) == b"remote.*.fetch" && entry.subsection() == Some(remote.as_slice()))
-                .map(|entry| entry.value.clone())
-                .collect()
-        };
-        let was = fetch(&before);
-        if !was.is_empty() && was != fetch(&after) {
+        let was = values(&before, b"remote.*.fetch", Some(remote));
+        if !was.is_empty() && was != values(&after, b"remote.*.fetch", Some(remote)) {
             return Some(format!(
                 "the fetch refspecs of the remote `{}` changed: what its branches mean to `git pull` would change",
                 String::from_utf8_lossy(remote)
             ));
         }
+        // Where `git fetch` and `git push` go, and what a plain `git push` sends (a refspec
+        // `:refs/heads/release` deletes that branch, `+a:b` forces over it).
+        for (key, what) in [
+            (&b"remote.*.url"[..], "where `git pull` fetches from"),
+            (b"remote.*.pushurl", "where `git push` sends to"),
+            (b"remote.*.push", "what a plain `git push` sends (or deletes, or forces)"),
+        ] {
+            if values(&before, key, Some(remote)) != values(&after, key, Some(remote)) {
+                return Some(format!(
+                    "`remote.{}.{}` changed: {what} would change; change it yourself",
+                    String::from_utf8_lossy(remote),
+                    String::from_utf8_lossy(&key[b"remote.*.".len()..])
+                ));
+            }
+        }
+    }
+    if values(&before, b"push.default", None) != values(&after, b"push.default", None) {
+        return Some(
+            "`push.default` changed: which branches a plain `git push` sends (`matching`: every branch of the same name) would change; change it yourself".into(),
+        );
     }
     None
 }
@@ -872,5 +892,26 @@ mod tests {
                 ("scripts/clean".to_string(), Base::Worktree),
             ]
         );
+    }
+
+    /// An existing remote's push URL, push refspecs and URL, and `push.default`, stay as the
+    /// user set them; a new remote may be added.
+    #[test]
+    fn where_and_what_a_plain_push_sends_stays() {
+        let before =
+            b"[remote \"origin\"]\n\turl = https://example.com/a.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n";
+        for (added, key) in [
+            ("\tpushurl = ./e.git\n", "pushurl"),
+            ("\tpush = :refs/heads/release\n", "push"),
+            ("\turl = ./other.git\n", "url"),
+        ] {
+            let after = [&before[..], added.as_bytes()].concat();
+            let why = repointed_pulls(before, &after).unwrap_or_default();
+            assert!(why.contains(&format!("remote.origin.{key}")), "{key}: {why}");
+        }
+        let matching = [&before[..], b"[push]\n\tdefault = matching\n"].concat();
+        assert!(repointed_pulls(before, &matching).is_some_and(|why| why.contains("push.default")));
+        let new_remote = [&before[..], b"[remote \"up\"]\n\turl = https://example.com/b.git\n\tpushurl = x\n"].concat();
+        assert_eq!(repointed_pulls(before, &new_remote), None);
     }
 }

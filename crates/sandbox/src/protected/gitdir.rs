@@ -295,18 +295,6 @@ impl<'a> Judge<'a> {
                 });
                 if let Some(why) = gitconfig::judge_change(was.as_deref(), &now) {
                     self.refuse(&change.path, why);
-                } else if let Some(why) = was.as_deref().and_then(|was| gitconfig::repointed_pulls(was, &now)) {
-                    self.refuse(&change.path, why);
-                } else if let Some(key) = fixed.and_then(|keys| keys.into_iter().next()) {
-                    self.refuse(
-                        &change.path,
-                        format!("`{key}` of an existing repository changed: it is set when the repository is made (the user's git would stop working, or check files out somewhere else)"),
-                    );
-                } else if let Some(why) = gitconfig::new_worktrees(was.as_deref(), &now)
-                    .iter()
-                    .find_map(|value| self.worktree_outside(dir, value))
-                {
-                    self.refuse(&change.path, why);
                 } else if dir == Path::new(".git")
                     && let Some(url) = gitconfig::new_remote_urls(was.as_deref(), &now)
                         .first()
@@ -321,6 +309,18 @@ impl<'a> Judge<'a> {
                         &change.path,
                         format!("`{url}` changes which repository this root is, and so whose todos and memories a server started here sees"),
                     );
+                } else if let Some(why) = was.as_deref().and_then(|was| gitconfig::repointed_pulls(was, &now)) {
+                    self.refuse(&change.path, why);
+                } else if let Some(key) = fixed.and_then(|keys| keys.into_iter().next()) {
+                    self.refuse(
+                        &change.path,
+                        format!("`{key}` of an existing repository changed: it is set when the repository is made (the user's git would stop working, or check files out somewhere else)"),
+                    );
+                } else if let Some(why) = gitconfig::new_worktrees(was.as_deref(), &now)
+                    .iter()
+                    .find_map(|value| self.worktree_outside(dir, value))
+                {
+                    self.refuse(&change.path, why);
                 }
             }
             ("commondir", 1) if !self.worktree_commondir(dir, &change.path) => {

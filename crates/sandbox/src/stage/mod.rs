@@ -21,6 +21,7 @@ mod offers;
 mod probe;
 pub mod record;
 pub mod snapshot;
+mod submodules;
 pub mod tree;
 pub mod view;
 

@@ -14,7 +14,8 @@
 //! one's new offer. An operation's state (`rebase-merge/`, `rebase-apply/`, `sequencer/`,
 //! `MERGE_*`, `BISECT_*`) is refused whole when a part of it is.
 //!
-//! Trees are read by the system's `git` (`probe.rs`).
+//! A gitlink is judged as the checkout of its submodule's commit (`submodules.rs`). Trees
+//! are read by the system's `git` (`probe.rs`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -283,7 +284,7 @@ impl Offers<'_> {
                 },
                 None => offered,
             };
-            self.first_refused(git, &unit.worktree, &offered)
+            self.first_refused(git, &unit.common, &unit.worktree, &offered, 0)
         })
     }
 
@@ -345,7 +346,7 @@ impl Offers<'_> {
                 id,
                 path: PathBuf::from(String::from_utf8_lossy(&path).into_owned()),
             })
-            .filter(|entry| self.worth_judging(unit, entry))
+            .filter(|entry| self.worth_judging(&unit.worktree.join(&entry.path), entry.mode))
             .collect();
         if offered.is_empty() {
             return None;
@@ -357,23 +358,37 @@ impl Offers<'_> {
             None => Vec::new(),
         };
         let offered: Vec<Entry> = offered.into_iter().filter(|entry| !checked_out.contains(entry)).collect();
-        self.first_refused(git, &unit.worktree, &offered)
+        self.first_refused(git, &unit.common, &unit.worktree, &offered, 0)
     }
 
-    /// Whether an offered entry could be refused at all: a symlink, a `.env`, or a protected
-    /// path (the rest is never read).
-    fn worth_judging(&self, unit: &Unit, entry: &Entry) -> bool {
-        let rel = unit.worktree.join(&entry.path);
-        entry.mode & 0o170000 == 0o120000
+    /// Whether an offered entry (at `rel`, with `mode`) could be refused at all: a symlink, a
+    /// gitlink, a `.env`, or a protected path (the rest is never read).
+    pub(super) fn worth_judging(&self, rel: &Path, mode: u32) -> bool {
+        matches!(mode & 0o170000, 0o120000 | 0o160000)
             || rel.file_name().is_some_and(crate::protected::env::is_dotenv_name)
-            || (self.protected)(&rel).is_some()
+            || (self.protected)(rel).is_some()
     }
 
-    /// Why the first of `offered` (paths in the worktree `worktree`) may not be offered.
-    fn first_refused(&self, git: &Git, worktree: &Path, offered: &[Entry]) -> Option<String> {
+    /// Why the first of `offered` (paths in the worktree `worktree`, of the repository whose
+    /// git dir `home` holds its submodules' under `modules/`) may not be offered; `depth`:
+    /// how many submodules deep it lies.
+    pub(super) fn first_refused(
+        &self,
+        git: &Git,
+        home: &Path,
+        worktree: &Path,
+        offered: &[Entry],
+        depth: usize,
+    ) -> Option<String> {
         for entry in offered {
             let rel = worktree.join(&entry.path);
             let shown = entry.path.display();
+            if entry.mode & 0o170000 == 0o160000 {
+                if let Some(why) = self.gitlink(git, home, &rel, &entry.id, depth) {
+                    return Some(why);
+                }
+                continue;
+            }
             if entry.mode & 0o170000 == 0o120000 {
                 let target = git.blob(&entry.id)?;
                 let target = PathBuf::from(String::from_utf8_lossy(&target).into_owned());

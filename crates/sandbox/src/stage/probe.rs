@@ -24,10 +24,19 @@ pub(super) struct Git {
     alternates: Option<PathBuf>,
 }
 
+impl Drop for Git {
+    fn drop(&mut self) {
+        crate::fs::remove_state_dir(&self.dir);
+    }
+}
+
 impl Git {
     /// Makes the judge's git dir for the repository whose git dir is `dir` (relative).
     pub(super) fn new(offers: &Offers<'_>, dir: &Path, sha256: bool) -> Result<Self, String> {
-        let probe = offers.scratch.join("git-probe");
+        // A dir of its own: a submodule's probe is made while its repository's is in use.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let probe = offers.scratch.join(format!("git-probe-{n}"));
         let made = crate::fs::create_private_dir(&probe)
             .and_then(|()| crate::fs::create_private_dir(&probe.join("refs")))
             .and_then(|()| crate::fs::create_private_dir(&probe.join("objects")))
@@ -131,7 +140,7 @@ impl Git {
     }
 
     /// The entries `commit` holds that `base` (a commit) does not hold alike; all of them
-    /// without a base.
+    /// without a base. Gitlinks (mode `160000`, a submodule's commit) are among them.
     pub(super) fn changed(&self, base: Option<&str>, commit: &str) -> Result<Vec<Entry>, String> {
         let out = match base {
             Some(base) => self.run(&["diff-tree", "-r", "-z", "--no-renames", base, commit], b"")?,
@@ -153,15 +162,13 @@ impl Git {
                 // `mode type id<TAB>path`.
                 let Some((meta, path)) = head.split_once('\t') else { continue };
                 let parts: Vec<&str> = meta.split(' ').collect();
-                if parts.len() < 3 || parts[1] != "blob" {
+                // Files, symlinks and gitlinks (a submodule's commit); not trees.
+                if parts.len() < 3 || !matches!(parts[1], "blob" | "commit") {
                     continue;
                 }
                 (parts[0].to_string(), parts[2].to_string(), path.as_bytes().to_vec())
             };
             let Ok(mode) = u32::from_str_radix(&mode, 8) else { continue };
-            if mode & 0o170000 == 0o160000 {
-                continue;
-            }
             entries.push(Entry { mode, id, path: PathBuf::from(String::from_utf8_lossy(&path).into_owned()) });
         }
         Ok(entries)
