@@ -186,3 +186,123 @@ async fn many_files_a_checkout_and_a_timeout_are_one_step_each() {
     assert!(!undone.is_error && !ws.root.join("cut.txt").exists(), "{}", undone.text);
     client.close().await;
 }
+
+/// What `changes` lists, once it lists `path` (each call folds running commands' writes, at
+/// most every 250 ms); fails the test after 15 s.
+async fn changes_listing(client: &Client, path: &str) -> super::common::Reply {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let changes = client.file(json!({"operation": "changes"})).await;
+        if changes.text.contains(path) || std::time::Instant::now() > deadline {
+            assert!(changes.text.contains(path), "`{path}` is not listed: {}", changes.text);
+            return changes;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+/// Undoes step after step until nothing is left; each must succeed.
+async fn undo_all(client: &Client) {
+    for _ in 0..500 {
+        let undone = client.file(undo(false)).await;
+        if undone.is_error {
+            assert!(undone.text.contains("nothing to undo"), "{}", undone.text);
+            return;
+        }
+    }
+    panic!("undo never ran out of steps");
+}
+
+/// A server `SIGKILL`ed mid-command: the next start folds what the command wrote (judged like
+/// any fold), and its first session lists it, by the command's line, and undoes it.
+#[tokio::test]
+async fn a_killed_servers_command_is_folded_then_listed_and_undone_by_the_next() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("keep.txt"), "old\n").unwrap();
+    std::fs::write(ws.root.join("gone.txt"), "still here\n").unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let pid = client.pid.unwrap();
+    let command = "printf 'new\\n' > keep.txt; rm gone.txt; echo made > made.txt; sleep 60";
+    tokio::select! {
+        reply = client.term("run_command", json!({"command": command, "timeout_ms": 120_000})) => {
+            panic!("the command ended before its server was killed: {}", reply.text)
+        }
+        () = async {
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        } => {}
+    }
+    assert!(super::common::wait_gone(pid, 10).await);
+    drop(client);
+    // Staged, not applied: the server died before the fold.
+    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "old\n");
+
+    let next = Client::start(&ws, &[]).await;
+    let changes = changes_listing(&next, "keep.txt").await;
+    assert!(changes.text.contains("made.txt") && changes.text.contains("gone.txt"), "{}", changes.text);
+    assert!(changes.text.contains("by `printf"), "the command's line is not shown: {}", changes.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "new\n");
+    let undone = next.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "old\n");
+    assert_eq!(std::fs::read_to_string(ws.root.join("gone.txt")).unwrap(), "still here\n");
+    assert!(!ws.root.join("made.txt").exists(), "{}", undone.text);
+    next.close().await;
+}
+
+/// A dev-server-like background command writing every 100 ms while a foreground command
+/// edits: each is listed by its own line, the foreground one's diff is right, and every step
+/// undoes (newest first) back to the state before either ran.
+#[tokio::test]
+async fn a_dev_server_writing_beside_a_foreground_command_is_recorded_and_undone() {
+    let ws = Workspace::new();
+    let lib = ws.root.join("src/lib.rs");
+    let before = std::fs::read(&lib).unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let server = "i=0; while true; do i=$((i+1)); echo \"served $i\" > served.txt; sleep 0.1; done";
+    let started = client.term("run_command", json!({"command": server, "background": true, "wait_ms": 300})).await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    let edited = client.run("sleep 0.5; sed -i 's/fn /fn edited_/' src/lib.rs; sleep 0.5").await;
+    assert!(!edited.is_error, "{}", edited.text);
+    let changes = changes_listing(&client, "served.txt").await;
+    assert!(changes.text.contains("by `sed -i") || changes.text.contains("by `sleep 0.5; sed -i"), "{}", changes.text);
+    assert!(changes.text.contains("by `i=0; while true"), "{}", changes.text);
+    assert!(changes.text.contains("+pub fn edited_parse"), "{}", changes.text);
+    // Others see the background command's writes at each fold.
+    let seen = std::fs::read_to_string(ws.root.join("served.txt")).unwrap();
+    assert!(seen.starts_with("served "), "{seen}");
+    let killed = client.term("kill_session", json!({"session_id": id})).await;
+    assert!(!killed.is_error, "{}", killed.text);
+    undo_all(&client).await;
+    assert_eq!(std::fs::read(&lib).unwrap(), before);
+    assert!(!ws.root.join("served.txt").exists());
+    client.close().await;
+}
+
+/// A PTY session editing a file with `vi` (written in place, `backupcopy=yes`): listed by the
+/// session, with the diff, and undone byte for byte.
+#[tokio::test]
+async fn a_vi_edit_in_a_terminal_session_is_recorded_and_undone() {
+    let ws = Workspace::new();
+    let doc = ws.root.join("doc.txt");
+    std::fs::write(&doc, "old line\nsecond\n").unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let shell = client.term("start_session", json!({})).await;
+    let sh = shell.structured["session_id"].as_str().unwrap().to_string();
+    let input = |text: &str| json!({"session_id": sh, "input": text, "wait_ms": 800});
+    client.term("send_input", input("vi -u NONE -n -c 'set backupcopy=yes' doc.txt")).await;
+    client.term("send_input", input(":%s/old/new/")).await;
+    client.term("send_input", input(":wq")).await;
+    let done = client.term("send_input", input("echo vi-$((40+2))")).await;
+    assert!(done.joined("output").contains("vi-42"), "{}", done.text);
+    let changes = changes_listing(&client, "doc.txt").await;
+    assert!(changes.text.contains("+new line") && changes.text.contains("-old line"), "{}", changes.text);
+    assert!(changes.text.contains("(a terminal session)"), "{}", changes.text);
+    assert_eq!(std::fs::read_to_string(&doc).unwrap(), "new line\nsecond\n");
+    let undone = client.file(undo(false)).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert_eq!(std::fs::read_to_string(&doc).unwrap(), "old line\nsecond\n");
+    client.close().await;
+}

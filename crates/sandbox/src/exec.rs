@@ -137,11 +137,12 @@ impl Confinement {
         Ok(Some(Self { contract, stage_base: stage_base.map(Path::to_path_buf), staged, guard }))
     }
 
-    /// A new stage for one command (its upper layers, empty), when writes are staged.
+    /// A new stage for one command (its upper layers, empty), when writes are staged; `line`
+    /// is the command line its records show.
     #[cfg(target_os = "linux")]
-    pub fn stage(&self) -> Result<Option<crate::stage::Stage>, SandboxError> {
+    pub fn stage(&self, line: &str) -> Result<Option<crate::stage::Stage>, SandboxError> {
         let Some(base) = &self.stage_base else { return Ok(None) };
-        crate::stage::Stage::create(base, &self.staged)
+        crate::stage::Stage::create(base, &self.staged, line)
             .map(Some)
             .map_err(|source| SandboxError::Temp { path: base.clone(), source })
     }

@@ -219,6 +219,8 @@ pub fn check_state_dir(config: &Config) -> Result<(), String> {
 /// left: temp files of interrupted writes, undo blobs, spilled output and private temp dirs.
 pub fn sweep_leftovers(config: &Config) {
     let state_dir = config.state_dir.clone();
+    #[cfg(target_os = "linux")]
+    let (cap, ignored_too) = (config.max_undo_bytes, config.undo_ignored);
     let mut own = vec![config.state_dir.clone(), config.config_dir.clone()];
     own.extend(config.config_file.clone());
     own.extend(config.audit.files());
@@ -229,15 +231,19 @@ pub fn sweep_leftovers(config: &Config) {
             let state_dir = state_dir.clone();
             // What a command wrote before its server was killed is folded first (judged like
             // any fold), so the temp dirs' sweep below finds nothing of it to remove.
+            // Its record goes to the next session's history, for `changes` and `undo`.
             #[cfg(target_os = "linux")]
             {
                 let (state_dir, own) = (state_dir.clone(), own.clone());
-                if let Ok(said) =
-                    tokio::task::spawn_blocking(move || toolbelt_mcp_terminal::recover_stages(&state_dir, &own)).await
+                if let Ok(recovered) = tokio::task::spawn_blocking(move || {
+                    toolbelt_mcp_terminal::recover_stages(&state_dir, &own, cap, ignored_too)
+                })
+                .await
                 {
-                    for line in said {
+                    for line in recovered.said {
                         tracing::warn!("{line}");
                     }
+                    toolbelt_mcp_tools::session::adopt_later(recovered.records);
                 }
             }
             let swept = tokio::task::spawn_blocking(move || {

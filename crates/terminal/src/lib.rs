@@ -664,20 +664,29 @@ impl Registry {
 }
 
 /// Folds the stages of commands that servers which are gone left (under the state dir and
-/// their private temp dirs), judged as any fold is; returns a line per stage for the log.
+/// their private temp dirs), judged as any fold is, and records what they applied (old
+/// content at most `cap` bytes; git-ignored paths too when `ignored_too`).
 #[cfg(target_os = "linux")]
-pub fn recover_stages(state_dir: &Path, own: &[PathBuf]) -> Vec<String> {
+pub fn recover_stages(
+    state_dir: &Path,
+    own: &[PathBuf],
+    cap: u64,
+    ignored_too: bool,
+) -> toolbelt_mcp_sandbox::stage::Recovered {
     let rules = toolbelt_mcp_sandbox::stage::Rules::new(own.to_vec());
-    let mut said = toolbelt_mcp_sandbox::stage::recover(&state_dir.join("stage"), &rules);
+    let recover = |base: &Path| toolbelt_mcp_sandbox::stage::recover(base, &rules, cap, ignored_too);
+    let mut out = recover(&state_dir.join("stage"));
     let sessions = fs::session_temp_base();
     for name in fs::file_names(&sessions) {
         let alive =
             name.to_string_lossy().split('-').next().and_then(|p| p.parse::<u32>().ok()).is_some_and(fs::process_alive);
         if !alive {
-            said.extend(toolbelt_mcp_sandbox::stage::recover(&sessions.join(name).join("stage"), &rules));
+            let more = recover(&sessions.join(name).join("stage"));
+            out.said.extend(more.said);
+            out.records.extend(more.records);
         }
     }
-    said
+    out
 }
 
 /// Removes spilled output and private temp dirs left by servers that are no longer running.

@@ -314,6 +314,9 @@ async fn gate_and_run<O: Operation>(
     let (args, escalation) = split_escalation::<O>(args)?;
     let args = parse::<O>(args, siblings)?;
     let session = context.session.clone();
+    // What a killed server's commands wrote, folded at this start: the first call takes it.
+    #[cfg(target_os = "linux")]
+    session.adopt_recovered(context.roots.first()).await;
     let _serial = match O::KIND {
         EffectKind::Write { .. } => {
             let guard = session.writes.lock().await;

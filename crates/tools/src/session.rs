@@ -13,6 +13,8 @@ use toolbelt_mcp_terminal::Terminals;
 
 #[cfg(target_os = "linux")]
 mod commands;
+#[cfg(target_os = "linux")]
+pub use commands::adopt_later;
 mod ledger;
 
 /// Stamps changes in the order they were made, across sessions: the oldest goes first.
@@ -93,6 +95,8 @@ pub struct Change {
     pub shown: String,
     /// What happened.
     pub kind: ChangeKind,
+    /// The command that made it (its line and when it started), when a command did.
+    pub by: Option<std::sync::Arc<str>>,
     /// When it was made, in order across the sessions of the process (the oldest is dropped
     /// first past the process-wide cap).
     stamp: u64,
@@ -248,13 +252,25 @@ impl Session {
     /// Records a change made by the current call; drops the oldest calls' changes past the
     /// session's cap, then, past the process-wide cap, the oldest changes of any session.
     pub fn record(&self, operation: &'static str, path: PathBuf, shown: String, kind: ChangeKind) {
+        self.record_by(operation, path, shown, kind, None);
+    }
+
+    /// [`Self::record`] for a change a command made: `by` names it.
+    pub fn record_by(
+        &self,
+        operation: &'static str,
+        path: PathBuf,
+        shown: String,
+        kind: ChangeKind,
+        by: Option<std::sync::Arc<str>>,
+    ) {
         let grew = {
             let mut history = self.history();
             let call = history.call;
             let bytes = kind.blob_bytes();
             history.blob_bytes += bytes;
             let stamp = NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            history.changes.push_back(Change { call, operation, path, shown, kind, stamp });
+            history.changes.push_back(Change { call, operation, path, shown, kind, by, stamp });
             while history.blob_bytes > self.cap && history.oldest_droppable().is_some() {
                 history.drop_oldest();
             }

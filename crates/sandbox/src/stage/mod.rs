@@ -35,6 +35,9 @@ use crate::handle::DirHandle;
 
 /// The manifest of a stage: what each of its layers stages (read back by a later start).
 const MANIFEST: &str = "layers.json";
+/// What the stage's command is: when it started (seconds since the epoch), a newline, and
+/// its command line (read back by a later start, for the record it makes).
+const COMMAND: &str = "command";
 /// The suffix of a stage that was folded and is being removed.
 const DONE: &str = ".done";
 /// The suffix of a stage a later start is folding: if that start dies mid-fold, the next one
@@ -49,13 +52,16 @@ pub use crate::contract::StageLayer as Layer;
 pub struct Stage {
     dir: PathBuf,
     layers: Vec<Layer>,
+    /// The command it stages and when it started, for its records.
+    command: Command,
     /// The next number in the old area, and a lock that keeps folds of this stage apart.
     next_old: Mutex<u64>,
 }
 
 impl Stage {
-    /// A new stage under `base` for `roots` (canonical, not nested in each other).
-    pub fn create(base: &Path, roots: &[PathBuf]) -> io::Result<Self> {
+    /// A new stage under `base` for `roots` (canonical, not nested in each other), for the
+    /// command `line` (as the model wrote it).
+    pub fn create(base: &Path, roots: &[PathBuf], line: &str) -> io::Result<Self> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         crate::fs::create_private_dir(base)?;
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -73,7 +79,9 @@ impl Stage {
         crate::fs::create_private_dir(&dir.join("old"))?;
         let manifest = serde_json::to_vec(&layers).map_err(io::Error::other)?;
         crate::fs::write_private(&dir, &dir.join(MANIFEST), &manifest)?;
-        Ok(Self { dir, layers, next_old: Mutex::new(0) })
+        let command = Command { line: line.to_string(), started: std::time::SystemTime::now() };
+        crate::fs::write_private(&dir, &dir.join(COMMAND), command.to_text().as_bytes())?;
+        Ok(Self { dir, layers, command, next_old: Mutex::new(0) })
     }
 
     /// The stage left at `dir` by a server that is gone.
@@ -86,7 +94,19 @@ impl Stage {
             layer.work = dir.join(i.to_string()).join("work");
         }
         let next = crate::fs::file_names(&dir.join("old")).len() as u64 + 1_000_000;
-        Some(Self { dir: dir.to_path_buf(), layers, next_old: Mutex::new(next) })
+        let command = crate::fs::read_state_file(&dir.join(COMMAND))
+            .ok()
+            .and_then(|text| Command::from_text(&String::from_utf8_lossy(&text)))
+            .unwrap_or_else(|| Command {
+                line: "(a command of an earlier server)".into(),
+                started: std::time::UNIX_EPOCH,
+            });
+        Some(Self { dir: dir.to_path_buf(), layers, command, next_old: Mutex::new(next) })
+    }
+
+    /// The command it stages and when that started.
+    pub fn command(&self) -> &Command {
+        &self.command
     }
 
     /// Its layers, one per staged root.
@@ -149,6 +169,30 @@ impl Stage {
     }
 }
 
+/// A staged command: its line and when it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The command line, as the model wrote it.
+    pub line: String,
+    /// When it started.
+    pub started: std::time::SystemTime,
+}
+
+impl Command {
+    /// Its form in the stage: the start in seconds since the epoch, a newline, the line.
+    fn to_text(&self) -> String {
+        let secs = self.started.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+        format!("{secs}\n{}", self.line)
+    }
+
+    /// Reads [`Self::to_text`]'s form back.
+    fn from_text(text: &str) -> Option<Self> {
+        let (secs, line) = text.split_once('\n')?;
+        let started = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs.parse().ok()?);
+        Some(Self { line: line.to_string(), started })
+    }
+}
+
 /// Removes a stage's directory, opening up what overlayfs left without permissions (its work
 /// directory's `work`).
 fn remove_dir(dir: &Path) {
@@ -165,10 +209,20 @@ pub fn base(state_dir: &Path, fallback: &Path, roots: &[PathBuf]) -> Option<Path
     [state_dir, fallback].into_iter().map(|dir| dir.join("stage")).find(|dir| !overlaps(dir))
 }
 
+/// What a start made of the stages that servers which were killed left.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// A line per stage for the log.
+    pub said: Vec<String>,
+    /// The records of what their folds applied, for the next session's `changes` and `undo`.
+    pub records: Vec<record::Recorded>,
+}
+
 /// Folds the stages that servers which are gone left under `base` (each judged as any fold
-/// is), then removes them. Returns a line per stage for the log.
-pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
-    let mut said = Vec::new();
+/// is), records what each applied (old content at most `cap` bytes, git-ignored paths too
+/// when `ignored_too`), then removes them.
+pub fn recover(base: &Path, rules: &Rules, cap: u64, ignored_too: bool) -> Recovered {
+    let mut out = Recovered::default();
     for name in crate::fs::file_names(base) {
         let text = name.to_string_lossy();
         let Some(pid) = text.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
@@ -181,7 +235,7 @@ pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
             continue;
         }
         if text.ends_with(RECOVERING) {
-            said.push(format!(
+            out.said.push(format!(
                 "removed without folding the stage of a command of server {pid}: a start that folded it before ended mid-fold; what it held was not applied"
             ));
             remove_dir(&dir);
@@ -199,14 +253,25 @@ pub fn recover(base: &Path, rules: &Rules) -> Vec<String> {
                 remove_dir(&dir);
                 continue;
             }
-            said.push(format!(
-                "finished the fold of a command of server {pid} that ended mid-command: {} changes applied, {} refused, {} failed (they cannot be undone with `undo`)",
+            let recorded = stage.record(&folded, cap, ignored_too);
+            let undoable = !recorded.too_large && !recorded.changes.is_empty();
+            out.said.push(format!(
+                "finished the fold of `{}`, a command of server {pid} that ended mid-command: {} changes applied, {} refused, {} failed; {}",
+                stage.command.line,
                 folded.applied.len(),
                 folded.refused.len(),
-                folded.failed.len()
+                folded.failed.len(),
+                if undoable {
+                    "the next session's `changes` lists what it applied and `undo` reverts it"
+                } else {
+                    "nothing of it can be undone with `undo`"
+                }
             ));
+            if undoable {
+                out.records.push(recorded);
+            }
         }
         remove_dir(&dir);
     }
-    said
+    out
 }

@@ -92,13 +92,15 @@ pub struct Recorded {
     pub left_out: Vec<String>,
     /// Whether the old content was more than the cap: nothing is recorded then.
     pub too_large: bool,
+    /// The command that made the changes, and when it started.
+    pub command: Option<super::Command>,
 }
 
 impl super::Stage {
     /// The record of `folded` (this stage's last fold): old content at most `cap` bytes in all;
     /// git-ignored paths too when `ignored_too`.
     pub fn record(&self, folded: &Folded, cap: u64, ignored_too: bool) -> Recorded {
-        let mut out = Recorded::default();
+        let mut out = Recorded { command: Some(self.command.clone()), ..Recorded::default() };
         let Ok(old) = DirHandle::open(&self.dir.join("old")) else {
             out.left_out.push("the stage's old area could not be opened".into());
             return out;

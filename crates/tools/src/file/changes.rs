@@ -46,6 +46,9 @@ pub(super) struct FileChange {
     pub lines_removed: u64,
     /// Changes recorded for it.
     pub changes: u64,
+    /// The commands that changed it (each line and when it started), when commands did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
 }
 
 impl Operation for Changes {
@@ -88,12 +91,19 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
         let history: Vec<&Change> = all.iter().filter(|c| c.path == path).collect();
         let (Some(first), Some(last)) = (history.first(), history.last()) else { continue };
         let count = history.len() as u64;
+        let mut commands: Vec<String> = Vec::new();
+        for by in history.iter().filter_map(|change| change.by.as_deref()) {
+            if !commands.iter().any(|seen| seen == by) {
+                commands.push(by.to_string());
+            }
+        }
         let mut entry = FileChange {
             path: first.shown.clone(),
             action: String::new(),
             lines_added: 0,
             lines_removed: 0,
             changes: count,
+            commands,
         };
         entry.action = match &last.kind {
             ChangeKind::MadeDirs(_) => "directory created".into(),
@@ -151,7 +161,11 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
         n => {
             let list: Vec<String> = files
                 .iter()
-                .map(|f| format!("`{}` {} (+{} -{})", f.path, f.action, f.lines_added, f.lines_removed))
+                .map(|f| {
+                    let by =
+                        if f.commands.is_empty() { String::new() } else { format!(" by {}", f.commands.join(", ")) };
+                    format!("`{}` {} (+{} -{}){by}", f.path, f.action, f.lines_added, f.lines_removed)
+                })
                 .collect();
             format!("[{n} path(s) changed: {}]", list.join(", "))
         }

@@ -3,12 +3,45 @@
 //! changed again since).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use toolbelt_mcp_sandbox::stage::record::{Recorded, Undoable};
 
 use super::{ChangeKind, Session};
 
+/// Records of commands whose server was killed mid-command, folded by a later start, that no
+/// session has taken into its history yet.
+static RECOVERED: Mutex<Vec<Recorded>> = Mutex::new(Vec::new());
+
+/// Keeps `records` (of commands a killed server ran, folded at this start) for the next
+/// session's history: its first call takes them, as one undo step each.
+pub fn adopt_later(records: Vec<Recorded>) {
+    if !records.is_empty() {
+        RECOVERED.lock().unwrap_or_else(|p| p.into_inner()).extend(records);
+    }
+}
+
+/// How a change's command is shown: its line and when it started.
+fn by(recorded: &Recorded) -> Option<Arc<str>> {
+    let command = recorded.command.as_ref()?;
+    let started = humantime::format_rfc3339_seconds(command.started);
+    Some(Arc::from(format!("`{}` at {started}", command.line).as_str()))
+}
+
 impl Session {
+    /// Takes into this session's history the records a start recovered (see [`adopt_later`]),
+    /// under the session's write lock; `root` shows paths relative to it.
+    pub async fn adopt_recovered(&self, root: &Path) {
+        if RECOVERED.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            return;
+        }
+        let _serial = self.writes.lock().await;
+        let records = std::mem::take(&mut *RECOVERED.lock().unwrap_or_else(|p| p.into_inner()));
+        for recorded in records {
+            self.record_command(recorded, root, false);
+        }
+    }
+
     /// The most old content one command's record may keep (the session's undo cap).
     pub fn undo_cap(&self) -> u64 {
         self.cap
@@ -31,6 +64,7 @@ impl Session {
         if count > 0 {
             self.begin_call();
         }
+        let by = by(&recorded);
         for change in recorded.changes {
             let kept = |bytes: &[u8], mode: u32| self.keep_before(bytes, mode);
             let (path, kind): (PathBuf, Result<ChangeKind, _>) = match change {
@@ -57,7 +91,7 @@ impl Session {
             match kind {
                 Ok(kind) => {
                     let shown = shown(&path);
-                    self.record("run_command", path, shown, kind);
+                    self.record_by("run_command", path, shown, kind, by.clone());
                 }
                 Err(err) => lines.push(format!("`{}` could not be recorded for undo: {err}", shown(&path))),
             }

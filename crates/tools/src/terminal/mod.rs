@@ -79,10 +79,11 @@ pub(super) const SESSION_LEAN: crate::Lean = crate::Lean {
 
 /// How to start `program args…` for a call: in `cwd` (default: the first root), with the
 /// command environment plus `extra`, under the session's sandbox (unless the user approved
-/// running it `unsandboxed`).
+/// running it `unsandboxed`); `line` is how its records name it (the command line).
 fn launch(
     context: &Context,
     (cwd, unsandboxed): (Option<Resolved>, bool),
+    line: &str,
     (program, args): (OsString, Vec<OsString>),
     extra: &BTreeMap<String, String>,
     terminal: Terminal,
@@ -101,10 +102,13 @@ fn launch(
         environment.push(("TMPDIR".into(), "/tmp".into()));
     }
     let cwd = cwd.map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
+    // Only Linux stages a command's writes (and records them by its line).
+    #[cfg(not(target_os = "linux"))]
+    let _ = line;
     #[cfg(target_os = "linux")]
     let stage = match &confinement {
         Some(confinement) => {
-            confinement.stage().map_err(|err| ToolError::Sandbox(err.to_string()))?.map(std::sync::Arc::new)
+            confinement.stage(line).map_err(|err| ToolError::Sandbox(err.to_string()))?.map(std::sync::Arc::new)
         }
         None => None,
     };

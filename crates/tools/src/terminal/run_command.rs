@@ -117,6 +117,7 @@ impl Operation for RunCommand {
         let mut launch = launch(
             &context,
             (call.cwd, call.unsandboxed),
+            &args.command,
             shell_command(&context, &args.command),
             &env_pairs(&args.env)?,
             Terminal::Pipes,

@@ -86,7 +86,8 @@ impl Operation for StartSession {
         let shell = args.shell.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| context.config.shell.clone());
         let mut env = env_pairs(&args.env)?;
         let program = interactive(&shell, &mut env);
-        let launch = launch(&context, (call.cwd, call.unsandboxed), program, &env, Terminal::Pty)?;
+        let line = format!("{shell} (a terminal session)");
+        let launch = launch(&context, (call.cwd, call.unsandboxed), &line, program, &env, Terminal::Pty)?;
         let terminals = &context.session.terminals;
         terminals.check_capacity()?;
         let number = terminals.reserve();
