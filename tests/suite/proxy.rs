@@ -198,3 +198,56 @@ print("served", sum(ok))
     assert!(reply.text.contains("served 200"), "{}", reply.text);
     client.close().await;
 }
+
+/// In `allowlist` mode a destination not listed is put to the user while the connection waits:
+/// allowed once, the command reaches it for the rest of its run and the next command is asked
+/// again; allowed for the session, no command asks again; declined, it is refused with the
+/// user's word. Each decision is in the audit log. A client that cannot ask refuses it,
+/// saying how to list it.
+#[tokio::test]
+async fn an_unlisted_destination_is_asked_and_the_answer_holds_as_said() {
+    let ws = Workspace::new();
+    let port = hello_server();
+    let audit = ws.outside.join("audit.jsonl");
+    let config = format!("network = \"allowlist\"\naudit_log = \"{}\"\n", audit.display());
+    let asker = super::policy::Asker::default();
+    let service = super::policy::start(&ws, &config, asker.clone()).await;
+    let get =
+        format!("curl -sS -m 20 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{port}/; echo \" exit=$?\"");
+    let twice = format!("{get}; {get}");
+    let run = |command: &str| super::policy::run(&service, serde_json::json!({ "command": command }));
+
+    asker.answer(&["allow_once"]);
+    let reply = run(&twice).await;
+    assert_eq!(reply.text.matches("hello").count(), 2, "{}", reply.text);
+    assert_eq!(asker.asked(), 1, "asked once for the command's two connections");
+    let message = asker.messages().pop().unwrap();
+    assert!(message.contains(&format!("127.0.0.1:{port}")) && message.contains("network_allow"), "{message}");
+
+    asker.answer(&["deny"]);
+    let reply = run(&get).await;
+    assert!(!reply.text.contains("hello") && reply.text.contains("declined"), "{}", reply.text);
+    assert_eq!(asker.asked(), 2, "the next command is asked again");
+
+    asker.answer(&["allow_session"]);
+    assert!(run(&get).await.text.contains("hello"));
+    assert!(run(&get).await.text.contains("hello"));
+    assert_eq!(asker.asked(), 3, "allowed for the session: not asked again");
+    service.cancel().await.unwrap();
+
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let decisions: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|record| record["operation"] == "network")
+        .collect();
+    let said: Vec<(&str, &str)> =
+        decisions.iter().map(|r| (r["decision"].as_str().unwrap(), r["decided_by"].as_str().unwrap())).collect();
+    assert_eq!(said, [("allow", "user"), ("deny", "user"), ("allow", "user"), ("allow", "grant")], "{log}");
+
+    // Nobody to ask: refused, saying how to list it.
+    let client = Client::start(&ws, &["--network", "allowlist"]).await;
+    let reply = client.run(&get).await;
+    assert!(!reply.text.contains("hello") && reply.text.contains("cannot ask the user"), "{}", reply.text);
+    client.close().await;
+}

@@ -18,7 +18,12 @@ pub struct Approvals {
     /// Questions put to a protocol 2026-07-28 client (their fingerprints), with when: the
     /// answer comes with a retried call, and how long it took tells a person from a program.
     questions: Mutex<VecDeque<(String, Instant)>>,
+    /// Destinations (`host`, port) the user let commands reach for the rest of the session.
+    network: NetworkGrants,
 }
+
+/// Destinations the user let a session's commands reach, shared with the proxy's askers.
+pub type NetworkGrants = std::sync::Arc<Mutex<Vec<(String, u16)>>>;
 
 impl Approvals {
     /// The grants "allow for this session" answers created.
@@ -29,6 +34,12 @@ impl Approvals {
     /// Records a grant.
     pub fn grant(&self, scope: Scope) {
         self.grants.lock().unwrap_or_else(PoisonError::into_inner).push(scope);
+    }
+
+    /// The destinations the user let this session's commands reach (shared: a command's
+    /// asker adds to it).
+    pub fn network_grants(&self) -> NetworkGrants {
+        self.network.clone()
     }
 
     /// Notes that a question naming `nonce` was put to the client now.

@@ -13,6 +13,8 @@ mod caller;
 mod classify;
 pub mod command;
 pub mod decide;
+#[cfg(unix)]
+pub mod network;
 mod outside;
 pub mod redact;
 pub mod report;

@@ -249,7 +249,11 @@ impl Terminals {
 
     /// A new link to the proxy for one command, under the config's network rules.
     #[cfg(target_os = "linux")]
-    pub fn proxy_link(&self, config: &Config) -> Result<Arc<toolbelt_mcp_sandbox::proxy::Link>, ToolError> {
+    pub fn proxy_link(
+        &self,
+        config: &Config,
+        asker: Option<toolbelt_mcp_sandbox::proxy::Asker>,
+    ) -> Result<Arc<toolbelt_mcp_sandbox::proxy::Link>, ToolError> {
         let hub = toolbelt_mcp_sandbox::proxy::hub(&config.state_dir).map_err(|err| {
             ToolError::Sandbox(format!(
                 "cannot start the network proxy for commands ({err}); check that the state dir `{}` is writable, or run with `--network deny`",
@@ -265,7 +269,7 @@ impl Terminals {
                 .collect(),
             own: toolbelt_mcp_sandbox::proxy::own_listeners(),
         };
-        Ok(hub.link(rules))
+        Ok(hub.link(rules, asker))
     }
 
     /// A new session id number (foreground commands reserve one for their spill files).

@@ -8,14 +8,18 @@
 //! What may be reached is the [`Rules`]': in `allow` mode every public address; in
 //! `allowlist` mode the names and addresses listed; in both, loopback, private, link-local
 //! (cloud metadata) and multicast addresses only when listed as exactly that address, and
-//! never the server's own listening addresses. What is refused is remembered per command, so
-//! its result can say why `npm install` failed.
+//! never the server's own listening addresses. A destination the rules do not list is put to
+//! the link's [`Asker`] (the user, through the client), when it has one: the connection waits
+//! for the answer; what the user allowed holds for the rest of the command (an address allowed
+//! so counts as listed exactly). What is refused is remembered per command, so its result can
+//! say why `npm install` failed.
 
 pub mod addr;
 pub mod register;
 mod serve;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -27,6 +31,24 @@ pub const PORT: u16 = 3128;
 
 /// Most connections one command may have open through the proxy at once.
 const MAX_CONNECTIONS: usize = 256;
+/// Most questions one command may put to the user; past them, unlisted hosts are refused.
+const MAX_QUESTIONS: usize = 8;
+
+/// Asks whether a command may reach `host:port`, which its rules do not list (the host as
+/// normalised, e.g. `example.com` or `[::1]`): `None` if allowed, else why not.
+pub type Asker =
+    Arc<dyn Fn(String, u16) -> std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send>> + Send + Sync>;
+
+/// What a command's link decided about destinations its rules do not list.
+#[derive(Default)]
+struct Asked {
+    /// Allowed by the user for this command.
+    allowed: Vec<(Host, u16)>,
+    /// Refused, with why (not asked again).
+    refused: Vec<(Host, u16, String)>,
+    /// Questions put so far.
+    questions: usize,
+}
 
 /// What a command may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +140,17 @@ impl Rules {
             })
     }
 
+    /// Whether `ip:port` is never reached, whoever allowed it: the unspecified address (this
+    /// machine's every listener), or one of this server's own listening addresses.
+    fn own_or_unspecified(&self, ip: IpAddr, port: u16) -> bool {
+        let unmapped = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        unmapped.is_unspecified()
+            || self.own.iter().any(|own| own.port() == port && (own.ip() == unmapped || own.ip().is_unspecified()))
+    }
+
     /// Why `ip:port` (a name resolved to it, or an IP literal) may not be reached, if so: the
     /// server's own address; a non-public address not listed as exactly that.
     fn address_refusal(&self, ip: IpAddr, port: u16) -> Option<String> {
@@ -130,8 +163,7 @@ impl Rules {
         if unmapped.is_unspecified() {
             return Some(format!("{ip} is this machine itself (the unspecified address); name the host you mean"));
         }
-        let own = self.own.iter().any(|own| own.port() == port && (own.ip() == unmapped || own.ip().is_unspecified()));
-        if own {
+        if self.own_or_unspecified(ip, port) {
             return Some("it is this server's own listening address".into());
         }
         let class = addr::classify(ip);
@@ -153,13 +185,65 @@ pub struct Link {
     token: String,
     socket: PathBuf,
     rules: Rules,
+    /// Who is asked about unlisted destinations, if anyone.
+    asker: Option<AskerSlot>,
+    /// What was asked, one question at a time.
+    asked: tokio::sync::Mutex<Asked>,
     refused: Mutex<Vec<String>>,
     slots: Arc<tokio::sync::Semaphore>,
     /// The accept loop on the command's listener (aborted when the link goes).
     task: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
+/// An [`Asker`] in a link (shown as such in its debug form).
+struct AskerSlot(Asker);
+
+impl std::fmt::Debug for AskerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Asker")
+    }
+}
+
+impl std::fmt::Debug for Asked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asked").field("questions", &self.questions).finish_non_exhaustive()
+    }
+}
+
 impl Link {
+    /// Why `host:port`, which the rules do not list, may not be reached: asked of the user
+    /// once per command (at most [`MAX_QUESTIONS`] questions), or refused when nobody can be.
+    async fn ask(&self, host: &Host, port: u16) -> Option<String> {
+        let unlisted = || "not on the list of hosts commands may reach (`network_allow`)".to_string();
+        let Some(AskerSlot(asker)) = &self.asker else { return Some(unlisted()) };
+        let mut asked = self.asked.lock().await;
+        if asked.allowed.iter().any(|(h, p)| h == host && *p == port) {
+            return None;
+        }
+        if let Some((_, _, why)) = asked.refused.iter().find(|(h, p, _)| h == host && *p == port) {
+            return Some(why.clone());
+        }
+        if asked.questions >= MAX_QUESTIONS {
+            return Some(format!("{}; this command already asked {MAX_QUESTIONS} times", unlisted()));
+        }
+        asked.questions += 1;
+        match asker(host.to_string(), port).await {
+            None => {
+                asked.allowed.push((host.clone(), port));
+                None
+            }
+            Some(why) => {
+                asked.refused.push((host.clone(), port, why.clone()));
+                Some(why)
+            }
+        }
+    }
+
+    /// Whether the user allowed exactly the address `ip:port` for this command.
+    async fn allowed_address(&self, ip: IpAddr, port: u16) -> bool {
+        self.asked.lock().await.allowed.iter().any(|(host, p)| *p == port && *host == Host::Ip(ip))
+    }
+
     /// The token the helper names the command by.
     pub fn token(&self) -> &str {
         &self.token
@@ -231,8 +315,9 @@ impl Hub {
         Ok(hub)
     }
 
-    /// A new link for one command, under a fresh token.
-    pub fn link(&self, rules: Rules) -> Arc<Link> {
+    /// A new link for one command, under a fresh token: `asker` is asked about destinations
+    /// `rules` do not list (refused without one).
+    pub fn link(&self, rules: Rules, asker: Option<Asker>) -> Arc<Link> {
         let mut bytes = [0u8; 16];
         let _ = getrandom::fill(&mut bytes);
         let token = hex::encode(bytes);
@@ -240,6 +325,8 @@ impl Hub {
             token: token.clone(),
             socket: self.socket.clone(),
             rules,
+            asker: asker.map(AskerSlot),
+            asked: tokio::sync::Mutex::default(),
             refused: Mutex::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
             task: Mutex::new(None),

@@ -134,8 +134,10 @@ async fn refuse(stream: &mut TcpStream, socks: bool, reply: Reply, why: &str) {
 /// Decides on `asked` and connects to an address that was checked (a name is resolved here,
 /// once; no second lookup can lead elsewhere).
 async fn connect(link: &Link, asked: &Asked) -> Result<TcpStream, (Reply, String)> {
-    if !link.rules.host_allowed(&asked.host, asked.port) {
-        return Err((Reply::Refused, "not on the list of hosts commands may reach (`network_allow`)".into()));
+    if !link.rules.host_allowed(&asked.host, asked.port)
+        && let Some(why) = link.ask(&asked.host, asked.port).await
+    {
+        return Err((Reply::Refused, why));
     }
     let candidates: Vec<IpAddr> = match &asked.host {
         Host::Ip(ip) => vec![*ip],
@@ -152,6 +154,15 @@ async fn connect(link: &Link, asked: &Asked) -> Result<TcpStream, (Reply, String
     let mut allowed = Vec::new();
     for ip in candidates {
         match link.rules.address_refusal(ip, asked.port) {
+            // An address the user allowed for this command, asked by that address, counts as
+            // listed exactly (but never the server's own).
+            Some(_)
+                if asked.host == Host::Ip(ip)
+                    && link.allowed_address(ip, asked.port).await
+                    && !link.rules.own_or_unspecified(ip, asked.port) =>
+            {
+                allowed.push(SocketAddr::new(ip, asked.port));
+            }
             Some(refusal) => why = refusal,
             None => allowed.push(SocketAddr::new(ip, asked.port)),
         }

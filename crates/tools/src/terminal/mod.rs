@@ -120,7 +120,17 @@ fn launch(
     #[cfg(target_os = "linux")]
     let link = match &confinement {
         Some(_) if context.config.network.proxied() => {
-            let link = terminals.proxy_link(&context.config)?;
+            // A destination the rules do not list is put to the user, the connection held.
+            let asker = toolbelt_mcp_policy::network::asker(toolbelt_mcp_policy::network::NetworkAsk {
+                approver: context.signals.approver.clone(),
+                grants: context.session.approvals.network_grants(),
+                command: line.to_string(),
+                timeout: context.config.approval_timeout,
+                audit: context.audit.clone(),
+                session: context.session.id.clone(),
+                request: context.signals.request.clone(),
+            });
+            let link = terminals.proxy_link(&context.config, Some(asker))?;
             for (name, value) in toolbelt_mcp_sandbox::proxy::environment() {
                 if !extra.contains_key(&name) {
                     environment.retain(|(set, _)| *set != *name);
