@@ -251,3 +251,80 @@ async fn an_unlisted_destination_is_asked_and_the_answer_holds_as_said() {
     assert!(!reply.text.contains("hello") && reply.text.contains("cannot ask the user"), "{}", reply.text);
     client.close().await;
 }
+
+/// A test registry (`fixtures/registry/serve.py`: git's dumb HTTP, a PyPI simple index, an npm
+/// registry) on the machine's loopback, ended with the test.
+struct Registry {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Registry {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/registry/serve.py");
+        let mut child = std::process::Command::new("python3")
+            .args([script, dir.path().to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let port = line.trim().parse().unwrap_or_else(|_| panic!("the registry said {line:?}"));
+        Self { child, port, _dir: dir }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With `allowlist` and the registry listed, `git clone`, `pip download` and `npm install`
+/// inside the sandbox reach it through the proxy with the settings the server gives them;
+/// another port of the same machine is refused (nobody to ask), and the result says so.
+#[tokio::test]
+async fn git_pip_and_npm_reach_a_listed_registry_through_the_proxy() {
+    let ws = Workspace::new();
+    let registry = Registry::start();
+    let port = registry.port;
+    let other = hello_server();
+    let listed = format!("127.0.0.1:{port}");
+    let client = Client::start(&ws, &["--network", "allowlist", "--network-allow", &listed]).await;
+    // The registry is on 127.0.0.1, which `NO_PROXY` exempts: dropped for these tests only.
+    let env = "env -u NO_PROXY -u no_proxy";
+    let base = format!("http://127.0.0.1:{port}");
+    for (tool, command, expected) in [
+        ("git", format!("{env} git clone -q {base}/git/hello.git && cat hello/README"), "hello from the test registry"),
+        (
+            "pip",
+            format!(
+                "{env} python3 -m pip download -q --no-cache-dir --no-deps --index-url {base}/pypi/simple hello -d dl && ls dl"
+            ),
+            "hello-1.0-py3-none-any.whl",
+        ),
+        (
+            "npm",
+            format!(
+                "{env} npm install --cache /tmp/npm-cache --no-audit --no-fund --registry {base}/npm/ hello && cat node_modules/hello/index.js"
+            ),
+            "module.exports = 'hello'",
+        ),
+    ] {
+        let reply = client.term("run_command", serde_json::json!({"command": command, "timeout_ms": 120_000})).await;
+        assert!(!reply.is_error && reply.text.contains(expected), "{tool}: {}", reply.text);
+    }
+    let refused = client
+        .run(&format!("{env} git clone -q http://127.0.0.1:{other}/git/hello.git elsewhere; echo \" exit=$?\""))
+        .await;
+    assert!(
+        refused.text.contains(&format!("127.0.0.1:{other}")) && refused.text.contains("network_allow"),
+        "{}",
+        refused.text
+    );
+    assert!(!ws.root.join("elsewhere").exists());
+    client.close().await;
+}

@@ -260,11 +260,19 @@ impl Terminals {
                 config.state_dir.display()
             ))
         })?;
+        let defaults: &[&str] =
+            if config.network == toolbelt_mcp_sandbox::mode::Network::Allowlist && config.network_allow_defaults {
+                toolbelt_mcp_sandbox::proxy::REGISTRIES
+            } else {
+                &[]
+            };
         let rules = toolbelt_mcp_sandbox::proxy::Rules {
             public: config.network == toolbelt_mcp_sandbox::mode::Network::Allow,
             allowed: config
                 .network_allow
                 .iter()
+                .map(String::as_str)
+                .chain(defaults.iter().copied())
                 .filter_map(|e| toolbelt_mcp_sandbox::proxy::Allowed::parse(e).ok())
                 .collect(),
             own: toolbelt_mcp_sandbox::proxy::own_listeners(),

@@ -71,6 +71,7 @@ layer! {
     sandbox: Option<SandboxMode>,
     network: Option<Network>,
     network_allow: Joined<String>,
+    network_allow_defaults: Option<bool>,
     writable_roots: Option<Vec<PathBuf>>,
     shell: Option<String>,
     env_allow: Option<Vec<String>>,

@@ -82,6 +82,9 @@ pub struct Config {
     /// The hosts commands may reach through the proxy besides (`allow`) or instead of
     /// (`allowlist`) every public one, as given (checked when resolved).
     pub network_allow: Vec<String>,
+    /// Whether `allowlist` mode also lets commands reach the common package registries and
+    /// forges (`toolbelt_mcp_sandbox::proxy::REGISTRIES`).
+    pub network_allow_defaults: bool,
     /// What commands may not read, and their resource limits.
     pub sandbox_settings: sandbox::SandboxSettings,
     /// Directories commands may also write in `workspace-write` mode (canonical).
@@ -281,6 +284,7 @@ impl Config {
             sandbox,
             network,
             network_allow,
+            network_allow_defaults: settings.network_allow_defaults.unwrap_or(true),
             sandbox_settings,
             writable_roots,
             shell,

@@ -31,6 +31,32 @@ pub const PORT: u16 = 3128;
 
 /// Most connections one command may have open through the proxy at once.
 const MAX_CONNECTIONS: usize = 256;
+/// What `allowlist` mode lets commands reach besides `network_allow`, unless the user drops it
+/// (`network_allow_defaults = false`): the common package registries and forges, on 443.
+pub const REGISTRIES: &[&str] = &[
+    "registry.npmjs.org:443",
+    "registry.yarnpkg.com:443",
+    "pypi.org:443",
+    "files.pythonhosted.org:443",
+    "crates.io:443",
+    "index.crates.io:443",
+    "static.crates.io:443",
+    "static.rust-lang.org:443",
+    "proxy.golang.org:443",
+    "sum.golang.org:443",
+    "repo.maven.apache.org:443",
+    "repo1.maven.org:443",
+    "plugins.gradle.org:443",
+    "rubygems.org:443",
+    "index.rubygems.org:443",
+    "api.nuget.org:443",
+    "github.com:443",
+    "codeload.github.com:443",
+    "objects.githubusercontent.com:443",
+    "raw.githubusercontent.com:443",
+    "gitlab.com:443",
+];
+
 /// Most questions one command may put to the user; past them, unlisted hosts are refused.
 const MAX_QUESTIONS: usize = 8;
 
@@ -395,12 +421,28 @@ pub fn environment() -> Vec<(String, String)> {
         ("NO_PROXY".into(), local.clone()),
         ("no_proxy".into(), local),
         ("NODE_USE_ENV_PROXY".into(), "1".into()),
+        // Tools that read their own settings first.
+        ("npm_config_proxy".into(), format!("http://127.0.0.1:{PORT}")),
+        ("npm_config_https_proxy".into(), format!("http://127.0.0.1:{PORT}")),
+        ("PIP_PROXY".into(), format!("http://127.0.0.1:{PORT}")),
+        ("CARGO_HTTP_PROXY".into(), format!("http://127.0.0.1:{PORT}")),
+        ("GIT_CONFIG_COUNT".into(), "1".into()),
+        ("GIT_CONFIG_KEY_0".into(), "http.proxy".into()),
+        ("GIT_CONFIG_VALUE_0".into(), format!("http://127.0.0.1:{PORT}")),
     ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_registries_are_names_on_443() {
+        for entry in REGISTRIES {
+            let allowed = Allowed::parse(entry).unwrap_or_else(|err| panic!("{entry}: {err}"));
+            assert!(matches!(allowed.host, Pattern::Name(_)) && allowed.port == Some(443), "{entry}");
+        }
+    }
 
     #[test]
     fn the_list_matches_names_suffixes_addresses_and_ports() {
