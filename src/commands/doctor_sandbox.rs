@@ -77,7 +77,19 @@ fn describe_network(config: &Config) -> String {
     let listed = if config.network_allow.is_empty() { "none".to_string() } else { config.network_allow.join(", ") };
     let what = match config.network {
         Network::Allow => format!("other hosts through the server's proxy: every public address, and listed: {listed}"),
-        Network::Allowlist => format!("other hosts through the server's proxy, only those listed: {listed}"),
+        Network::Allowlist => {
+            let defaults = if config.network_allow_defaults {
+                format!(
+                    "; and {} package registries and forges (`network_allow_defaults`)",
+                    toolbelt_mcp_sandbox::mode::REGISTRIES.len()
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "other hosts through the server's proxy, those listed: {listed}{defaults}; the others asked of the user, refused when nobody can be"
+            )
+        }
         Network::Deny => "loopback only".to_string(),
         Network::Host => "the machine's network, its loopback services included".to_string(),
     };

@@ -103,3 +103,29 @@ async fn where_and_what_a_plain_push_sends_stays() {
     assert!(!ok.text.contains("not applied"), "{}", ok.text);
     client.close().await;
 }
+
+/// R1 (round 16): a git dir not named `.git` (`vend.git`) took a loose object that is not what
+/// its name says; the user's git read the lie from there (the judge of a gitlink read the
+/// honest copy elsewhere). Every object store a command writes is checked, whatever the
+/// directory holding it is called, and one shaped like a store before it is a git dir too.
+#[tokio::test]
+async fn objects_in_a_git_dir_of_any_name_are_what_their_names_say() {
+    let ws = Workspace::new();
+    repo(&ws);
+    let client = Client::start(&ws, &[]).await;
+    let id = "cc".repeat(19);
+    for dir in ["vend.git", "later"] {
+        let init = if dir == "vend.git" { "git init -q --bare vend.git && " } else { "" };
+        let reply = client
+            .run(&format!(
+                "{init}mkdir -p {dir}/objects/ab && printf 'not an object' > {dir}/objects/ab/{id} && echo wrote"
+            ))
+            .await;
+        assert!(reply.text.contains("wrote") && reply.text.contains("not what its name says"), "{dir}: {}", reply.text);
+        assert!(!ws.root.join(dir).join("objects/ab").join(&id).exists(), "{dir}");
+    }
+    // A real object in such a store passes.
+    let ok = client.run("git init -q --bare ok.git && echo hi | git --git-dir=ok.git hash-object -w --stdin").await;
+    assert!(!ok.text.contains("not applied"), "{}", ok.text);
+    client.close().await;
+}

@@ -290,6 +290,7 @@ impl<'a> Judge<'a> {
                             "extensions.objectformat",
                             "extensions.refstorage",
                             "extensions.worktreeconfig",
+                            "extensions.partialclone",
                         ],
                     )
                 });

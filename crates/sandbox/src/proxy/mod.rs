@@ -31,31 +31,7 @@ pub const PORT: u16 = 3128;
 
 /// Most connections one command may have open through the proxy at once.
 const MAX_CONNECTIONS: usize = 256;
-/// What `allowlist` mode lets commands reach besides `network_allow`, unless the user drops it
-/// (`network_allow_defaults = false`): the common package registries and forges, on 443.
-pub const REGISTRIES: &[&str] = &[
-    "registry.npmjs.org:443",
-    "registry.yarnpkg.com:443",
-    "pypi.org:443",
-    "files.pythonhosted.org:443",
-    "crates.io:443",
-    "index.crates.io:443",
-    "static.crates.io:443",
-    "static.rust-lang.org:443",
-    "proxy.golang.org:443",
-    "sum.golang.org:443",
-    "repo.maven.apache.org:443",
-    "repo1.maven.org:443",
-    "plugins.gradle.org:443",
-    "rubygems.org:443",
-    "index.rubygems.org:443",
-    "api.nuget.org:443",
-    "github.com:443",
-    "codeload.github.com:443",
-    "objects.githubusercontent.com:443",
-    "raw.githubusercontent.com:443",
-    "gitlab.com:443",
-];
+pub use crate::mode::REGISTRIES;
 
 /// Most questions one command may put to the user; past them, unlisted hosts are refused.
 const MAX_QUESTIONS: usize = 8;

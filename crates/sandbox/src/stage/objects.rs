@@ -95,7 +95,7 @@ fn derived_file(name: &str) -> Option<String> {
 }
 
 /// The id a loose object's path names (`ab/cdef…`), if it is one.
-fn loose_id(inner: &Path) -> Option<String> {
+pub(super) fn loose_id(inner: &Path) -> Option<String> {
     let mut parts = inner.components();
     let dir = parts.next()?.as_os_str().to_str()?;
     let file = parts.next()?.as_os_str().to_str()?;

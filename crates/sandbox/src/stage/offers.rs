@@ -101,15 +101,7 @@ impl Offers<'_> {
     fn object_stores(&self, changes: &[Change]) -> Vec<(PathBuf, String)> {
         let mut stores: Vec<PathBuf> = Vec::new();
         for change in changes {
-            let Some(dot_git) = dot_git_of(&change.path) else { continue };
-            let Ok(inner) = change.path.strip_prefix(&dot_git) else { continue };
-            // `.git/objects/…`, or a submodule's `.git/modules/NAME/objects/…`.
-            let names: Vec<_> = inner.components().map(|c| c.as_os_str().to_os_string()).collect();
-            let Some(at) = names.iter().position(|name| name == "objects") else { continue };
-            if at + 1 >= names.len() {
-                continue;
-            }
-            let store = names[..=at].iter().fold(dot_git.clone(), |path, name| path.join(name));
+            let Some(store) = self.object_store_of(&change.path) else { continue };
             if !stores.contains(&store) {
                 stores.push(store);
             }
@@ -122,6 +114,30 @@ impl Offers<'_> {
             refused.extend(super::objects::judge(&store, self.after, git.as_ref(), self.upper, changes, sha256));
         }
         refused
+    }
+
+    /// The object store a path lies in, if it does: the last `objects` directory above it
+    /// that is a git dir's (in a `.git`, or beside a `HEAD`: `vend.git/objects`), or whose
+    /// entry is shaped like an object store's (`XX/<id>`, `pack/`, `info/`), whatever the
+    /// directory holding it is called or is yet: git takes a store from any git dir, and a
+    /// directory can become one later.
+    fn object_store_of(&self, path: &Path) -> Option<PathBuf> {
+        let names: Vec<&std::ffi::OsStr> = path.components().map(|c| c.as_os_str()).collect();
+        (0..names.len().saturating_sub(1)).rev().find_map(|at| {
+            if names[at] != "objects" {
+                return None;
+            }
+            let store: PathBuf = names[..=at].iter().collect();
+            let rest: PathBuf = names[at + 1..].iter().collect();
+            let shaped =
+                super::objects::loose_id(&rest).is_some() || names[at + 1] == "pack" || names[at + 1] == "info";
+            let git_dir = store.parent().unwrap_or(Path::new(""));
+            let head = git_dir.join("HEAD");
+            let in_git_dir = dot_git_of(path).is_some_and(|dot| store.starts_with(dot))
+                || self.after.kind(&head) == Some(Kind::File)
+                || self.before.kind(&head) == Some(Kind::File);
+            (shaped || in_git_dir).then_some(store)
+        })
     }
 
     /// Whether the repository whose git dir is `git_dir` names its objects by SHA-256.
