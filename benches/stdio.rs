@@ -9,7 +9,7 @@
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
-//! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `records`,
+//! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `proxy`, `records`,
 //!   `http`, `ts`, `lean`, `agent` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
 //!   `benches/ts/client_bench.mjs` (the official TypeScript SDK client, as hosts connect; needs
 //!   `node` and `npm ci --prefix benches/ts`, else it says so and skips) on the server and the
@@ -61,6 +61,10 @@ mod http;
 mod lean;
 #[path = "stdio/records.rs"]
 mod records;
+// Commands' network namespaces and the proxy: Linux only.
+#[cfg(target_os = "linux")]
+#[path = "stdio/proxy.rs"]
+mod proxy;
 #[cfg(unix)]
 #[path = "stdio/scale.rs"]
 mod scale;
@@ -548,6 +552,10 @@ fn main() {
     #[cfg(unix)]
     if run("terminal") {
         terminal::terminal_calls(&o.bin, &ws.0, o.calls);
+    }
+    #[cfg(target_os = "linux")]
+    if run("proxy") {
+        proxy::proxy_calls(&o.bin, &ws.0, o.calls);
     }
     if run("records") {
         records::record_calls(&o.bin, &ws.0, o.calls, o.compare_memory.as_deref());

@@ -201,6 +201,51 @@ async fn changes_listing(client: &Client, path: &str) -> super::common::Reply {
     }
 }
 
+/// Runs a command that writes three files, then sleeps, and `SIGKILL`s its server meanwhile:
+/// what it wrote is left staged.
+async fn killed_mid_command(ws: &Workspace) {
+    std::fs::write(ws.root.join("keep.txt"), "old\n").unwrap();
+    std::fs::write(ws.root.join("gone.txt"), "still here\n").unwrap();
+    let client = Client::start(ws, &[]).await;
+    let pid = client.pid.unwrap();
+    let command = "printf 'new\\n' > keep.txt; rm gone.txt; echo made > made.txt; sleep 60";
+    tokio::select! {
+        reply = client.term("run_command", json!({"command": command, "timeout_ms": 120_000})) => {
+            panic!("the command ended before its server was killed: {}", reply.text)
+        }
+        () = async {
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        } => {}
+    }
+    assert!(super::common::wait_gone(pid, 10).await);
+    drop(client);
+    // Staged, not applied: the server died before the fold.
+    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "old\n");
+}
+
+/// The next start with other roots folds it all the same (it names its own roots), but does
+/// not offer it to `undo`, whose paths stay within the roots: its first call says so.
+#[tokio::test]
+async fn a_killed_servers_command_outside_the_next_ones_roots_is_said_not_offered() {
+    let ws = Workspace::new();
+    killed_mid_command(&ws).await;
+    let other = ws.outside.join("other-root");
+    std::fs::create_dir_all(&other).unwrap();
+    let args = ["serve".to_string(), "--root".into(), other.display().to_string()];
+    let next = Client::spawn_with_env(&args, &ws.config_home, None, &ws.store_env()).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut said = String::new();
+    while std::time::Instant::now() < deadline && !said.contains("outside this server's roots") {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        said = next.file(json!({"operation": "changes"})).await.text;
+    }
+    assert!(said.contains("outside this server's roots") && said.contains("printf"), "{said}");
+    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "new\n");
+    next.close().await;
+}
+
 /// Undoes step after step until nothing is left; each must succeed.
 async fn undo_all(client: &Client) {
     for _ in 0..500 {
@@ -218,25 +263,7 @@ async fn undo_all(client: &Client) {
 #[tokio::test]
 async fn a_killed_servers_command_is_folded_then_listed_and_undone_by_the_next() {
     let ws = Workspace::new();
-    std::fs::write(ws.root.join("keep.txt"), "old\n").unwrap();
-    std::fs::write(ws.root.join("gone.txt"), "still here\n").unwrap();
-    let client = Client::start(&ws, &[]).await;
-    let pid = client.pid.unwrap();
-    let command = "printf 'new\\n' > keep.txt; rm gone.txt; echo made > made.txt; sleep 60";
-    tokio::select! {
-        reply = client.term("run_command", json!({"command": command, "timeout_ms": 120_000})) => {
-            panic!("the command ended before its server was killed: {}", reply.text)
-        }
-        () = async {
-            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-            let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
-            rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-        } => {}
-    }
-    assert!(super::common::wait_gone(pid, 10).await);
-    drop(client);
-    // Staged, not applied: the server died before the fold.
-    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "old\n");
+    killed_mid_command(&ws).await;
 
     let next = Client::start(&ws, &[]).await;
     let changes = changes_listing(&next, "keep.txt").await;

@@ -223,6 +223,7 @@ async fn an_unlisted_destination_is_asked_and_the_answer_holds_as_said() {
     assert_eq!(asker.asked(), 1, "asked once for the command's two connections");
     let message = asker.messages().pop().unwrap();
     assert!(message.contains(&format!("127.0.0.1:{port}")) && message.contains("network_allow"), "{message}");
+    assert!(message.contains("a loopback address (this machine)"), "{message}");
 
     asker.answer(&["deny"]);
     let reply = run(&get).await;

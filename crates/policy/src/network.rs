@@ -34,14 +34,14 @@ pub struct NetworkAsk {
 /// The proxy's asker for one command: `None` for a destination allowed, else why not.
 pub fn asker(ask: NetworkAsk) -> toolbelt_mcp_sandbox::proxy::Asker {
     let ask = Arc::new(ask);
-    Arc::new(move |host: String, port: u16| {
+    Arc::new(move |host: String, port: u16, what: Option<&'static str>| {
         let ask = ask.clone();
-        Box::pin(async move { ask.decide(&host, port).await })
+        Box::pin(async move { ask.decide(&host, port, what).await })
     })
 }
 
 impl NetworkAsk {
-    async fn decide(&self, host: &str, port: u16) -> Option<String> {
+    async fn decide(&self, host: &str, port: u16, what: Option<&str>) -> Option<String> {
         let listed = format!("add `network_allow = [\"{host}:{port}\"]` to the config to let commands reach it");
         let granted =
             self.grants.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|(h, p)| h == host && *p == port);
@@ -58,8 +58,9 @@ impl NetworkAsk {
         let question = Question {
             operation: "run_command",
             reason: format!(
-                "the command `{}` connects to `{host}:{port}`, which `network_allow` does not list",
-                self.command
+                "the command `{}` connects to `{host}:{port}`{}, which `network_allow` does not list",
+                self.command,
+                what.map(|what| format!(" ({what})")).unwrap_or_default()
             ),
             details: Vec::new(),
             stdin: None,
@@ -70,10 +71,13 @@ impl NetworkAsk {
         let started = Instant::now();
         let response = approver(question).await;
         let took = response.took.or_else(|| Some(started.elapsed()));
-        let answer = match response.answer {
-            Answer::Pending { .. } => Answer::Cancelled,
-            answer => answer,
-        };
+        if let Answer::Pending { .. } = response.answer {
+            self.log(host, port, "deny", "fallback");
+            return Some(format!(
+                "not on the list of hosts commands may reach, and this client answers questions only with a retried call, which a running command cannot wait for: {listed}"
+            ));
+        }
+        let answer = response.answer;
         match ask::outcome(answer, took, self.timeout) {
             Outcome::Allow { grant } => {
                 if grant {

@@ -316,7 +316,7 @@ async fn gate_and_run<O: Operation>(
     let session = context.session.clone();
     // What a killed server's commands wrote, folded at this start: the first call takes it.
     #[cfg(target_os = "linux")]
-    session.adopt_recovered(context.roots.first()).await;
+    let adopted = session.adopt_recovered(context.roots.list()).await;
     let _serial = match O::KIND {
         EffectKind::Write { .. } => {
             let guard = session.writes.lock().await;
@@ -361,7 +361,10 @@ async fn gate_and_run<O: Operation>(
         terminals.accept_writes(&protected_writes);
     }
     // Every call folds what running commands wrote (nothing to do when none runs).
-    let found = terminals.sweep().await;
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+    let mut found = terminals.sweep().await;
+    #[cfg(target_os = "linux")]
+    found.extend(adopted);
     // What background commands and sessions wrote, each fold one undo step.
     #[cfg(target_os = "linux")]
     let found = {

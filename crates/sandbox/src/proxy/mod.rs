@@ -37,9 +37,13 @@ pub use crate::mode::REGISTRIES;
 const MAX_QUESTIONS: usize = 8;
 
 /// Asks whether a command may reach `host:port`, which its rules do not list (the host as
-/// normalised, e.g. `example.com` or `[::1]`): `None` if allowed, else why not.
-pub type Asker =
-    Arc<dyn Fn(String, u16) -> std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send>> + Send + Sync>;
+/// normalised, e.g. `example.com` or `[::1]`; for an address that is not public, what it is:
+/// "a loopback address (this machine)"): `None` if allowed, else why not.
+pub type Asker = Arc<
+    dyn Fn(String, u16, Option<&'static str>) -> std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// What a command's link decided about destinations its rules do not list.
 #[derive(Default)]
@@ -229,7 +233,11 @@ impl Link {
             return Some(format!("{}; this command already asked {MAX_QUESTIONS} times", unlisted()));
         }
         asked.questions += 1;
-        match asker(host.to_string(), port).await {
+        let what = match host {
+            Host::Ip(ip) => Some(addr::classify(*ip)).filter(|class| *class != Class::Public).map(Class::words),
+            Host::Name(_) => None,
+        };
+        match asker(host.to_string(), port, what).await {
             None => {
                 asked.allowed.push((host.clone(), port));
                 None

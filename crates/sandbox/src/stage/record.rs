@@ -69,6 +69,18 @@ pub enum Undoable {
 }
 
 impl Undoable {
+    /// The path it changed (absolute).
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::MadeDir(path)
+            | Self::Created { path, .. }
+            | Self::CreatedLink { path, .. }
+            | Self::Modified { path, .. }
+            | Self::Removed { path, .. }
+            | Self::RemovedTree { path, .. } => path,
+        }
+    }
+
     /// Bytes of old content it keeps.
     pub fn bytes(&self) -> u64 {
         match self {

@@ -30,16 +30,29 @@ fn by(recorded: &Recorded) -> Option<Arc<str>> {
 
 impl Session {
     /// Takes into this session's history the records a start recovered (see [`adopt_later`]),
-    /// under the session's write lock; `root` shows paths relative to it.
-    pub async fn adopt_recovered(&self, root: &Path) {
+    /// under the session's write lock: those whose paths all lie in `roots` (the first shows
+    /// paths relative to it); the others (the server was started with other roots since) are
+    /// left out, with a line for the call's result saying so: undo works within the roots only.
+    pub async fn adopt_recovered(&self, roots: &[PathBuf]) -> Vec<String> {
+        let mut lines = Vec::new();
+        let Some(first) = roots.first() else { return lines };
         if RECOVERED.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
-            return;
+            return lines;
         }
         let _serial = self.writes.lock().await;
         let records = std::mem::take(&mut *RECOVERED.lock().unwrap_or_else(|p| p.into_inner()));
         for recorded in records {
-            self.record_command(recorded, root, false);
+            let inside = recorded.changes.iter().all(|change| roots.iter().any(|root| change.path().starts_with(root)));
+            if inside {
+                self.record_command(recorded, first, false);
+            } else {
+                let line = recorded.command.as_ref().map_or("", |command| command.line.as_str());
+                lines.push(format!(
+                    "what `{line}`, a command of a server that was killed, wrote lies outside this server's roots: it is not offered to `undo`"
+                ));
+            }
         }
+        lines
     }
 
     /// The most old content one command's record may keep (the session's undo cap).
