@@ -24,6 +24,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
+pub use crate::mode::REGISTRIES;
 pub use addr::{Class, Host};
 
 /// The port of a command's loopback the proxy listens on (`HTTP_PROXY=http://127.0.0.1:PORT`).
@@ -31,7 +32,6 @@ pub const PORT: u16 = 3128;
 
 /// Most connections one command may have open through the proxy at once.
 const MAX_CONNECTIONS: usize = 256;
-pub use crate::mode::REGISTRIES;
 
 /// Most questions one command may put to the user; past them, unlisted hosts are refused.
 const MAX_QUESTIONS: usize = 8;

@@ -122,6 +122,10 @@ impl Offers<'_> {
     /// directory holding it is called or is yet: git takes a store from any git dir, and a
     /// directory can become one later.
     fn object_store_of(&self, path: &Path) -> Option<PathBuf> {
+        // Most changes lie in no `objects` directory: nothing to collect for them.
+        if !path.components().any(|c| c.as_os_str() == "objects") {
+            return None;
+        }
         let names: Vec<&std::ffi::OsStr> = path.components().map(|c| c.as_os_str()).collect();
         (0..names.len().saturating_sub(1)).rev().find_map(|at| {
             if names[at] != "objects" {
