@@ -8,14 +8,16 @@ use std::path::Path;
 
 /// Each crate (directory under `crates/`) and the workspace crates it may depend on.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("sandbox", &[]),
+    ("unify", &[]),
+    ("unify-http", &[]),
+    ("sandbox", &["unify"]),
     ("core", &["sandbox"]),
     ("store", &["core", "sandbox"]),
     ("policy", &["core", "sandbox"]),
     ("terminal", &["core", "sandbox"]),
     ("tools", &["policy", "terminal", "store", "core", "sandbox"]),
-    ("server", &["tools", "policy", "terminal", "store", "core", "sandbox"]),
-    ("agent", &["core", "sandbox"]),
+    ("server", &["tools", "policy", "terminal", "store", "core", "sandbox", "unify-http"]),
+    ("agent", &["core", "sandbox", "unify-http"]),
 ];
 
 /// External crates and the only crates that may name them (the root package may hold any of
@@ -26,8 +28,8 @@ const PLACES: &[(&str, &[&str])] = &[
     ("rusqlite", &["store"]),
     ("tokio-postgres", &["store"]),
     ("deadpool-postgres", &["store"]),
-    ("reqwest", &["agent"]),
-    ("rustls", &["agent"]),
+    ("reqwest", &["agent", "unify-http"]),
+    ("rustls", &["agent", "unify-http"]),
     ("eventsource-stream", &["agent"]),
     ("tree-sitter", &["policy"]),
     ("tree-sitter-bash", &["policy"]),
@@ -239,4 +241,74 @@ fn no_crate_has_a_cycle_among_its_modules() {
     looped.entry("a".into()).or_default().insert("b".into());
     looped.entry("b".into()).or_default().insert("a".into());
     assert_eq!(cycle(&looped), Some(vec!["a".to_string(), "b".into(), "a".into()]));
+}
+
+/// Dependencies whose features may differ when one crate is built alone: the sandbox's own
+/// `clap` (the settings crate turns it on).
+const DRIFT_ALLOWED: &[&str] = &["toolbelt-mcp-sandbox"];
+
+/// Each package (`name vX.Y.Z`) in `cargo tree`'s output for `selection`, with its features.
+fn features(cargo: &std::ffi::OsStr, selection: &[&str]) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+    let output = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "--locked", "-e", "normal,dev,build", "--prefix", "none", "-f", "{p}|{f}"])
+        .args(selection)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "cargo tree: {}", String::from_utf8_lossy(&output.stderr));
+    let mut found: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Some((package, names)) = line.split_once('|') else { continue };
+        let package = package.split(" (").next().unwrap_or_default().to_string();
+        let names = names.trim_end_matches(" (*)");
+        found.entry(package).or_default().extend(names.split(',').filter(|n| !n.is_empty()).map(str::to_string));
+    }
+    found
+}
+
+#[test]
+fn a_crate_tested_alone_builds_its_dependencies_with_the_workspaces_features() {
+    // Run by cargo (`cargo test`), which says where it is; the suite's binary run by hand (the
+    // unprivileged run) may have no cargo to ask.
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        eprintln!("not run by cargo (no `CARGO` in the environment): the features check needs `cargo tree`");
+        return;
+    };
+    let whole = features(&cargo, &["--workspace"]);
+    assert!(whole.len() > 100, "cargo tree listed {} packages", whole.len());
+    let mut drift = Vec::new();
+    // The unify crates have no tests of their own to build.
+    for (name, _) in LAYERS.iter().filter(|(name, _)| !name.starts_with("unify")) {
+        for (package, alone) in features(&cargo, &["-p", &format!("toolbelt-mcp-{name}")]) {
+            let base = package.split(' ').next().unwrap_or_default();
+            if DRIFT_ALLOWED.contains(&base) {
+                continue;
+            }
+            let wide = whole.get(&package).cloned().unwrap_or_default();
+            if alone != wide {
+                let missing: Vec<&String> = wide.difference(&alone).collect();
+                drift.push(format!("`cargo test -p toolbelt-mcp-{name}` builds `{package}` without {missing:?}"));
+            }
+        }
+    }
+    assert!(
+        drift.is_empty(),
+        "name these features in crates/unify/Cargo.toml, or the crate tested alone rebuilds them:\n{}",
+        drift.join("\n")
+    );
+}
+
+#[test]
+fn the_unify_crates_hold_no_code() {
+    // They may name any crate (reqwest and rustls above) because nothing can use it through them.
+    for name in ["unify", "unify-http"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates").join(name);
+        let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+        assert!(lib.lines().all(|line| line.starts_with("//!")), "crates/{name}/src/lib.rs is doc lines only:\n{lib}");
+        assert_eq!(std::fs::read_dir(root.join("src")).unwrap().count(), 1, "crates/{name}/src has lib.rs alone");
+        if let Ok(build) = std::fs::read_to_string(root.join("build.rs")) {
+            let code: Vec<&str> = build.lines().filter(|l| !l.starts_with("//") && !l.trim().is_empty()).collect();
+            assert_eq!(code, ["fn main() {}"], "crates/{name}/build.rs does nothing");
+        }
+    }
 }
