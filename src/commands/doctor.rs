@@ -23,8 +23,21 @@ pub(crate) fn run(config: &Config) -> Result<(), String> {
     for root in &config.roots {
         report.push_str(&format!("  {}\n", root.display()));
     }
-    if !config.roots_explicit {
-        report.push_str("  (the current directory; a client that offers MCP roots replaces it)\n");
+    if let Some(why) = &config.roots_refused {
+        report.push_str(&format!("  none: {why}\n"));
+    } else if !config.roots_explicit {
+        let from = if std::env::var_os(toolbelt_mcp_core::config::workspace::CLAUDE_PROJECT_DIR).is_some_and(|dir| {
+            config.roots.first().is_some_and(|root| {
+                toolbelt_mcp_sandbox::fs::canonicalize(std::path::Path::new(&dir)).ok().as_ref() == Some(root)
+            })
+        }) {
+            "`CLAUDE_PROJECT_DIR`"
+        } else {
+            "the current directory"
+        };
+        report.push_str(&format!(
+            "  ({from}; a client's MCP roots, or a working directory a host names in a call, replace it)\n"
+        ));
     }
     let state = if fs::is_dir(&config.state_dir) { "exists" } else { "not created yet" };
     report.push_str(&format!("state dir:     {} ({state})\n", config.state_dir.display()));

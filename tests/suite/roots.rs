@@ -99,3 +99,106 @@ async fn without_roots_support_the_cwd_is_the_root() {
     assert_eq!(reply.structured["path"], "main.rs");
     client.close().await;
 }
+
+/// A client with no roots, started in `cwd` with `home` as its home and `env` added; the
+/// project dir Claude Code would set is removed unless `env` names it.
+async fn start_plain(
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+    env: &[(&str, &std::path::Path)],
+    ws: &Workspace,
+) -> rmcp::service::RunningService<RoleClient, ()> {
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.arg("serve")
+            .current_dir(cwd)
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .env_remove("TOOLBELT_ROOT")
+            .env_remove("CLAUDE_PROJECT_DIR");
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+    }))
+    .unwrap();
+    ().serve(transport).await.unwrap()
+}
+
+/// `read_file` of `path`, with `meta` as the call's `_meta`.
+async fn read_with_meta(
+    service: &rmcp::service::RunningService<RoleClient, ()>,
+    path: &str,
+    meta: serde_json::Value,
+) -> super::common::Reply {
+    let mut params = rmcp::model::CallToolRequestParams::new("file_operations")
+        .with_arguments(op("read_file", json!({"path": path})).as_object().unwrap().clone());
+    if let serde_json::Value::Object(meta) = meta {
+        params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(meta)));
+    }
+    unpack(service.call_tool(params).await.unwrap())
+}
+
+#[tokio::test]
+async fn started_in_the_home_or_the_root_with_no_workspace_named_it_refuses_with_the_fix() {
+    let ws = Workspace::new();
+    // The workspace's own dir plays the home: a server started there serves nothing.
+    let home = ws.root.clone();
+    let service = start_plain(&home, &home, &[], &ws).await;
+    let reply = read_with_meta(&service, "src/main.rs", json!({})).await;
+    assert!(reply.is_error, "{}", reply.text);
+    assert!(reply.text.contains("no workspace") && reply.text.contains("(your home directory)"), "{}", reply.text);
+    assert!(reply.text.contains("serve --root /path/to/project"), "the fix is named: {}", reply.text);
+    let absolute = read_with_meta(&service, &home.join("src/main.rs").display().to_string(), json!({})).await;
+    assert!(absolute.is_error && absolute.text.contains("no workspace"), "{}", absolute.text);
+    service.cancel().await.unwrap();
+    // Started in `/`.
+    let service = start_plain(std::path::Path::new("/"), &home, &[], &ws).await;
+    let reply = read_with_meta(&service, "etc/hostname", json!({})).await;
+    assert!(reply.is_error && reply.text.contains("(the file system's root)"), "{}", reply.text);
+    service.cancel().await.unwrap();
+    // `doctor` says the same.
+    let doctor = std::process::Command::new(BIN)
+        .arg("doctor")
+        .current_dir(&home)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", &ws.config_home)
+        .env("XDG_STATE_HOME", &ws.state_home)
+        .env_remove("TOOLBELT_ROOT")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("none: no workspace") && report.contains("(your home directory)"), "{report}");
+}
+
+#[tokio::test]
+async fn the_host_names_the_workspace_claude_codes_project_dir_codex_and_goose_meta() {
+    let ws = Workspace::new();
+    let home = ws.root.clone();
+    let project = ws.root.join("src");
+    // Claude Code: `CLAUDE_PROJECT_DIR`.
+    let service = start_plain(&home, &home, &[("CLAUDE_PROJECT_DIR", &project)], &ws).await;
+    let reply = read_with_meta(&service, "main.rs", json!({})).await;
+    assert!(!reply.is_error && reply.text.contains("fn main()"), "{}", reply.text);
+    service.cancel().await.unwrap();
+    // Codex: the call's sandbox state names the dir as a file URI; Goose: as a path.
+    for meta in [
+        json!({"codex/sandbox-state-meta": {"sandboxCwd": format!("file://{}", project.display()), "permissionProfile": {"type": "disabled"}}}),
+        json!({"agent-working-dir": project.display().to_string()}),
+    ] {
+        let service = start_plain(&home, &home, &[], &ws).await;
+        let reply = read_with_meta(&service, "main.rs", meta.clone()).await;
+        assert!(!reply.is_error && reply.text.contains("fn main()"), "{meta}: {}", reply.text);
+        // Named once, kept for the connection's next calls.
+        let again = read_with_meta(&service, "main.rs", json!({})).await;
+        assert!(!again.is_error, "{}", again.text);
+        // The home itself, named by a host, is still not a workspace; nor a missing dir.
+        let service2 = start_plain(&home, &home, &[], &ws).await;
+        for named in [home.display().to_string(), home.join("missing").display().to_string()] {
+            let refused = read_with_meta(&service2, "main.rs", json!({"agent-working-dir": named})).await;
+            assert!(refused.is_error && refused.text.contains("no workspace"), "{}", refused.text);
+        }
+        service2.cancel().await.unwrap();
+        service.cancel().await.unwrap();
+    }
+}

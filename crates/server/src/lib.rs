@@ -55,6 +55,8 @@ pub struct Shared {
     /// When a request last used the sessionless state.
     sessionless_used: Mutex<Instant>,
     open: Mutex<HashMap<String, Arc<Session>>>,
+    /// The user's home (canonical): never adopted as the workspace a host names.
+    home: Option<std::path::PathBuf>,
 }
 
 impl Shared {
@@ -65,7 +67,8 @@ impl Shared {
         let (tools, calls, open) = (OnceLock::new(), TaskTracker::new(), Mutex::default());
         let sessionless_used = Mutex::new(Instant::now());
         let audit = AuditLog::new(config.audit.clone());
-        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open })
+        let home = toolbelt_mcp_core::config::workspace::home(&|key| std::env::var_os(key));
+        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open, home })
     }
 
     /// The sessionless state, if no request has used it for `idle` (and no call runs).
@@ -130,7 +133,10 @@ pub struct Server {
 impl Server {
     /// A server for one connection.
     pub fn new(shared: Arc<Shared>) -> Self {
-        let roots = Arc::new(roots::SessionRoots::new(Roots::new(shared.config.roots.clone())));
+        let roots = Arc::new(roots::SessionRoots::new(
+            Roots::new(shared.config.roots.clone()),
+            shared.config.roots_refused.clone(),
+        ));
         Self {
             shared,
             roots,
@@ -589,7 +595,16 @@ impl ServerHandler for Server {
                 return Ok(error_result(&err).into());
             }
         };
+        if !config.roots_explicit
+            && let Some(named) = roots::host_working_dir(&context.meta)
+        {
+            self.roots.adopt_host_dir(named, self.shared.home.as_deref());
+        }
         let roots = self.roots.current().await;
+        if let Some(why) = self.roots.refusal() {
+            refused("error:NoWorkspace");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
+        }
         let retry = Retry {
             input_responses: request.input_responses.clone(),
             request_state: request.request_state.clone(),

@@ -1,7 +1,9 @@
 //! A connection's roots: the configured ones, or the client's MCP roots when no root was
-//! given and the client offers them (refreshed on `roots/list_changed`).
+//! given and the client offers them (refreshed on `roots/list_changed`), or the working
+//! directory a host names in a call's `_meta` (Codex, Goose) for clients that send no roots.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -21,12 +23,63 @@ pub(crate) struct SessionRoots {
     current: RwLock<Arc<Roots>>,
     /// `false` while the client's roots are expected but not yet fetched.
     ready: watch::Sender<bool>,
+    /// Why there is no workspace yet (the server's default was refused), until one is named.
+    refused: RwLock<Option<String>>,
+    /// Whether the client's MCP roots were adopted: a host's `_meta` directory then changes nothing.
+    from_client: AtomicBool,
+}
+
+/// The `_meta` keys hosts name their working directory with: Codex's sandbox state
+/// (`sandboxCwd`, a `file://` URI or a path) and Goose's `agent-working-dir`.
+const CODEX_SANDBOX_STATE: &str = "codex/sandbox-state-meta";
+const GOOSE_WORKING_DIR: &str = "agent-working-dir";
+
+/// The working directory a call's `_meta` names, as the host wrote it.
+pub(crate) fn host_working_dir(meta: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    meta.get(CODEX_SANDBOX_STATE)
+        .and_then(|state| state.get("sandboxCwd"))
+        .or_else(|| meta.get(GOOSE_WORKING_DIR))
+        .and_then(serde_json::Value::as_str)
 }
 
 impl SessionRoots {
-    /// Starts with the configured roots, ready.
-    pub(crate) fn new(roots: Roots) -> Self {
-        Self { current: RwLock::new(Arc::new(roots)), ready: watch::Sender::new(true) }
+    /// Starts with the configured roots, ready; `refused` says why there are none.
+    pub(crate) fn new(roots: Roots, refused: Option<String>) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(roots)),
+            ready: watch::Sender::new(true),
+            refused: RwLock::new(refused),
+            from_client: AtomicBool::new(false),
+        }
+    }
+
+    /// Why calls have no workspace, while none was named.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        self.refused.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Adopts the directory a host named in a call's `_meta` (checked: existing, not `/`, the
+    /// home or a system directory), unless the client's MCP roots are in use. Whether the roots
+    /// changed.
+    pub(crate) fn adopt_host_dir(&self, named: &str, home: Option<&std::path::Path>) -> bool {
+        if self.from_client.load(Ordering::Acquire) {
+            return false;
+        }
+        let Some(dir) = toolbelt_mcp_core::config::workspace::host_dir(named, home) else {
+            tracing::warn!(
+                named,
+                "ignoring the working directory the host named: not an existing directory that may be a workspace"
+            );
+            return false;
+        };
+        let mut current = self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current.list() == [dir.clone()] {
+            return false;
+        }
+        tracing::info!(root = %dir.display(), "using the working directory the host named in the call");
+        *current = Arc::new(Roots::new(vec![dir]));
+        *self.refused.write().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        true
     }
 
     /// Called at `initialize` when the client's roots will replace the default ones: calls
@@ -82,6 +135,8 @@ impl SessionRoots {
                     logger.log(Severity::Info, format!("using the client's roots: {dirs:?}"));
                     let mut current = self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
                     *current = Arc::new(Roots::new(dirs));
+                    self.from_client.store(true, Ordering::Release);
+                    *self.refused.write().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
                 }
             }
             Ok(Err(err)) => tracing::warn!("roots/list failed: {err}; keeping the configured roots"),

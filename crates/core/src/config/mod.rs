@@ -19,6 +19,7 @@ mod budget;
 pub mod http;
 mod layer;
 pub mod sandbox;
+pub mod workspace;
 
 pub use budget::OutputBudget;
 
@@ -52,6 +53,10 @@ pub struct Config {
     /// Whether the roots were given (flag, env or file). If not, a client's MCP roots replace
     /// the current-directory default.
     pub roots_explicit: bool,
+    /// Why there is no default workspace (roots empty): no root was given, the host named no
+    /// project, and the current directory is `/`, the home or a system directory. Calls answer
+    /// with it until the client names a workspace (MCP roots, or a working dir in `_meta`).
+    pub roots_refused: Option<String>,
     /// Where state lives (created on first use, not at startup).
     pub state_dir: PathBuf,
     /// How operations are exposed as tools.
@@ -154,7 +159,13 @@ impl Config {
         let settings = Layer::from_flags(args, cwd).combine(Layer::from_env(env, cwd)?).combine(file);
 
         let roots_explicit = settings.roots.is_some();
-        let given_roots = settings.roots.clone().unwrap_or_else(|| vec![cwd.to_path_buf()]);
+        let (given_roots, roots_refused) = match settings.roots.clone() {
+            Some(roots) => (roots, None),
+            None => match workspace::fallback(env, cwd) {
+                Ok(dir) => (vec![dir], None),
+                Err(why) => (Vec::new(), Some(why)),
+            },
+        };
         let roots = canonical_roots(given_roots)?;
 
         let state_dir = settings
@@ -271,6 +282,7 @@ impl Config {
         Ok(Arc::new(Self {
             roots,
             roots_explicit,
+            roots_refused,
             state_dir,
             tool_layout,
             output_budget,
