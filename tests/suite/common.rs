@@ -202,6 +202,15 @@ impl Client {
         unpack(raw)
     }
 
+    /// Calls `tool` with `args` and `meta` as the request's `_meta` (what a host adds).
+    #[cfg(target_os = "linux")]
+    pub(crate) async fn call_with_meta(&self, tool: &str, args: Value, meta: Value) -> Reply {
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(with_details(&args));
+        let Value::Object(meta) = meta else { panic!("`_meta` is an object: {meta}") };
+        params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(meta)));
+        unpack(self.service.call_tool(params).await.unwrap())
+    }
+
     /// Calls `file_operations`.
     pub(crate) async fn file(&self, args: Value) -> Reply {
         self.call("file_operations", args).await

@@ -17,6 +17,8 @@ mod env_vars;
 mod escapes;
 #[cfg(target_os = "linux")]
 mod hardening;
+#[cfg(target_os = "linux")]
+mod host_sandbox;
 pub(crate) mod http;
 mod integrity;
 #[cfg(target_os = "linux")]

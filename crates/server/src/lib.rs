@@ -2,6 +2,7 @@
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
 mod approve;
+mod host_sandbox;
 pub mod http;
 mod jsonrpc;
 mod lines;
@@ -387,6 +388,10 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
+                // Codex then sends its sandbox state on every call (host_sandbox.rs).
+                .enable_experimental_with(
+                    [(host_sandbox::CODEX_SANDBOX_STATE.to_string(), rmcp::model::JsonObject::new())].into(),
+                )
                 .enable_logging()
                 .enable_tools()
                 .enable_resources()
@@ -605,6 +610,9 @@ impl ServerHandler for Server {
             refused("error:NoWorkspace");
             return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
         }
+        // The host's own sandbox, when the call carries it: the stricter side applies.
+        let narrowed = host_sandbox::HostLimits::from_meta(&context.meta).map(|limits| limits.apply(config));
+        let config = narrowed.as_ref().unwrap_or(config);
         let retry = Retry {
             input_responses: request.input_responses.clone(),
             request_state: request.request_state.clone(),
