@@ -69,6 +69,9 @@ class Host:
     # Claude Code only: an `Elicitation` hook answers our server's questions ("allow_once"),
     # the config the README gives for headless runs.
     answers_questions: bool = False
+    # Codex only: the thread's sandbox (`sandbox_mode`); Codex sends it to our server with each
+    # call, and a `read-only` thread must get read-only tools from us too.
+    sandbox: str = "workspace-write"
 
     @property
     def label(self) -> str:
@@ -87,6 +90,7 @@ HOSTS = [
     Host("claude-2.1.330-hook", "@anthropic-ai/claude-code", "2.1.330", "claude", "claude", answers_questions=True),
     Host("codex-0.169.0", "@openai/codex", "0.169.0", "codex", "codex"),
     Host("codex-0.169.0-fn", "@openai/codex", "0.169.0", "codex", "codex", model=model.MODEL_ID),
+    Host("codex-0.169.0-ro", "@openai/codex", "0.169.0", "codex", "codex", model=model.MODEL_ID, sandbox="read-only"),
     Host("qwen-0.24.4", "@qwen-code/qwen-code", "0.24.4", "qwen", "qwen"),
 ]
 
@@ -292,6 +296,15 @@ STEPS = [
 # `ask_user` with a host that answers questions (`answers_questions`): the write is done.
 ASK_ANSWERED = [contains(".git/hooks/pre-commit"), matches(r"\bcreated\b", "says the file was created")]
 
+# A host thread that may not write (Codex `read-only`): what our server answers instead. The
+# edit and the hook are refused as read-only, and the command sees the file unchanged.
+READ_ONLY = {
+    "replace_string": [matches(r"read-only", "refused as read-only"),
+                       lacks(r"\+pub const ANSWER: u32 = 42;", "does not show the edit as made")],
+    "git_diff": [lacks(r"diff --git", "shows no change (nothing was written)")],
+    "ask_user": [matches(r"read-only", "refused as read-only")],
+}
+
 PROMPT = (f"{MARKER}: with the {SERVER} MCP tools, read src/lib.rs, list src, grep for ANSWER, bump ANSWER to 42, "
           "show `git diff`, write the plan as todos, remember and recall where the deploy script is, "
           "try missing.txt, read big.txt, and add a pre-commit hook.")
@@ -482,7 +495,7 @@ def host_command(host: Host, exe: Path, transport: str, binary: str, http: "Http
                                                 + textwrap.dedent(f"""\
             model_provider = "hostcheck"
             approval_policy = "never"
-            sandbox_mode = "workspace-write"
+            sandbox_mode = "{host.sandbox}"
 
             [model_providers.hostcheck]
             name = "hostcheck"
@@ -556,6 +569,8 @@ def judge(records: list[dict[str, Any]], host: Host, audit: list[dict[str, Any]]
         failed = []
         first_hit: int | None = None
         checks = ASK_ANSWERED if step.name == "ask_user" and host.answers_questions else step.checks
+        if host.sandbox == "read-only":
+            checks = READ_ONLY.get(step.name, checks)
         for check in checks + [NOT_CUT_BY_HOST]:
             ok, what, at = check(text)
             if not ok:

@@ -272,6 +272,10 @@ fn one(policy: &Policy, escalate: bool, subject: &Subject) -> Decision {
             format!("{shown} is protected and the approval policy is `never`"),
             "make the change yourself, or restart the server with `--approval on-request`",
         ),
+        // Read-only (the server's, or the host thread's for this call) wins over asking.
+        Subject::Write(_, Location::Protected) if policy.sandbox == SandboxMode::ReadOnly => {
+            beyond(format!("the sandbox is `read-only`, and {shown} (protected) would be written"), Scope::Once)
+        }
         Subject::Write(_, Location::Protected) => ask(format!("{shown} is protected"), Scope::Once),
         Subject::Write(path, Location::Inside) if policy.sandbox == SandboxMode::ReadOnly => {
             beyond(format!("the sandbox is `read-only`, and {shown} would be written"), Scope::WritePath(parent(path)))
@@ -451,6 +455,20 @@ mod tests {
             (
                 "write in read-only, escalated",
                 Subject::Write(inside(), Location::Inside),
+                true,
+                SandboxMode::ReadOnly,
+                "DSSS",
+            ),
+            (
+                "write protected in read-only sandbox",
+                Subject::Write(hooks(), Location::Protected),
+                false,
+                SandboxMode::ReadOnly,
+                "DDDD",
+            ),
+            (
+                "write protected in read-only, escalated",
+                Subject::Write(hooks(), Location::Protected),
                 true,
                 SandboxMode::ReadOnly,
                 "DSSS",
