@@ -101,17 +101,24 @@ async fn no_host_cuts_a_description_or_a_schema() {
     }
 }
 
-/// Each host gets a budget it shows the model whole (Claude Code moves a result over 50,000
-/// characters to a file; Codex cuts at about 10 KB; Qwen Code shows both views together), and
-/// a budget the user sets is the same for every client.
+/// Each host gets a budget it shows the model whole (Claude Code up to the cap the tools raise,
+/// else it moves a result over 50,000 characters to a file; Codex cuts at about 10 KB; Qwen Code
+/// shows both views together), and a budget the user sets is the same for every client.
 #[tokio::test]
 async fn the_budget_follows_the_host_unless_set() {
     use rmcp::ServiceExt;
     use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
     use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
     let ws = Workspace::new();
+    let no_hints = ws.config_home.join("no-hints.toml");
+    std::fs::write(&no_hints, "host_tool_hints = false\n").unwrap();
+    let no_hints = ["--config", no_hints.to_str().unwrap()];
+    // Bigger than any budget below.
+    let huge: String = (0..6000).map(|i| format!("line {i:05}: a file bigger than every host's budget\n")).collect();
+    std::fs::write(ws.root.join("data/huge.txt"), huge).unwrap();
     let cases = [
-        ("claude-code", &[][..], 40_000),
+        ("claude-code", &[][..], 100_000),
+        ("claude-code", &no_hints[..], 40_000),
         ("codex-mcp-client", &[][..], 9_000),
         ("qwen-cli-mcp-client-x", &[][..], 12_000),
         ("some-editor", &[][..], 32_768),
@@ -125,7 +132,17 @@ async fn the_budget_follows_the_host_unless_set() {
         .unwrap();
         let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new(name, "1"));
         let service = info.serve(transport).await.unwrap();
-        let args = op("read_file", json!({"path": "data/big.txt", "details": true}));
+        // The tools stay loaded in hosts that defer them, and raise Claude Code's result cap to
+        // the budget (with room for a result's closing lines), unless `host_tool_hints = false`.
+        let tools = service.list_all_tools().await.unwrap();
+        for tool in &tools {
+            let meta = tool.meta.as_ref().map(|m| m.0.clone()).unwrap_or_default();
+            let hinted = !extra.contains(&"--config");
+            assert_eq!(meta.get("anthropic/alwaysLoad").is_some(), hinted, "{name} {}: {meta:?}", tool.name);
+            let cap = meta.get("anthropic/maxResultSizeChars").and_then(Value::as_u64);
+            assert_eq!(cap, hinted.then_some((budget + budget / 4) as u64), "{name} {}", tool.name);
+        }
+        let args = op("read_file", json!({"path": "data/huge.txt", "details": true}));
         let params = CallToolRequestParams::new("file_operations").with_arguments(args.as_object().unwrap().clone());
         let reply = super::common::unpack(service.call_tool(params).await.unwrap());
         let structured = serde_json::to_string(&reply.structured).unwrap().len();

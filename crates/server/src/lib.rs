@@ -2,6 +2,7 @@
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
 mod approve;
+mod hints;
 mod host_sandbox;
 pub mod http;
 mod jsonrpc;
@@ -481,9 +482,15 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()?.clone()))
+        let config = &self.shared.config;
+        let tools = self.tools()?;
+        if !config.host_tool_hints {
+            return Ok(ListToolsResult::with_all_items(tools.clone()));
+        }
+        let budget = config.output_budget.for_client(client_name(&context).as_deref());
+        Ok(ListToolsResult::with_all_items(hints::with_hints(tools, config.tool_layout, budget)))
     }
 
     async fn list_resources(

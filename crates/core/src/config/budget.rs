@@ -9,8 +9,8 @@ pub(super) const DEFAULT_OUTPUT_BUDGET: usize = 32 * 1024;
 pub(super) const HOSTS: &[(&str, usize, &str)] = &[
     (
         "claude-code",
-        40_000,
-        "Claude Code moves a result over about 50,000 characters to a file and shows the model a 2 KB preview",
+        100_000,
+        "Claude Code shows a result whole up to the tool's `anthropic/maxResultSizeChars`, which the server sets to match (2.1.330: 197,157 characters passed whole; without it 98,109 went to a file); 100,000 is about the 25,000 tokens Claude Code allows a tool result by default",
     ),
     (
         "codex-mcp-client",
@@ -29,13 +29,22 @@ pub(super) const HOSTS: &[(&str, usize, &str)] = &[
     ),
 ];
 
+/// Claude Code's budget when its tools carry no `anthropic/maxResultSizeChars`
+/// (`host_tool_hints = false`): it moves a result over about 50,000 characters to a file and
+/// shows the model a 2 KB preview.
+const CLAUDE_CODE_UNHINTED: usize = 40_000;
+
 /// How big one view of a tool result may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputBudget {
     /// Set by the user (flag, environment or config file): every client gets it.
     Fixed(usize),
-    /// Chosen per client from [`HOSTS`], else [`DEFAULT_OUTPUT_BUDGET`].
-    PerHost,
+    /// Chosen per client from [`HOSTS`], else [`DEFAULT_OUTPUT_BUDGET`]; `hinted`: the tools
+    /// carry the hosts' `_meta` hints (`host_tool_hints`), which let Claude Code show more.
+    PerHost {
+        /// Whether the tools raise Claude Code's result cap.
+        hinted: bool,
+    },
 }
 
 impl OutputBudget {
@@ -43,7 +52,10 @@ impl OutputBudget {
     pub fn for_client(self, client: Option<&str>) -> usize {
         match self {
             Self::Fixed(bytes) => bytes,
-            Self::PerHost => client
+            Self::PerHost { hinted: false } if client.is_some_and(|name| name.starts_with("claude-code")) => {
+                CLAUDE_CODE_UNHINTED
+            }
+            Self::PerHost { .. } => client
                 .and_then(|name| HOSTS.iter().find(|(prefix, _, _)| name.starts_with(prefix)))
                 .map_or(DEFAULT_OUTPUT_BUDGET, |(_, bytes, _)| *bytes),
         }
@@ -53,8 +65,11 @@ impl OutputBudget {
     pub fn describe(self) -> String {
         match self {
             Self::Fixed(bytes) => format!("{bytes} bytes per result"),
-            Self::PerHost => {
-                let hosts: Vec<String> = HOSTS.iter().map(|(name, bytes, _)| format!("{name} {bytes}")).collect();
+            Self::PerHost { hinted } => {
+                let hosts: Vec<String> = HOSTS
+                    .iter()
+                    .map(|(name, _, _)| format!("{name} {}", Self::PerHost { hinted }.for_client(Some(name))))
+                    .collect();
                 format!("per host: {}; others {DEFAULT_OUTPUT_BUDGET} bytes", hosts.join(", "))
             }
         }
@@ -67,13 +82,17 @@ mod tests {
 
     #[test]
     fn hosts_get_what_they_show_whole() {
-        let per_host = OutputBudget::PerHost;
-        assert_eq!(per_host.for_client(Some("claude-code")), 40_000);
+        let per_host = OutputBudget::PerHost { hinted: true };
+        assert_eq!(per_host.for_client(Some("claude-code")), 100_000);
+        let unhinted = OutputBudget::PerHost { hinted: false };
+        assert_eq!(unhinted.for_client(Some("claude-code")), 40_000, "no raised cap: what Claude Code shows whole");
+        assert_eq!(unhinted.for_client(Some("codex-mcp-client")), 9_000);
+        assert!(unhinted.describe().starts_with("per host: claude-code 40000, codex-mcp-client 9000"));
         assert_eq!(per_host.for_client(Some("codex-mcp-client")), 9_000);
         assert_eq!(per_host.for_client(Some("qwen-cli-mcp-client-toolbelt")), 12_000, "Qwen adds the server's name");
         assert_eq!(per_host.for_client(Some("Visual Studio Code")), DEFAULT_OUTPUT_BUDGET);
         assert_eq!(per_host.for_client(None), DEFAULT_OUTPUT_BUDGET);
         assert_eq!(OutputBudget::Fixed(5000).for_client(Some("claude-code")), 5000, "the user's choice wins");
-        assert!(per_host.describe().starts_with("per host: claude-code 40000, codex-mcp-client 9000"));
+        assert!(per_host.describe().starts_with("per host: claude-code 100000, codex-mcp-client 9000"));
     }
 }

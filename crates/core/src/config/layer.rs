@@ -72,6 +72,7 @@ layer! {
     network: Option<Network>,
     network_allow: Joined<String>,
     network_allow_defaults: Option<bool>,
+    host_tool_hints: Option<bool>,
     writable_roots: Option<Vec<PathBuf>>,
     shell: Option<String>,
     env_allow: Option<Vec<String>>,

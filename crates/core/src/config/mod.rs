@@ -90,6 +90,10 @@ pub struct Config {
     /// Whether `allowlist` mode also lets commands reach the common package registries and
     /// forges (`toolbelt_mcp_sandbox::proxy::REGISTRIES`).
     pub network_allow_defaults: bool,
+    /// Whether each tool carries the hints hosts read in its `_meta`: Claude Code's
+    /// `anthropic/alwaysLoad` (not deferred behind tool search) and
+    /// `anthropic/maxResultSizeChars` (the result cap raised to the client's output budget).
+    pub host_tool_hints: bool,
     /// What commands may not read, and their resource limits.
     pub sandbox_settings: sandbox::SandboxSettings,
     /// Directories commands may also write in `workspace-write` mode (canonical).
@@ -183,7 +187,9 @@ impl Config {
                 expected: "between 1024 and 4194304 bytes",
             });
         }
-        let output_budget = output_budget.map_or(OutputBudget::PerHost, OutputBudget::Fixed);
+        let host_tool_hints = settings.host_tool_hints.unwrap_or(true);
+        let output_budget =
+            output_budget.map_or(OutputBudget::PerHost { hinted: host_tool_hints }, OutputBudget::Fixed);
         let max_image_bytes = settings.max_image_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES);
         if max_image_bytes > MAX_IMAGE_LIMIT {
             return Err(ConfigError::OutOfRange {
@@ -297,6 +303,7 @@ impl Config {
             network,
             network_allow,
             network_allow_defaults: settings.network_allow_defaults.unwrap_or(true),
+            host_tool_hints,
             sandbox_settings,
             writable_roots,
             shell,
@@ -486,7 +493,7 @@ mod tests {
         assert_eq!(config.roots, vec![a]);
         assert!(!config.roots_explicit);
         assert_eq!(config.state_dir, tmp.path().join(".local/state/toolbelt-mcp"));
-        assert_eq!(config.output_budget, OutputBudget::PerHost);
+        assert_eq!(config.output_budget, OutputBudget::PerHost { hinted: true });
         assert_eq!(config.tool_layout, ToolLayout::Consolidated);
         assert_eq!(config.config_file, None);
     }
