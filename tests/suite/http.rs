@@ -692,3 +692,43 @@ async fn a_connection_dropped_mid_call_cancels_the_call() {
     assert_eq!(deleted.status().as_u16(), 204, "a closed session answers 204 No Content");
     assert_eq!(post(&server.url(), &initialized, &with_session).await.0, 404, "the session is gone");
 }
+
+/// Protocol 2026-07-28 removed `initialize`, `ping`, `logging/setLevel` and resource
+/// subscriptions (SEP-2575): a request of that era for one is an unknown method (HTTP 404,
+/// -32601), as the official conformance suite checks; a resource that is not there names its
+/// URI in the error's data (SEP-2164).
+#[tokio::test]
+async fn removed_methods_are_unknown_to_a_2026_request_and_a_missing_resource_names_its_uri() {
+    let ws = Workspace::new();
+    let server = HttpServer::start(&ws, &[], &[]).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "removed-methods-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let era = |method| [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"] {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": {"_meta": meta}});
+        let (status, text, _) = post(&server.url(), &body, &era(method)).await;
+        let answer = first_json(&text);
+        assert_eq!((status, answer["error"]["code"].as_i64()), (404, Some(-32601)), "{method}: {text}");
+        assert_eq!(answer["id"], 7, "{method}: the error carries the request's id");
+    }
+    let read = json!({"jsonrpc": "2.0", "id": 8, "method": "resources/read",
+        "params": {"uri": "test://nowhere", "_meta": meta}});
+    let (_, text, _) = post(
+        &server.url(),
+        &read,
+        &[("mcp-name", "test://nowhere"), era("resources/read")[0], era("resources/read")[1]],
+    )
+    .await;
+    assert_eq!(first_json(&text)["error"]["data"]["uri"], "test://nowhere", "{text}");
+}
+
+/// The first JSON-RPC message of a body, plain JSON or server-sent events.
+fn first_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        let data = text.lines().filter_map(|line| line.strip_prefix("data:")).find(|d| !d.trim().is_empty());
+        serde_json::from_str(data.unwrap_or("null").trim()).unwrap_or(Value::Null)
+    })
+}

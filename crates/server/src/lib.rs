@@ -466,10 +466,13 @@ impl ServerHandler for Server {
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
         let rmcp::model::CustomRequest { method, params, .. } = request;
-        match params::why_invalid(&method, params) {
+        // Methods protocol 2026-07-28 removed are unknown to a request of that era (HTTP 404).
+        let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let params = if modern && params::REMOVED_IN_2026.contains(&method.as_str()) { None } else { Some(params) };
+        match params.and_then(|params| params::why_invalid(&method, params)) {
             Some(why) => Err(McpError::invalid_params(format!("invalid params for `{method}`: {why}"), None)),
             None => Err(McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,

@@ -5,6 +5,10 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+/// Methods protocol 2026-07-28 removed (SEP-2575): method not found for a request of that era.
+pub(crate) const REMOVED_IN_2026: [&str; 5] =
+    ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
 /// What was wrong with `params`, if `method` is one this server serves; `None` for a method
 /// it does not serve (which stays "method not found", whatever its params).
 #[allow(deprecated, reason = "logging/setLevel is deprecated by SEP-2577 but current hosts still send it")]

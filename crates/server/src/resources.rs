@@ -54,7 +54,8 @@ fn not_found(uri: &str) -> McpError {
         format!(
             "no resource `{uri}`; this server has `{POLICY_URI}`, `todo://{{list}}`, `memory://{{collection}}` and `memory://global/{{collection}}` (see `resources/list`)"
         ),
-        None,
+        // SEP-2164: the error names the URI it could not find.
+        Some(serde_json::json!({ "uri": uri })),
     )
 }
 
