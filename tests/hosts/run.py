@@ -689,6 +689,28 @@ def loaded_check(records: list[dict[str, Any]]) -> StepResult:
     return StepResult("loaded", ok, detail, detail)
 
 
+PROMPTS = ("review_changes", "plan", "recall")
+
+
+def slash_check(host_out: Path) -> StepResult:
+    """Claude Code: our prompts are among its slash commands (`/mcp__toolbelt__plan`, …), as its
+    stream-json `init` message lists them."""
+    commands: list[str] = []
+    if host_out.exists():
+        for line in host_out.read_text(errors="replace").splitlines():
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("type") == "system" and message.get("subtype") == "init":
+                commands = [c for c in message.get("slash_commands") or [] if f"mcp__{SERVER}__" in c]
+                break
+    wanted = [f"mcp__{SERVER}__{p}" for p in PROMPTS]
+    missing = [w for w in wanted if w not in commands]
+    detail = ("slash commands: " + ", ".join("/" + c for c in commands)) if commands else "no slash command of ours"
+    return StepResult("prompts", not missing, detail + (f"; missing {', '.join(missing)}" if missing else ""), detail)
+
+
 def listing_check(records: list[dict[str, Any]], served: list[dict[str, Any]]) -> StepResult | None:
     """Whether the host handed the model our tools whole: every description as served, and a
     description for every field. `None` when the host never listed them (deferred, code mode)."""
@@ -763,6 +785,8 @@ def run_one(host: Host, exe: Path, transport: str, binary: str, root: Path, verb
     result.steps = judge(records, host, read_jsonl(state / "audit.jsonl"))
     if host.tool_search:
         result.steps.append(loaded_check(records))
+    if host.kind == "claude":
+        result.steps.append(slash_check(run_dir / "host.out"))
     listing = listing_check(records, served or [])
     if listing is not None:
         result.steps.append(listing)

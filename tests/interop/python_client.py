@@ -401,6 +401,28 @@ async def check_records(session: ClientSession, updates: list[str]) -> None:
     check("memory delete", structured(res).get("deleted") is True, short(res))
 
 
+async def check_prompts(session: ClientSession) -> None:
+    """Prompts built from the workspace's state, and completions of their arguments."""
+    from mcp.types import PromptReference, ResourceTemplateReference
+    await call(session, {"operation": "create_file", "path": "prompted.txt", "content": "hello prompt\n"})
+    await call_tool(session, "memory_operations", {"operation": "store", "content": "Builds run in CI.",
+                                                   "collection": "howto"})
+    names = [p.name for p in (await session.list_prompts()).prompts]
+    check("prompts/list: review_changes, plan, recall", names == ["review_changes", "plan", "recall"], f"{names}")
+    review = await session.get_prompt("review_changes", {})
+    text = review.messages[0].content.text if review.messages else ""
+    check("prompts/get review_changes: the session's diff", "prompted.txt" in text and "+hello prompt" in text,
+          text[:300])
+    plan = await session.get_prompt("plan", {"task": "Ship it"})
+    text = plan.messages[0].content.text if plan.messages else ""
+    check("prompts/get plan: the task and the list as it stands", "Ship it" in text and "Parse" in text, text[:300])
+    done = await session.complete(PromptReference(type="ref/prompt", name="plan"), {"name": "list", "value": "d"})
+    check("completion/complete plan.list", done.completion.values == ["default"], f"{done}")
+    done = await session.complete(ResourceTemplateReference(type="ref/resource", uri="memory://{collection}"),
+                                  {"name": "collection", "value": "h"})
+    check("completion/complete memory://{collection}", done.completion.values == ["howto"], f"{done}")
+
+
 async def start_http(binary: str, root: Path, env: dict, errlog) -> tuple[Any, str]:
     """`BINARY serve --http 127.0.0.1:0`; returns the process and its URL (read from stderr)."""
     proc = await anyio.open_process([binary, "serve", "--http", "127.0.0.1:0", "--root", str(root)],
@@ -506,7 +528,8 @@ async def run(binary: str, root: Path, errlog) -> None:
             print(f"     server {getattr(info, 'name', '?')} {getattr(info, 'version', '?')}, protocol {version}")
             steps = [check_tools(session), check_read_file(session, root), check_list_dir(session),
                      check_file_search(session), check_grep(session), check_errors(session),
-                     check_writes(session, root), check_terminal(session, root), check_records(session, updates)]
+                     check_writes(session, root), check_terminal(session, root), check_records(session, updates),
+                     check_prompts(session)]
             for step in steps:
                 try:
                     await step

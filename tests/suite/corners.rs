@@ -89,16 +89,12 @@ fn method_corners() -> Vec<(Value, i64, &'static str)> {
         (request(12, "tools/call", None), -32602, "`params` is required"),
         (request(13, "resources/read", Some(json!({}))), -32602, "missing field `uri`"),
         (request(14, "logging/setLevel", Some(json!({"level": "loud"}))), -32602, "unknown variant `loud`"),
-        (request(15, "prompts/list", None), -32601, "no `prompts` capability"),
-        (request(16, "prompts/get", Some(json!({"name": "x"}))), -32601, "prompts/get"),
+        (request(15, "prompts/get", Some(json!({"name": "x"}))), -32602, "no prompt `x`"),
+        (request(16, "prompts/get", Some(json!({"name": "plan"}))), -32602, "needs the argument `task`"),
         (
-            request(
-                17,
-                "completion/complete",
-                Some(json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}})),
-            ),
-            -32601,
-            "no `completions` capability",
+            request(17, "completion/complete", Some(json!({"ref": {"type": "ref/prompt", "name": "x"}}))),
+            -32602,
+            "missing field `argument`",
         ),
         (request(18, "no/such", None), -32601, "`no/such` is not a method this server offers"),
     ]

@@ -36,6 +36,7 @@ mod metrics;
 mod pg;
 pub(crate) mod policy;
 mod postgres;
+mod prompts;
 mod protocol;
 #[cfg(target_os = "linux")]
 mod proxy;

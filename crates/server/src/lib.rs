@@ -9,6 +9,7 @@ mod jsonrpc;
 mod lines;
 mod logging;
 mod params;
+mod prompts;
 mod resources;
 mod roots;
 mod signals;
@@ -371,15 +372,6 @@ fn front_door_cancel(context: &RequestContext<RoleServer>) -> Option<tokio_util:
     parts.extensions.get::<http::CallCancel>().map(|cancel| cancel.0.clone())
 }
 
-/// The answer to a method of a capability this server does not advertise.
-fn not_offered(method: &str, capability: &str) -> McpError {
-    McpError::new(
-        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-        format!("method not found: `{method}` (this server has no `{capability}` capability)"),
-        None,
-    )
-}
-
 fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
 }
@@ -394,6 +386,8 @@ impl ServerHandler for Server {
                     [(host_sandbox::CODEX_SANDBOX_STATE.to_string(), rmcp::model::JsonObject::new())].into(),
                 )
                 .enable_logging()
+                .enable_completions()
+                .enable_prompts()
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
@@ -442,22 +436,28 @@ impl ServerHandler for Server {
         Ok(())
     }
 
-    /// Not offered (no `prompts` capability): answered like every method this server lacks.
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        Err(not_offered("prompts/list", "prompts"))
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts::list()))
     }
 
-    /// Not offered (no `completions` capability).
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        prompts::get(self, &context, &request.name, &request.arguments).await.map(Into::into)
+    }
+
     async fn complete(
         &self,
-        _request: rmcp::model::CompleteRequestParams,
+        request: rmcp::model::CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
-        Err(not_offered("completion/complete", "completions"))
+        prompts::complete(self, &request).await
     }
 
     /// rmcp hands over, as a custom request, every method it does not know and every known

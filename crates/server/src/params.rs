@@ -14,16 +14,18 @@ pub(crate) const REMOVED_IN_2026: [&str; 5] =
 #[allow(deprecated, reason = "logging/setLevel is deprecated by SEP-2577 but current hosts still send it")]
 pub(crate) fn why_invalid(method: &str, params: Option<Value>) -> Option<String> {
     use rmcp::model::{
-        CallToolRequestParams, InitializeRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
-        SetLevelRequestParams, SubscribeRequestParams,
+        CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams, InitializeRequestParams,
+        PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
     };
     Some(match method {
         "tools/call" => why::<CallToolRequestParams>(params),
         "resources/read" => why::<ReadResourceRequestParams>(params),
+        "prompts/get" => why::<GetPromptRequestParams>(params),
+        "completion/complete" => why::<CompleteRequestParams>(params),
         "resources/subscribe" | "resources/unsubscribe" => why::<SubscribeRequestParams>(params),
         "initialize" => why::<InitializeRequestParams>(params),
         "logging/setLevel" => why::<SetLevelRequestParams>(params),
-        "tools/list" | "resources/list" | "resources/templates/list" => {
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
             params.map_or_else(|| "not accepted".into(), |p| why::<PaginatedRequestParams>(Some(p)))
         }
         _ => return None,
@@ -51,7 +53,8 @@ mod tests {
         assert_eq!(why_invalid("resources/read", Some(json!({}))).unwrap(), "missing field `uri`");
         assert_eq!(why_invalid("tools/call", None).unwrap(), "`params` is required");
         assert!(why_invalid("logging/setLevel", Some(json!({"level": "loud"}))).unwrap().contains("unknown variant"));
-        assert_eq!(why_invalid("prompts/get", Some(json!({}))), None, "not offered: method not found");
+        assert_eq!(why_invalid("prompts/get", Some(json!({}))).unwrap(), "missing field `name`");
+        assert_eq!(why_invalid("tasks/get", Some(json!({}))), None, "not offered: method not found");
         assert_eq!(why_invalid("no/such", None), None);
     }
 }
