@@ -294,3 +294,26 @@ async fn serves_over_the_unix_sockets_node_hosts_give_it_from_its_own_thread() {
         assert!(status.success(), "one socket: {one_socket}: {status}");
     }
 }
+
+/// A client that asks `server/discover` (protocol 2026-07-28) and then initializes a session on
+/// the same stdio connection, as Claude Code does, gets both answered and then serves calls.
+#[test]
+fn discover_then_initialize_on_one_stdio_connection() {
+    let ws = Workspace::new();
+    let mut server = LineServer::start(&ws);
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    server.send_line(&discover.to_string());
+    let discovered = server.answer(&json!(1));
+    let versions = discovered["result"]["supportedVersions"].as_array().unwrap().clone();
+    assert!(versions.contains(&json!("2026-07-28")) && versions.contains(&json!("2025-11-25")), "{discovered}");
+    let mut init = initialize();
+    init["id"] = json!(2);
+    server.send_line(&init.to_string());
+    let initialized = server.answer(&json!(2));
+    assert_eq!(initialized["result"]["protocolVersion"], "2025-06-18", "{initialized}");
+    server.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    server.send_line(&request(3, "tools/list", None).to_string());
+    let tools = server.answer(&json!(3));
+    assert_eq!(tools["result"]["tools"].as_array().map(Vec::len), Some(4), "{tools}");
+}

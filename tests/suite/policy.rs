@@ -137,7 +137,10 @@ async fn elicitation_allow_once_allow_session_deny_and_no_answer() {
     assert!(!file(&service, "create_file", json!({"path": "notes/c.txt", "content": "c"})).await.is_error);
     assert_eq!(asker.asked(), 2, "allow_session covers the same directory without asking");
     let resources = service.list_all_resources().await.unwrap();
-    assert_eq!(resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(), ["toolbelt://policy", "todo://default"]);
+    assert_eq!(
+        resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(),
+        ["toolbelt://policy", "skill://toolbelt/SKILL.md", "todo://default"]
+    );
     let report = service.read_resource(rmcp::model::ReadResourceRequestParams::new("toolbelt://policy")).await.unwrap();
     let text = serde_json::to_string(&report).unwrap();
     assert!(text.contains("approval: `on-write`") && text.contains("changing anything under"), "{text}");

@@ -74,3 +74,24 @@ async fn prompts_are_built_from_the_workspaces_state_and_their_arguments_complet
     assert!(complete(&client, recall_ref, "nothing", "").await.is_empty(), "an argument with no values");
     client.close().await;
 }
+
+/// The Skills extension: one skill whose SKILL.md teaches the toolbelt, listed, fetched and
+/// read as a resource, its digest matching what is read.
+#[tokio::test]
+async fn the_toolbelt_skill_is_served_with_its_digest() {
+    use rmcp::model::{GetSkillRequestParams, ReadResourceRequestParams, ResourceContents, SkillResources};
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let skills = client.service.list_skills(None).await.unwrap().skills;
+    assert_eq!(skills.len(), 1);
+    assert_eq!((skills[0].name(), skills[0].uri.as_str()), ("toolbelt", "skill://toolbelt/SKILL.md"));
+    let got = client.service.get_skill(GetSkillRequestParams::new("skill://toolbelt/SKILL.md")).await.unwrap();
+    let read = client.service.read_resource(ReadResourceRequestParams::new("skill://toolbelt/SKILL.md")).await.unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("text: {read:?}") };
+    assert!(text.starts_with("---\nname: toolbelt\n") && text.contains("`undo`"), "{text}");
+    let SkillResources::Files(files) = &got.skill.resources else { panic!("files") };
+    files[0].verify(text.as_bytes()).unwrap();
+    let missing = client.service.get_skill(GetSkillRequestParams::new("skill://other/SKILL.md")).await.unwrap_err();
+    assert!(missing.to_string().contains("this server serves `skill://toolbelt/SKILL.md`"), "{missing}");
+    client.close().await;
+}

@@ -13,6 +13,7 @@ mod prompts;
 mod resources;
 mod roots;
 mod signals;
+mod skills;
 pub mod stdio;
 mod subscriptions;
 
@@ -391,6 +392,7 @@ impl ServerHandler for Server {
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_skills()
                 .build(),
         )
         .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
@@ -450,6 +452,28 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         prompts::get(self, &context, &request.name, &request.arguments).await.map(Into::into)
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        Ok(rmcp::model::ListSkillsResult::with_all_items(vec![skills::skill()]))
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        if request.uri != skills::SKILL_URI {
+            return Err(McpError::invalid_params(
+                format!("no skill at `{}`; this server serves `{}`", request.uri, skills::SKILL_URI),
+                None,
+            ));
+        }
+        Ok(rmcp::model::GetSkillResult::new(skills::skill()))
     }
 
     async fn complete(

@@ -22,6 +22,8 @@ const COLLECTION_PAGE: u32 = 50;
 pub(crate) enum Target {
     /// `toolbelt://policy`.
     Policy,
+    /// The skill's `SKILL.md` (`skills.rs`).
+    Skill,
     /// `todo://{list}`.
     Todo(String),
     /// `memory://{collection}` or `memory://global/{collection}`.
@@ -37,6 +39,9 @@ pub(crate) enum Target {
 pub(crate) fn parse(uri: &str) -> Option<Target> {
     if uri == POLICY_URI {
         return Some(Target::Policy);
+    }
+    if uri == crate::skills::SKILL_URI {
+        return Some(Target::Skill);
     }
     let named = |name: &str| toolbelt_mcp_store::check_name("name", name).is_ok().then(|| name.to_string());
     if let Some(list) = uri.strip_prefix("todo://") {
@@ -70,7 +75,13 @@ pub(crate) async fn list(server: &Server) -> Vec<Resource> {
         .with_title("Policy and grants")
         .with_description("The approval policy, sandbox, forbidden commands and what this session granted")
         .with_mime_type("text/markdown");
-    let mut listed = vec![policy];
+    // The skill's SKILL.md, named and described as its frontmatter (SEP-2640).
+    let skill = crate::skills::skill();
+    let skill_md = Resource::new(crate::skills::SKILL_URI, skill.name())
+        .with_title("Skill: using the toolbelt")
+        .with_description(&skill.frontmatter.description)
+        .with_mime_type("text/markdown");
+    let mut listed = vec![policy, skill_md];
     let workspace = server.workspace().await;
     let workspace_key = workspace.clone();
     let store = &server.shared.store;
@@ -137,6 +148,7 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
 /// The contents of `uri`.
 pub(crate) async fn read(server: &Server, uri: &str, session: &Session) -> Result<Vec<ResourceContents>, McpError> {
     match parse(uri).ok_or_else(|| not_found(uri))? {
+        Target::Skill => Ok(vec![ResourceContents::text(crate::skills::SKILL_MD, uri).with_mime_type("text/markdown")]),
         Target::Policy => {
             let text =
                 toolbelt_mcp_policy::report::policy_report(&server.shared.config, &session.id, &session.approvals);

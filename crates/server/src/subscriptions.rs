@@ -125,7 +125,7 @@ impl Changes {
     /// The current version of a todo list or memory collection, whoever changed it.
     async fn version(&self, uri: &str) -> Option<[i64; 3]> {
         let found = match parse(uri)? {
-            Target::Policy => return None,
+            Target::Policy | Target::Skill => return None,
             Target::Todo(name) => {
                 let workspace = self.server.workspace().await;
                 self.server.shared.store.todo_revision(&workspace, &name).await.map(|revision| [revision, 0, 0])
