@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the model reads: our tools against Claude Code's own, the same five steps, the same run.
 
-    python3 tests/hosts/lean_table.py [BINARY] [--host claude-2.1.330] [--budget 1.5] [--keep]
+    python3 tests/hosts/lean_table.py [BINARY] [--host claude-2.1.332] [--budget 1.5] [--keep]
 
 Claude Code, headless against the scripted model endpoint of `model.py`, does five small
 steps twice in one workspace each: once with our tools (over stdio, the lean view), once with
@@ -151,7 +151,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("binary", nargs="?", default=os.environ.get("TOOLBELT_BIN") or
                     str(run.REPO / "target" / "release" / "toolbelt-mcp"))
-    ap.add_argument("--host", default="claude-2.1.330", help="a Claude Code host of run.py")
+    ap.add_argument("--host", default="claude-2.1.332", help="a Claude Code host of run.py")
     ap.add_argument("--budget", type=float, default=1.5, help="the ratio of the totals not to exceed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--json", help="also write the table as JSON here")

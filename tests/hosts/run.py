@@ -81,20 +81,22 @@ class Host:
         return self.key
 
 
-# Pinned. Claude Code: the version first measured, and the newest 2.1.x on the registry when
-# this was written (it defers MCP tools behind ToolSearch). Codex CLI, the newest, twice: with
-# its default model it works in "code mode" (MCP tools are deferred functions of a JavaScript
-# `exec` tool, and the model sees what its script prints); with a model it does not know (a
-# local or third-party one) MCP tools are plain function tools in a namespace `mcp__toolbelt`.
-# Qwen Code, the newest: it defers MCP tools behind `tool_search`.
+# Pinned. Claude Code: the version first measured, and the newest 2.1.x on the registry (2.1.332
+# on 2026-11-28; since 2.1.330 it defers MCP tools behind ToolSearch when tool search is on). Codex
+# CLI: an older version and the newest, the newest three ways: with its default model it works in
+# "code mode" (MCP tools are deferred functions of a JavaScript `exec` tool, and the model sees
+# what its script prints); with a model it does not know (a local or third-party one) MCP tools are
+# plain function tools in a namespace `mcp__toolbelt`; and in a read-only thread. Qwen Code, the
+# newest: it defers MCP tools behind `tool_search`.
 HOSTS = [
     Host("claude-2.1.197", "@anthropic-ai/claude-code", "2.1.197", "claude", "claude"),
-    Host("claude-2.1.330", "@anthropic-ai/claude-code", "2.1.330", "claude", "claude"),
-    Host("claude-2.1.330-hook", "@anthropic-ai/claude-code", "2.1.330", "claude", "claude", answers_questions=True),
-    Host("claude-2.1.330-search", "@anthropic-ai/claude-code", "2.1.330", "claude", "claude", tool_search=True),
+    Host("claude-2.1.332", "@anthropic-ai/claude-code", "2.1.332", "claude", "claude"),
+    Host("claude-2.1.332-hook", "@anthropic-ai/claude-code", "2.1.332", "claude", "claude", answers_questions=True),
+    Host("claude-2.1.332-search", "@anthropic-ai/claude-code", "2.1.332", "claude", "claude", tool_search=True),
     Host("codex-0.169.0", "@openai/codex", "0.169.0", "codex", "codex"),
-    Host("codex-0.169.0-fn", "@openai/codex", "0.169.0", "codex", "codex", model=model.MODEL_ID),
-    Host("codex-0.169.0-ro", "@openai/codex", "0.169.0", "codex", "codex", model=model.MODEL_ID, sandbox="read-only"),
+    Host("codex-0.171.0", "@openai/codex", "0.171.0", "codex", "codex"),
+    Host("codex-0.171.0-fn", "@openai/codex", "0.171.0", "codex", "codex", model=model.MODEL_ID),
+    Host("codex-0.171.0-ro", "@openai/codex", "0.171.0", "codex", "codex", model=model.MODEL_ID, sandbox="read-only"),
     Host("qwen-0.24.4", "@qwen-code/qwen-code", "0.24.4", "qwen", "qwen"),
 ]
 
