@@ -149,7 +149,7 @@ def find_tool(tools: list[Any], server: str, short: str) -> tuple[str | None, st
         if ns is not None and server in ns and name in (short, prefixed):
             return ns, name
     for ns, name, _ in candidates:
-        if name == short or name.endswith("__" + short) or name.endswith("_" + short):
+        if name == short or name.endswith(("__" + short, "_" + short, "-" + short)):
             return ns, name
     return None
 

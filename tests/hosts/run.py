@@ -98,6 +98,8 @@ HOSTS = [
     Host("codex-0.171.0-fn", "@openai/codex", "0.171.0", "codex", "codex", model=model.MODEL_ID),
     Host("codex-0.171.0-ro", "@openai/codex", "0.171.0", "codex", "codex", model=model.MODEL_ID, sandbox="read-only"),
     Host("qwen-0.24.4", "@qwen-code/qwen-code", "0.24.4", "qwen", "qwen"),
+    Host("opencode-1.18.33", "opencode-ai", "1.18.33", "opencode", "opencode"),
+    Host("copilot-1.0.102", "@github/copilot", "1.0.102", "copilot", "copilot"),
 ]
 
 
@@ -542,6 +544,44 @@ def host_command(host: Host, exe: Path, transport: str, binary: str, http: "Http
         return [str(exe), "--auth-type", "openai", "--openai-base-url", f"{model_url}/v1",
                 "--openai-api-key", "sk-hostcheck", "--model", model.MODEL_ID, "--approval-mode", "yolo",
                 "--output-format", "json", "--max-session-turns", str(len(STEPS) * 2 + 5), PROMPT]
+    if host.kind == "opencode":
+        if transport == "stdio":
+            server = {"type": "local", "command": [cmd, *args], "enabled": True, "timeout": 120000}
+        else:
+            server = {"type": "remote", "url": url, "headers": bearer, "enabled": True, "timeout": 120000}
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            # Its bundled OpenAI-compatible provider, pointed at the scripted endpoint.
+            "provider": {"hostcheck": {
+                "npm": "@ai-sdk/openai-compatible", "name": "hostcheck",
+                "options": {"baseURL": f"{model_url}/v1", "apiKey": "sk-hostcheck"},
+                "models": {model.MODEL_ID: {"name": "hostcheck", "tool_call": True}},
+            }},
+            "model": f"hostcheck/{model.MODEL_ID}",
+            "mcp": {SERVER: server},
+            "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        cfg_dir = home / ".config" / "opencode"
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        (cfg_dir / "opencode.json").write_text(json.dumps(config, indent=2))
+        env.update({"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
+                    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true"})
+        return [str(exe), "run", "--model", f"hostcheck/{model.MODEL_ID}", PROMPT]
+    if host.kind == "copilot":
+        if transport == "stdio":
+            server = {"type": "local", "command": cmd, "args": args, "tools": ["*"], "timeout": 120000}
+        else:
+            server = {"type": "http", "url": url, "headers": bearer, "tools": ["*"], "timeout": 120000}
+        cfg_dir = home / ".copilot"
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        (cfg_dir / "mcp-config.json").write_text(json.dumps({"mcpServers": {SERVER: server}}, indent=2))
+        # Its own model provider (BYOK), offline: no GitHub sign-in, nothing sent to GitHub.
+        env.update({"COPILOT_PROVIDER_BASE_URL": f"{model_url}/v1", "COPILOT_PROVIDER_TYPE": "openai",
+                    "COPILOT_PROVIDER_API_KEY": "sk-hostcheck", "COPILOT_MODEL": model.MODEL_ID,
+                    "COPILOT_OFFLINE": "true", "XDG_CONFIG_HOME": str(home / ".config")})
+        return [str(exe), "-p", PROMPT, "--allow-all-tools", "--no-color"]
     raise ValueError(host.kind)
 
 
@@ -597,7 +637,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _ours(tools: list[Any]) -> list[tuple[str | None, str, dict[str, Any]]]:
     return [(ns, name, d) for ns, name, d in model._flat_tools(tools)
-            if (ns and SERVER in ns) or name.startswith(f"mcp__{SERVER}__")]
+            if (ns and SERVER in ns) or name.startswith((f"mcp__{SERVER}__", f"{SERVER}_", f"{SERVER}-"))]
 
 
 def _describe(ns: str | None, name: str, d: dict[str, Any]) -> str:

@@ -23,6 +23,11 @@ pub(super) const HOSTS: &[(&str, usize, &str)] = &[
         "Qwen Code shows both views of a result together and moves over about 27 KB to a file",
     ),
     (
+        "copilot-cli",
+        10_000,
+        "GitHub Copilot CLI shows both views of a result together and moves one over about 20 KB to a file (1.0.102: a result of 21.2 KB went to a file, one of 17,782 characters did not)",
+    ),
+    (
         "gemini-cli-mcp-client",
         12_000,
         "Gemini CLI, which Qwen Code derives from, shows both views of a result together",
@@ -90,6 +95,7 @@ mod tests {
         assert!(unhinted.describe().starts_with("per host: claude-code 40000, codex-mcp-client 9000"));
         assert_eq!(per_host.for_client(Some("codex-mcp-client")), 9_000);
         assert_eq!(per_host.for_client(Some("qwen-cli-mcp-client-toolbelt")), 12_000, "Qwen adds the server's name");
+        assert_eq!(per_host.for_client(Some("copilot-cli")), 10_000);
         assert_eq!(per_host.for_client(Some("Visual Studio Code")), DEFAULT_OUTPUT_BUDGET);
         assert_eq!(per_host.for_client(None), DEFAULT_OUTPUT_BUDGET);
         assert_eq!(OutputBudget::Fixed(5000).for_client(Some("claude-code")), 5000, "the user's choice wins");
