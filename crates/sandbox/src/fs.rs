@@ -346,9 +346,18 @@ pub fn file_names(dir: &Path) -> Vec<std::ffi::OsString> {
 pub fn create_session_temp(n: u64) -> io::Result<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = rustix::process::geteuid().as_raw();
-    let base = std::env::temp_dir().join(format!("toolbelt-mcp-{uid}"));
+    let temp = std::env::temp_dir();
+    let base = temp.join(format!("toolbelt-mcp-{uid}"));
     let mut builder = std::fs::DirBuilder::new();
     builder.mode(0o700);
+    // A `TMPDIR` that does not exist yet (Anthropic's sandbox-runtime sets `/tmp/claude` and
+    // leaves it to be made): made, this user's alone.
+    if !temp.exists() {
+        builder.recursive(true).create(&temp).map_err(|err| {
+            io::Error::new(err.kind(), format!("the temp dir `{}` (TMPDIR) does not exist and cannot be made: {err}; set TMPDIR to a directory you may write", temp.display()))
+        })?;
+        builder.recursive(false);
+    }
     match builder.create(&base) {
         Ok(()) => {}
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}

@@ -173,9 +173,14 @@ impl Terminals {
         fs::create_private_dir(&temp)
             .map_err(|err| ToolError::Sandbox(format!("cannot create `{}`: {err}", temp.display())))?;
         let started = toolbelt_mcp_sandbox::linux::holder::Holder::start(&temp, self.temp_bytes).map_err(|err| {
-            ToolError::Sandbox(format!(
-                "{err}; set `max_temp_bytes = 0` to keep the commands' temp files on disk instead"
-            ))
+            // Without namespaces at all, keeping temp files on disk would not help: say only why.
+            if err.contains("namespace") {
+                ToolError::Sandbox(err)
+            } else {
+                ToolError::Sandbox(format!(
+                    "{err}; set `max_temp_bytes = 0` to keep the commands' temp files on disk instead"
+                ))
+            }
         })?;
         let pid = started.pid();
         *holder = Some(started);

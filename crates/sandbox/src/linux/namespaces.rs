@@ -10,6 +10,28 @@ use std::path::Path;
 use nix::sched::{CloneFlags, unshare};
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
+/// What the kernel said, worded for the case at hand: this process inside another sandbox (a
+/// seccomp filter and `no_new_privs` already on it, as Anthropic's sandbox-runtime `srt`,
+/// bubblewrap or a container set), or user namespaces disabled on the machine.
+pub fn blocked(what: &str, error: nix::Error) -> String {
+    if inside_another_sandbox() {
+        return format!(
+            "cannot create {what} ({error}): this server runs inside another sandbox (a seccomp filter and no_new_privs are already set on it, as Anthropic's sandbox-runtime `srt`, bubblewrap or a container set), which does not let it make the namespaces its commands run in; run the server outside that sandbox, or start it with `--sandbox full-access` so that the outer sandbox alone confines its commands (under `srt` also set `\"allowAllUnixSockets\": true` in its `network` settings: the server reaches its commands' keeper over a Unix socket)"
+        );
+    }
+    format!(
+        "cannot create {what} ({error}); unprivileged user namespaces are disabled or blocked here (e.g. `kernel.unprivileged_userns_clone=0`, an AppArmor restriction, or a container's seccomp profile)"
+    )
+}
+
+/// Whether this process already runs under someone else's seccomp filter with no_new_privs
+/// (Anthropic's sandbox-runtime, bubblewrap, many containers): it then cannot make namespaces.
+pub fn inside_another_sandbox() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or_default();
+    field("NoNewPrivs:") == "1" && field("Seccomp:") == "2"
+}
+
 /// Enters new mount and PID namespaces (and a network namespace of its own unless the command
 /// shares the machine's, `own_network`). The PID namespace applies to the children created
 /// from now on: the next one is its PID 1.
@@ -24,11 +46,7 @@ pub fn enter(own_network: bool) -> Result<(), String> {
         return Ok(());
     }
     let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
-    unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| {
-        format!(
-            "cannot create the command's namespaces ({e}); unprivileged user namespaces are disabled or blocked here (e.g. `kernel.unprivileged_userns_clone=0`, an AppArmor restriction, or a container's seccomp profile)"
-        )
-    })?;
+    unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| blocked("the command's namespaces", e))?;
     map_ids(uid, gid)
 }
 
@@ -38,12 +56,11 @@ pub fn enter(own_network: bool) -> Result<(), String> {
 /// reach it.
 pub fn enter_holder() -> Result<(), String> {
     if rustix::process::geteuid().is_root() {
-        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("cannot create a mount namespace ({e})"))?;
+        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| blocked("the session's mount namespace", e))?;
     } else {
         let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
-        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|e| {
-            format!("cannot create the session's namespaces ({e}); unprivileged user namespaces are disabled or blocked here")
-        })?;
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+            .map_err(|e| blocked("the session's namespaces", e))?;
         map_ids(uid, gid)?;
     }
     nix::mount::mount(

@@ -145,6 +145,13 @@ fn launch(
     #[cfg(target_os = "linux")]
     let kept = match &confinement {
         None => Some(toolbelt_mcp_terminal::process::keep::kept(&context.config.state_dir).map_err(|err| {
+            if err.kind() == std::io::ErrorKind::PermissionDenied
+                && toolbelt_mcp_sandbox::linux::namespaces::inside_another_sandbox()
+            {
+                return ToolError::Sandbox(format!(
+                    "cannot start the keeper of commands run without the sandbox ({err}): this server runs inside another sandbox that blocks Unix sockets (Anthropic's sandbox-runtime `srt` does by default); allow them there (`srt`: `\"allowAllUnixSockets\": true` in its `network` settings)"
+                ));
+            }
             ToolError::Sandbox(format!(
                 "cannot start the keeper of commands run without the sandbox ({err}); check that the state dir `{}` is writable",
                 context.config.state_dir.display()
