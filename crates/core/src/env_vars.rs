@@ -166,6 +166,14 @@ pub const HOSTS_CACHE: EnvVar = EnvVar {
     audience: Audience::Tests,
 };
 
+/// Where the conformance run keeps the suite and Node 22 it installs.
+pub const CONFORMANCE_CACHE: EnvVar = EnvVar {
+    name: "TOOLBELT_CONFORMANCE_CACHE",
+    doc: "where `tests/conformance/run.py` keeps the conformance suite and Node 22 it installs (default `~/.cache/toolbelt-conformance`)",
+    values: "a directory path",
+    audience: Audience::Tests,
+};
+
 /// Where `npm/link-ordered.py` keeps the symbols of the binary it links.
 pub const KEEP_SYMBOLS: EnvVar = EnvVar {
     name: "TOOLBELT_KEEP_SYMBOLS",
@@ -203,6 +211,7 @@ pub const ALL: &[EnvVar] = &[
     UPDATE_SNAPSHOTS,
     BIN,
     HOSTS_CACHE,
+    CONFORMANCE_CACHE,
     KEEP_SYMBOLS,
     REAL_LINKER,
 ];
