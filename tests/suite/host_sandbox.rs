@@ -47,9 +47,30 @@ async fn a_read_only_codex_thread_writes_nothing_and_a_networkless_one_gets_no_n
         )
         .await;
     assert!(!ws.root.join("cmd-marker").exists(), "a read-only thread's command wrote: {}", touched.text);
-    let read =
-        client.call_with_meta("file_operations", op("read_file", json!({"path": "src/main.rs"})), read_only).await;
+    let read = client
+        .call_with_meta("file_operations", op("read_file", json!({"path": "src/main.rs"})), read_only.clone())
+        .await;
     assert!(!read.is_error, "{}", read.text);
+
+    // A terminal started where it could write takes no input from a read-only call; an undo
+    // (of a change made before) is a write too.
+    let started = client.call_with_meta("terminal_operations", op("start_session", json!({})), json!({})).await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    let typed = client
+        .call_with_meta(
+            "terminal_operations",
+            op("send_input", json!({"session_id": id, "input": "touch pty-marker"})),
+            read_only.clone(),
+        )
+        .await;
+    assert!(typed.is_error && typed.text.contains("may only read"), "{}", typed.text);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!ws.root.join("pty-marker").exists());
+    assert!(!client.file(op("create_file", json!({"path": "undo-marker.txt", "content": "x"}))).await.is_error);
+    let undo = client.call_with_meta("file_operations", op("undo", json!({})), read_only.clone()).await;
+    assert!(undo.is_error && undo.text.contains("read-only"), "{}", undo.text);
+    assert!(ws.root.join("undo-marker.txt").exists(), "the read-only undo removed nothing");
 
     // Writable without network: the write lands; the command has no proxy to reach out by.
     let networkless = codex_meta(&ws, true, "restricted");

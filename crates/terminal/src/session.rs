@@ -63,6 +63,9 @@ pub struct TermSession {
     screen: Option<Arc<Mutex<vt100::Parser>>>,
     /// Started outside the sandbox by an approved escalation: what is typed into it is asked.
     escalated: std::sync::atomic::AtomicBool,
+    /// Started under a sandbox that may write the roots: a call that may only read (a
+    /// read-only host thread) types nothing into it.
+    writable: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TermSession {
@@ -103,6 +106,7 @@ impl TermSession {
             terminal: None,
             screen: None,
             escalated: std::sync::atomic::AtomicBool::new(false),
+            writable: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -114,6 +118,16 @@ impl TermSession {
     /// Whether the session runs outside the sandbox by an approved escalation.
     pub fn is_escalated(&self) -> bool {
         self.escalated.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records that the session was started under a sandbox that may write the roots.
+    pub fn mark_writable(&self) {
+        self.writable.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether what is typed into the session may write (its sandbox, or an escalation).
+    pub fn is_writable(&self) -> bool {
+        self.writable.load(std::sync::atomic::Ordering::Relaxed) || self.is_escalated()
     }
 
     /// A finished foreground command, kept so its full output can be paged.

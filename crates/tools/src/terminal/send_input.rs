@@ -79,6 +79,17 @@ impl Operation for SendInput {
                 how_to_allow: "send the input with `escalate: true` and a `justification`: the user is asked each time, with the input shown".into(),
             });
         }
+        // A call that may only read (the server, or the host's thread, is read-only now) types
+        // nothing into a session started where it could write: the input could.
+        if context.config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly && session.is_writable() {
+            return Err(ToolError::Denied {
+                reason: format!(
+                    "session `{}` was started under a sandbox that writes the roots, and this call may only read (the sandbox, or the host's thread, is read-only now): what is typed into it could write",
+                    args.session_id
+                ),
+                how_to_allow: "read it with `read_output`, or start a new session, which runs read-only now".into(),
+            });
+        }
         if session.kind != Kind::Pty {
             return Err(ToolError::WrongSession {
                 id: args.session_id,

@@ -97,6 +97,9 @@ impl Operation for StartSession {
         if call.unsandboxed {
             session.mark_escalated();
         }
+        if context.config.sandbox != toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly {
+            session.mark_writable();
+        }
         terminals.insert(number, session.clone());
         terminals.track(session.pgid, &launch);
         session.wait_until_quiet(0, wait, QUIET).await;
