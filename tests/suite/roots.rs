@@ -151,6 +151,14 @@ async fn started_in_the_home_or_the_root_with_no_workspace_named_it_refuses_with
     let absolute = read_with_meta(&service, &home.join("src/main.rs").display().to_string(), json!({})).await;
     assert!(absolute.is_error && absolute.text.contains("no workspace"), "{}", absolute.text);
     service.cancel().await.unwrap();
+    // Started in a directory that holds the home (a parent of it), or named one by the host.
+    let above = home.parent().unwrap().to_path_buf();
+    let service = start_plain(&above, &home, &[], &ws).await;
+    let reply = read_with_meta(&service, "main.rs", json!({})).await;
+    assert!(reply.is_error && reply.text.contains("(a directory that holds your home directory)"), "{}", reply.text);
+    let named = read_with_meta(&service, "main.rs", json!({"agent-working-dir": above.display().to_string()})).await;
+    assert!(named.is_error && named.text.contains("no workspace"), "{}", named.text);
+    service.cancel().await.unwrap();
     // Started in `/`.
     let service = start_plain(std::path::Path::new("/"), &home, &[], &ws).await;
     let reply = read_with_meta(&service, "etc/hostname", json!({})).await;

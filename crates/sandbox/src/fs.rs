@@ -407,6 +407,21 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     crate::owned::check(dir, false)
 }
 
+/// Whether other users may write in the directory `path` (`o+w`, as `/tmp`, `/var/tmp` and
+/// `/dev/shm` are): never a workspace by default.
+pub fn others_may_write(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o002 != 0)
+    }
+    #[cfg(windows)]
+    {
+        let _ = path;
+        false
+    }
+}
+
 /// Whether `path` exists with its owner's write permission removed (`chmod a-w`): the store
 /// then opens it read-only, honouring that even for root, whom the kernel would let write.
 pub fn is_write_protected(path: &Path) -> bool {

@@ -10,39 +10,47 @@ use toolbelt_mcp_sandbox::fs;
 /// The environment variable Claude Code sets to the project for the servers it starts.
 pub const CLAUDE_PROJECT_DIR: &str = "CLAUDE_PROJECT_DIR";
 
-/// Directories that are never a workspace unless given by name: the system's own trees, and
-/// the parents of every user's files.
-const SYSTEM_DIRS: &[&str] = &[
+/// Trees no directory of which is a workspace unless given by name: the system's own.
+const SYSTEM_TREES: &[&str] = &[
     "/bin",
     "/boot",
     "/dev",
     "/etc",
-    "/home",
     "/lib",
     "/lib32",
     "/lib64",
     "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/System",
+    "/Library",
+    "/private/etc",
+    "/private/var",
+    "/private/tmp",
+];
+
+/// Directories that are never a workspace unless given by name (their subdirectories may be):
+/// the parents of users' and services' files, and shared temp dirs.
+const SYSTEM_DIRS: &[&str] = &[
+    "/home",
     "/media",
     "/mnt",
     "/opt",
-    "/proc",
     "/root",
-    "/run",
-    "/sbin",
     "/srv",
-    "/sys",
     "/tmp",
-    "/usr",
     "/var",
+    "/var/cache",
+    "/var/lib",
+    "/var/log",
+    "/var/tmp",
     "/Applications",
-    "/Library",
-    "/System",
     "/Users",
     "/Volumes",
     "/private",
-    "/private/tmp",
-    "/private/var",
-    "/private/etc",
 ];
 
 /// Windows directories (compared without case) that are never a workspace unless given.
@@ -57,7 +65,12 @@ pub fn never_by_default(dir: &Path, home: Option<&Path>) -> Option<&'static str>
     if home.is_some_and(|home| home == dir) {
         return Some("your home directory");
     }
-    if SYSTEM_DIRS.iter().any(|system| dir == Path::new(system)) {
+    if home.is_some_and(|home| home.starts_with(dir)) {
+        return Some("a directory that holds your home directory");
+    }
+    if SYSTEM_DIRS.iter().any(|system| dir == Path::new(system))
+        || SYSTEM_TREES.iter().any(|tree| dir.starts_with(tree))
+    {
         return Some("a system directory");
     }
     // `C:\Windows`, `C:\Users`, …: one component below a drive's root.
@@ -72,6 +85,12 @@ pub fn never_by_default(dir: &Path, home: Option<&Path>) -> Option<&'static str>
         return Some("a system directory");
     }
     None
+}
+
+/// Why the existing directory `dir` may not be a workspace by default, if it may not: what
+/// [`never_by_default`] says, or that other users may write in it.
+fn refused(dir: &Path, home: Option<&Path>) -> Option<&'static str> {
+    never_by_default(dir, home).or_else(|| fs::others_may_write(dir).then_some("a directory other users may write"))
 }
 
 /// The user's home, canonical, if the environment names one that exists.
@@ -94,7 +113,7 @@ pub fn host_dir(named: &str, home: Option<&Path>) -> Option<PathBuf> {
         return None;
     }
     let canonical = fs::canonicalize(&path).ok()?;
-    (fs::is_dir(&canonical) && never_by_default(&canonical, home).is_none()).then_some(canonical)
+    (fs::is_dir(&canonical) && refused(&canonical, home).is_none()).then_some(canonical)
 }
 
 /// The default workspace when no root was given: the project dir Claude Code names, else the
@@ -108,7 +127,7 @@ pub fn fallback(env: &dyn Fn(&str) -> Option<OsString>, cwd: &Path) -> Result<Pa
         return Ok(dir);
     }
     let cwd = fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    match never_by_default(&cwd, home.as_deref()) {
+    match refused(&cwd, home.as_deref()) {
         Some(what) => Err(refusal(&cwd, what)),
         None => Ok(cwd),
     }
@@ -136,10 +155,19 @@ mod tests {
         let home = Path::new("/home/someone");
         assert_eq!(never_by_default(Path::new("/"), Some(home)), Some("the file system's root"));
         assert_eq!(never_by_default(home, Some(home)), Some("your home directory"));
-        for system in ["/usr", "/etc", "/tmp", "/home", "/Users", "/var"] {
+        for system in ["/usr", "/etc", "/tmp", "/Users", "/var", "/var/tmp", "/var/lib", "/usr/local", "/dev/shm"] {
             assert_eq!(never_by_default(Path::new(system), Some(home)), Some("a system directory"), "{system}");
         }
-        for project in ["/home/someone/project", "/usr/local/src/app", "/tmp/work", "/var/www/site"] {
+        for above in ["/home", "/home/"] {
+            let what = never_by_default(Path::new(above), Some(home));
+            assert_eq!(what, Some("a directory that holds your home directory"), "{above}");
+        }
+        assert_eq!(
+            never_by_default(Path::new("/data/users"), Some(Path::new("/data/users/someone"))),
+            Some("a directory that holds your home directory"),
+            "an ancestor of a home anywhere"
+        );
+        for project in ["/home/someone/project", "/tmp/work", "/var/www/site", "/opt/app", "/srv/site"] {
             assert_eq!(never_by_default(Path::new(project), Some(home)), None, "{project}");
         }
     }
