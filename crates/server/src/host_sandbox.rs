@@ -3,6 +3,7 @@
 //! ours applies to that call. A read-only thread gets read-only file operations and a read-only
 //! command sandbox; a thread without network gets commands without network.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -24,15 +25,19 @@ pub(crate) struct HostLimits {
 impl HostLimits {
     /// The limits a call's `_meta` states, if it carries the host's sandbox state. A state this
     /// server cannot read limits the call to read-only without network: it never widens.
-    pub(crate) fn from_meta(meta: &Map<String, Value>) -> Option<Self> {
+    /// `roots`: the call's, which a write entry of the profile must cover to let it write.
+    pub(crate) fn from_meta(meta: &Map<String, Value>, roots: &[PathBuf]) -> Option<Self> {
         let state = meta.get(CODEX_SANDBOX_STATE)?;
-        if let Some(profile) = state.get("permissionProfile").filter(|p| !p.is_null()) {
-            return Some(Self::of_profile(profile));
-        }
-        if let Some(policy) = state.get("sandboxPolicy").filter(|p| !p.is_null()) {
-            return Some(Self::of_policy(policy));
-        }
-        Some(Self::STRICT)
+        let profile = state.get("permissionProfile").filter(|p| !p.is_null()).map(|p| Self::of_profile(p, roots));
+        let policy = state.get("sandboxPolicy").filter(|p| !p.is_null()).map(Self::of_policy);
+        Some(match (profile, policy) {
+            // Both said: the stricter of the two, field by field.
+            (Some(a), Some(b)) => {
+                Self { read_only: a.read_only || b.read_only, no_network: a.no_network || b.no_network }
+            }
+            (Some(one), None) | (None, Some(one)) => one,
+            (None, None) => Self::STRICT,
+        })
     }
 
     const STRICT: Self = Self { read_only: true, no_network: true };
@@ -41,7 +46,7 @@ impl HostLimits {
     /// Codex's permission profile: `disabled` (no sandbox), or `managed` with a file system
     /// (`unrestricted`, or `restricted` with read and write entries) and a network (`enabled`
     /// or `restricted`).
-    fn of_profile(profile: &Value) -> Self {
+    fn of_profile(profile: &Value, roots: &[PathBuf]) -> Self {
         match profile.get("type").and_then(Value::as_str) {
             Some("disabled") => Self::NONE,
             Some("managed") => {
@@ -51,7 +56,7 @@ impl HostLimits {
                     Some("restricted") => !file_system
                         .and_then(|fs| fs.get("entries"))
                         .and_then(Value::as_array)
-                        .is_some_and(|entries| entries.iter().any(|e| e.get("access") == Some(&Value::from("write")))),
+                        .is_some_and(|entries| entries.iter().any(|entry| writes_the_roots(entry, roots))),
                     _ => true,
                 };
                 let no_network = profile.get("network").and_then(Value::as_str) != Some("enabled");
@@ -85,13 +90,36 @@ impl HostLimits {
     }
 }
 
+/// Whether a profile entry lets the thread write where this server's roots are: `write` access
+/// to the file system's root, to the thread's working directory, or to a path that holds every
+/// root. An entry for elsewhere (the temp dirs), of an unknown kind, or without a path, does not.
+fn writes_the_roots(entry: &Value, roots: &[PathBuf]) -> bool {
+    if entry.get("access").and_then(Value::as_str) != Some("write") {
+        return false;
+    }
+    let Some(path) = entry.get("path") else { return false };
+    match path.get("type").and_then(Value::as_str) {
+        Some("special") => matches!(
+            path.get("value").and_then(|v| v.get("kind")).and_then(Value::as_str),
+            Some("root" | "current_working_directory")
+        ),
+        Some("path") => path.get("path").and_then(Value::as_str).is_some_and(|named| {
+            let named = Path::new(named);
+            // Where it really is (roots are canonical): `/var` is `/private/var` on macOS.
+            let named = toolbelt_mcp_sandbox::fs::canonicalize(named).unwrap_or_else(|_| named.to_path_buf());
+            named.is_absolute() && !roots.is_empty() && roots.iter().all(|root| root.starts_with(&named))
+        }),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn limits(state: Value) -> Option<HostLimits> {
-        HostLimits::from_meta(json!({ CODEX_SANDBOX_STATE: state }).as_object().unwrap())
+        HostLimits::from_meta(json!({ CODEX_SANDBOX_STATE: state }).as_object().unwrap(), &[PathBuf::from("/w/p")])
     }
 
     #[test]
@@ -119,9 +147,37 @@ mod tests {
             Some(HostLimits::NONE)
         );
         assert_eq!(limits(json!({"sandboxPolicy": {"type": "danger-full-access"}})), Some(HostLimits::NONE));
+        // A write entry widens only where it covers the roots: not elsewhere, not of an unknown
+        // kind, not without a path.
+        let read = json!({"access": "read", "path": {"type": "special", "value": {"kind": "root"}}});
+        for entry in [
+            json!({"access": "write"}),
+            json!({"access": "write", "path": {"type": "special", "value": {"kind": "nonsense"}}}),
+            json!({"access": "write", "path": {"type": "special", "value": {"kind": "slash_tmp"}}}),
+            json!({"access": "write", "path": {"type": "path", "path": "/elsewhere"}}),
+            json!({"access": "write", "path": {"type": "path", "path": "/w/p/sub"}}),
+            json!({"access": "write", "path": {"type": "path", "path": "w"}}),
+        ] {
+            assert_eq!(
+                limits(managed(vec![read.clone(), entry.clone()], "enabled")).map(|l| l.read_only),
+                Some(true),
+                "{entry}"
+            );
+        }
+        for path in ["/w/p", "/w", "/"] {
+            let entry = json!({"access": "write", "path": {"type": "path", "path": path}});
+            assert_eq!(
+                limits(managed(vec![read.clone(), entry], "enabled")).map(|l| l.read_only),
+                Some(false),
+                "{path}"
+            );
+        }
+        // Both keys: the stricter wins.
+        let both = json!({"permissionProfile": {"type": "disabled"}, "sandboxPolicy": {"type": "read-only"}});
+        assert_eq!(limits(both), Some(HostLimits::STRICT));
         // What cannot be read never widens.
         assert_eq!(limits(json!({"permissionProfile": {"type": "something-new"}})), Some(HostLimits::STRICT));
         assert_eq!(limits(json!({"sandboxCwd": "/w"})), Some(HostLimits::STRICT));
-        assert_eq!(HostLimits::from_meta(&Map::new()), None);
+        assert_eq!(HostLimits::from_meta(&Map::new(), &[]), None);
     }
 }

@@ -645,7 +645,8 @@ impl ServerHandler for Server {
             return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
         }
         // The host's own sandbox, when the call carries it: the stricter side applies.
-        let narrowed = host_sandbox::HostLimits::from_meta(&context.meta).map(|limits| limits.apply(config));
+        let narrowed =
+            host_sandbox::HostLimits::from_meta(&context.meta, roots.list()).map(|limits| limits.apply(config));
         let config = narrowed.as_ref().unwrap_or(config);
         let retry = Retry {
             input_responses: request.input_responses.clone(),
