@@ -210,3 +210,16 @@ async fn the_host_names_the_workspace_claude_codes_project_dir_codex_and_goose_m
         service.cancel().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn client_roots_that_are_the_disk_or_a_system_dir_are_ignored() {
+    let ws = Workspace::new();
+    let roots = vec![PathBuf::from("/"), PathBuf::from("/etc"), ws.root.join("src")];
+    let handler = RootsClient { roots: Arc::new(Mutex::new(roots)) };
+    let service = start(handler, &["serve".into()], &ws.root.join("data"), &ws).await;
+    let reply = read(&service, "main.rs").await;
+    assert!(!reply.is_error && reply.text.contains("fn main()"), "the usable root is kept: {}", reply.text);
+    let etc = read(&service, "/etc/hostname").await;
+    assert!(etc.is_error, "`/` and `/etc` are not roots: {}", etc.text);
+    service.cancel().await.unwrap();
+}

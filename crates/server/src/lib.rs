@@ -417,14 +417,20 @@ impl ServerHandler for Server {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if self.roots.awaiting_client() {
             let (roots, peer, level) = (self.roots.clone(), context.peer.clone(), self.log_level.clone());
-            tokio::spawn(async move { roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level)).await });
+            let home = self.shared.home.clone();
+            tokio::spawn(async move {
+                roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level), home.as_deref()).await
+            });
         }
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         if !self.shared.config.roots_explicit {
             let (roots, peer, level) = (self.roots.clone(), context.peer.clone(), self.log_level.clone());
-            tokio::spawn(async move { roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level)).await });
+            let home = self.shared.home.clone();
+            tokio::spawn(async move {
+                roots.fetch(&peer, &logging::Logger::for_connection(&peer, &level), home.as_deref()).await
+            });
         }
     }
 

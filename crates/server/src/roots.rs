@@ -109,14 +109,22 @@ impl SessionRoots {
 
     /// Asks the client for its roots and adopts the ones that are existing local directories.
     #[allow(deprecated, reason = "roots are deprecated by SEP-2577 but still sent by current hosts")]
-    pub(crate) async fn fetch(&self, peer: &Peer<RoleServer>, logger: &Logger) {
+    pub(crate) async fn fetch(&self, peer: &Peer<RoleServer>, logger: &Logger, home: Option<&std::path::Path>) {
         let answer = tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await;
         match answer {
             Ok(Ok(result)) => {
                 let mut dirs = Vec::new();
                 for root in &result.roots {
                     match local_dir(&root.uri) {
-                        Some(dir) => dirs.push(dir),
+                        // The client names it, but `/`, the home (or above), a system directory or
+                        // one others may write is no more a workspace than when guessed.
+                        Some(dir) => match toolbelt_mcp_core::config::workspace::refused(&dir, home) {
+                            None => dirs.push(dir),
+                            Some(what) => logger.log(
+                                Severity::Warning,
+                                format!("ignoring the client root `{}`: it is {what}, never a workspace unless given with `--root`", root.uri),
+                            ),
+                        },
                         None => logger.log(
                             Severity::Warning,
                             format!("ignoring the client root `{}`: it is not an existing local directory", root.uri),

@@ -89,7 +89,7 @@ pub fn never_by_default(dir: &Path, home: Option<&Path>) -> Option<&'static str>
 
 /// Why the existing directory `dir` may not be a workspace by default, if it may not: what
 /// [`never_by_default`] says, or that other users may write in it.
-fn refused(dir: &Path, home: Option<&Path>) -> Option<&'static str> {
+pub fn refused(dir: &Path, home: Option<&Path>) -> Option<&'static str> {
     never_by_default(dir, home).or_else(|| fs::others_may_write(dir).then_some("a directory other users may write"))
 }
 
