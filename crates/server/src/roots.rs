@@ -27,6 +27,9 @@ pub(crate) struct SessionRoots {
     refused: RwLock<Option<String>>,
     /// Whether the client's MCP roots were adopted: a host's `_meta` directory then changes nothing.
     from_client: AtomicBool,
+    /// The directory a host last named in `_meta`, as written: Codex names it on every call, and
+    /// the same name is neither resolved nor warned about again.
+    last_named: std::sync::Mutex<Option<String>>,
 }
 
 /// The `_meta` keys hosts name their working directory with: Codex's sandbox state
@@ -50,6 +53,7 @@ impl SessionRoots {
             ready: watch::Sender::new(true),
             refused: RwLock::new(refused),
             from_client: AtomicBool::new(false),
+            last_named: std::sync::Mutex::new(None),
         }
     }
 
@@ -64,6 +68,13 @@ impl SessionRoots {
     pub(crate) fn adopt_host_dir(&self, named: &str, home: Option<&std::path::Path>) -> bool {
         if self.from_client.load(Ordering::Acquire) {
             return false;
+        }
+        {
+            let mut last = self.last_named.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.as_deref() == Some(named) {
+                return false;
+            }
+            *last = Some(named.to_string());
         }
         let Some(dir) = toolbelt_mcp_core::config::workspace::host_dir(named, home) else {
             tracing::warn!(
