@@ -12,9 +12,10 @@ use toolbelt_mcp_sandbox::mode::{Network, SandboxMode};
 /// Flags shared by every command that resolves a configuration.
 #[derive(Debug, Default, Clone, Args)]
 pub struct CommonArgs {
-    /// A directory the tools may use (repeatable). Default: the client's MCP roots if it
+    /// A directory the tools may use (repeatable; one `--root` may also take several, as an
+    /// MCP Bundle's list of directories arrives). Default: the client's MCP roots if it
     /// offers them, else the current directory. Env: `TOOLBELT_ROOT` (`:`-separated).
-    #[arg(long = "root", value_name = "DIR")]
+    #[arg(long = "root", value_name = "DIR", num_args = 1..)]
     pub roots: Vec<PathBuf>,
     /// TOML config file. Default: `$XDG_CONFIG_HOME/toolbelt-mcp/config.toml` if it exists.
     /// Env: `TOOLBELT_CONFIG`.
@@ -167,5 +168,31 @@ impl ToolLayout {
             Self::Consolidated => "consolidated",
             Self::Granular => "granular",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::CommonArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    fn roots(args: &[&str]) -> Vec<String> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).unwrap();
+        cli.common.roots.iter().map(|root| root.display().to_string()).collect()
+    }
+
+    #[test]
+    fn one_root_flag_takes_several_directories_and_repeats() {
+        assert_eq!(roots(&["--root", "/a"]), ["/a"]);
+        assert_eq!(roots(&["--root", "/a", "/b c", "--sandbox", "read-only"]), ["/a", "/b c"]);
+        assert_eq!(roots(&["--root", "/a", "--root", "/b"]), ["/a", "/b"]);
+        assert!(Cli::try_parse_from(["serve", "--root"]).is_err());
     }
 }
