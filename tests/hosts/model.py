@@ -7,6 +7,8 @@ It speaks what a coding host speaks to its provider:
   `stream: true`, a JSON message otherwise; `POST /v1/messages/count_tokens`), for Claude Code;
 - the OpenAI Responses API (`POST /v1/responses`, SSE), for Codex CLI;
 - OpenAI Chat Completions (`POST /v1/chat/completions`, SSE or JSON), for Qwen Code;
+- the Gemini API (`POST /v1beta/models/MODEL:streamGenerateContent?alt=sse` or
+  `:generateContent`), for Gemini CLI;
 - `GET /v1/models`, for hosts that list models first.
 
 Instead of thinking it plays a script: one tool call per turn, in order, then a final text
@@ -263,7 +265,42 @@ def chat_history(messages: Any) -> tuple[dict[str, dict], dict[str, dict]]:
     return calls, results
 
 
+def is_gemini(path: str) -> bool:
+    return path.endswith((":generateContent", ":streamGenerateContent"))
+
+
+def gemini_tools(body: dict[str, Any]) -> list[Any]:
+    """A Gemini request's function declarations, as plain tools."""
+    return [d for t in body.get("tools") or [] if isinstance(t, dict)
+            for d in t.get("functionDeclarations") or [] if isinstance(d, dict)]
+
+
+def gemini_history(contents: Any) -> tuple[dict[str, dict], dict[str, dict]]:
+    """(calls, results) found in a Gemini `contents` history. Calls are keyed by the id this
+    endpoint gave them when the host kept it, else by their order (one call per turn)."""
+    calls: dict[str, dict] = {}
+    results: dict[str, dict] = {}
+    order = {"call": 0, "result": 0}
+    for content in contents or []:
+        for part in (content.get("parts") if isinstance(content, dict) else None) or []:
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("functionCall"), dict):
+                call = part["functionCall"]
+                calls[call.get("id") or ANTHROPIC_ID.format(order["call"])] = call
+                order["call"] += 1
+            elif isinstance(part.get("functionResponse"), dict):
+                answer = part["functionResponse"]
+                key = answer.get("id") or ANTHROPIC_ID.format(order["result"])
+                order["result"] += 1
+                results[key] = {"text": text_of_blocks(json.dumps(answer.get("response"), ensure_ascii=False)),
+                                "is_error": False}
+    return calls, results
+
+
 def history_of(path: str, body: dict[str, Any]) -> tuple[dict[str, dict], dict[str, dict]]:
+    if is_gemini(path):
+        return gemini_history(body.get("contents"))
     if path.endswith("/responses"):
         return responses_history(body.get("input"))
     if path.endswith("/chat/completions"):
@@ -424,6 +461,17 @@ def responses_stream(reply: Reply, n: int, model: str) -> bytes:
     return sse(events)
 
 
+def gemini_response(reply: Reply, stream: bool) -> bytes:
+    if reply.kind == "text":
+        part: dict[str, Any] = {"text": reply.text}
+    else:
+        part = {"functionCall": {"id": reply.call_id, "name": reply.tool, "args": reply.args}}
+    data = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120},
+            "modelVersion": MODEL_ID}
+    return ("data: " + json.dumps(data, ensure_ascii=False) + "\r\n\r\n").encode() if stream else json.dumps(data).encode()
+
+
 def chat_message(reply: Reply) -> dict[str, Any]:
     if reply.kind == "text":
         return {"role": "assistant", "content": reply.text}
@@ -565,7 +613,9 @@ class ModelServer:
     def _is_main(self, path: str, body: dict[str, Any]) -> bool:
         if not (responses_tools(body) if path.endswith("/responses") else body.get("tools")):
             return False
-        if path.endswith("/responses"):
+        if is_gemini(path):
+            convo = body.get("contents")
+        elif path.endswith("/responses"):
             convo = body.get("input")
         else:
             convo = body.get("messages")
@@ -617,6 +667,16 @@ class ModelServer:
             data = {"id": f"resp_{seq}", "object": "response", "status": "completed", "model": model,
                     "output": [item], "usage": {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}}
             return 200, "application/json", json.dumps(data).encode(), summary
+
+        if is_gemini(path):
+            if main:
+                calls, _ = gemini_history(body.get("contents"))
+                reply = self.player.decide(gemini_tools(body), calls, (), ANTHROPIC_ID, ANTHROPIC_SEARCH_ID)
+            else:
+                reply = Reply("text", text="ok")
+            stream = path.endswith(":streamGenerateContent")
+            ctype = "text/event-stream" if stream else "application/json"
+            return 200, ctype, gemini_response(reply, stream), dict(reply.summary(), main=main)
 
         if path.endswith("/chat/completions"):
             if main:
