@@ -20,6 +20,7 @@ mod hardening;
 #[cfg(target_os = "linux")]
 mod host_sandbox;
 pub(crate) mod http;
+mod install_manifests;
 mod integrity;
 #[cfg(target_os = "linux")]
 mod isolation;
