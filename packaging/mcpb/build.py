@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import shutil
-import stat
 import struct
 import subprocess
 import sys
@@ -49,10 +48,10 @@ def cargo_version():
     raise BuildError("no `version = ` line in Cargo.toml")
 
 
-def binaries(npm_dirs, version):
-    """{platform: path of its extracted binary} from the platform tarballs in `npm_dirs`."""
+def binaries(npm_dirs, version, scratch):
+    """{platform: path of its extracted binary} from the platform tarballs in `npm_dirs`,
+    extracted under `scratch`."""
     found = {}
-    scratch = tempfile.mkdtemp(prefix="toolbelt-mcpb-npm-")
     for npm_dir in npm_dirs:
         for tgz in glob.glob(os.path.join(npm_dir, f"toolbelt-mcp-*-{version}.tgz")):
             name = os.path.basename(tgz)[len("toolbelt-mcp-") : -len(f"-{version}.tgz")]
@@ -131,8 +130,23 @@ def build(out, npm_dirs):
         raise BuildError(f"packaging/mcpb/manifest.json has version {manifest['version']}, Cargo.toml {version}: make them equal")
     if not os.path.exists(MCPB):
         raise BuildError(f"`{MCPB}` is missing: run `npm ci --prefix packaging` first")
-    found = binaries(npm_dirs, version)
-    stage = tempfile.mkdtemp(prefix="toolbelt-mcpb-stage-")
+    with tempfile.TemporaryDirectory(prefix="toolbelt-mcpb-") as scratch:
+        stage = os.path.join(scratch, "stage")
+        os.mkdir(stage)
+        found = binaries(npm_dirs, version, scratch)
+        platforms = assemble(manifest, found, stage)
+        print(run([MCPB, "validate", os.path.join(stage, "manifest.json")]).strip())
+        out = os.path.abspath(out)
+        if os.path.exists(out):
+            os.remove(out)
+        print(run([MCPB, "pack", stage, out]).strip().splitlines()[-1])
+    print(run([MCPB, "info", out]).strip())
+    print(f"{out}: {os.path.getsize(out)} bytes, platforms {', '.join(platforms)}")
+
+
+def assemble(manifest, found, stage):
+    """Stages the bundle's files in `stage`: the icon, each platform's entry, the manifest
+    naming exactly those platforms and the tools. Returns the platforms."""
     shutil.copy(os.path.join(HERE, "icon.png"), stage)
 
     platforms = []
@@ -167,16 +181,7 @@ def build(out, npm_dirs):
     with open(os.path.join(stage, "manifest.json"), "w") as file:
         json.dump(manifest, file, indent=2)
         file.write("\n")
-
-    print(run([MCPB, "validate", os.path.join(stage, "manifest.json")]).strip())
-    out = os.path.abspath(out)
-    if os.path.exists(out):
-        os.remove(out)
-    print(run([MCPB, "pack", stage, out]).strip().splitlines()[-1])
-    print(run([MCPB, "info", out]).strip())
-    mode = stat.S_IMODE(os.stat(out).st_mode)
-    print(f"{out}: {os.path.getsize(out)} bytes (mode {mode:o}), platforms {', '.join(platforms)}")
-    shutil.rmtree(stage, ignore_errors=True)
+    return platforms
 
 
 def main():

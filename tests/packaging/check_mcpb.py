@@ -7,12 +7,14 @@ Desktop runs) from a `user_config` as the app's form gives it, and that line run
 the official Python MCP SDK: two project folders (one with a space) are the roots, the sandbox
 and approval fields take effect, and a form missing the required folders starts nothing.
 
-Usage: python3 tests/packaging/check_mcpb.py BUNDLE.mcpb   (after `npm ci --prefix packaging`)
+Usage: python3 tests/packaging/check_mcpb.py BUNDLE.mcpb [PLATFORMS]   (after `npm ci --prefix packaging`)
+PLATFORMS (e.g. `darwin,linux,win32`): the platforms the bundle must carry.
 """
 
 import asyncio
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -25,6 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PACKAGING = os.path.join(REPO, "packaging")
 MCPB = os.path.join(PACKAGING, "node_modules", ".bin", "mcpb")
 BUNDLE = os.path.abspath(sys.argv[1])
+EXPECTED = sorted(sys.argv[2].split(",")) if len(sys.argv) > 2 else []
 TMP = tempfile.mkdtemp(prefix="toolbelt-mcpb-check-")
 failures = []
 
@@ -74,7 +77,13 @@ def check_entries(unpacked, manifest):
     if "win32" in platforms:
         with open(os.path.join(unpacked, "server/win32-x64/toolbelt-mcp.exe"), "rb") as file:
             check("Windows: a PE executable", file.read(2) == b"MZ")
-    check("the bundle names each platform it carries", set(platforms) >= {"linux"}, platforms)
+    entries = {"darwin": "server/darwin/toolbelt-mcp", "win32": "server/win32-x64/toolbelt-mcp.exe",
+               "linux": "server/linux-x64/toolbelt-mcp"}
+    carried = sorted(name for name, entry in entries.items() if os.path.exists(os.path.join(unpacked, entry)))
+    check("the bundle names exactly the platforms whose entries it carries", sorted(platforms) == carried,
+          f"names {platforms}, carries {carried}")
+    if EXPECTED:
+        check(f"the bundle carries {', '.join(EXPECTED)}", carried == EXPECTED, carried)
 
 
 async def serve(config, folders):
@@ -87,7 +96,6 @@ async def serve(config, folders):
             for folder in folders:
                 res = await session.call_tool("file_operations", {"operation": "read_file", "path": os.path.join(folder, "marker.txt")})
                 files[folder] = "\n".join(getattr(c, "text", "") for c in res.content)
-            tools = {t.name: t for t in (await session.list_tools()).tools}
             write = await session.call_tool("file_operations", {
                 "operation": "create_file", "path": os.path.join(folders[1], "written.txt"), "content": "from the bundle\n"})
             return files, write
@@ -131,7 +139,9 @@ def main():
           bool(getattr(write, "isError", False) or getattr(write, "is_error", False))
           and not os.path.exists(os.path.join(folders[0], "written.txt")), write)
 
-    print(f"{len(failures)} failed" if failures else "all passed")
+    print(f"{len(failures)} failed, kept {TMP}" if failures else "all passed")
+    if not failures:
+        shutil.rmtree(TMP, ignore_errors=True)
     sys.exit(1 if failures else 0)
 
 

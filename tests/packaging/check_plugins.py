@@ -76,7 +76,7 @@ def workspace(root, npm_dir):
     return ws
 
 
-def host_env(home, ws):
+def host_env(home):
     env = hosts.base_env(home)
     # npx must not reach for a registry: the package is the workspace's.
     env.update(npm_config_offline="true", npm_config_update_notifier="false", TOOLBELT_AUDIT_LOG="off")
@@ -118,10 +118,16 @@ def first_main_tools(records, marker):
     return [t.get("name") for t in ((first or {}).get("body") or {}).get("tools", []) if isinstance(t, dict)]
 
 
+def no_hints(root):
+    config = root / "no-hints.toml"
+    config.write_text("host_tool_hints = false\n")
+    return config
+
+
 def claude(exe, root, ws):
     home = root / "claude-home"
     home.mkdir()
-    env = host_env(home, ws)
+    env = host_env(home)
     for target in (REPO / "plugins" / "toolbelt", REPO):
         done = sh([str(exe), "plugin", "validate", "--strict", str(target)], env)
         check(f"claude plugin validate --strict {target.relative_to(REPO) or '.'}", done.returncode == 0,
@@ -134,6 +140,8 @@ def claude(exe, root, ws):
         "ANTHROPIC_API_KEY": "sk-ant-plugincheck", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
         "MCP_TIMEOUT": "60000", "ENABLE_TOOL_SEARCH": "true",
+        # The server's own keep-loaded hint off: only the plugin's `alwaysLoad` keeps the tools.
+        "TOOLBELT_CONFIG": str(no_hints(root)),
     })
     server = "plugin_toolbelt_toolbelt"
     command = lambda url: ([str(exe), "-p", PROMPT, "--allowedTools", f"mcp__{server}__*", "--output-format",
@@ -141,7 +149,7 @@ def claude(exe, root, ws):
     run_dir = root / "claude-run"
     records = drive(command, env, ws, run_dir, server)
     names = first_main_tools(records, MARKER)
-    check("claude: the plugin's tools are in the first request with tool search on (alwaysLoad)",
+    check("claude: the plugin's tools are in the first request with tool search on (its `alwaysLoad`)",
           f"mcp__{server}__file_operations" in names, names)
     read_through(records, "claude", run_dir)
 
@@ -149,7 +157,7 @@ def claude(exe, root, ws):
 def codex(exe, root, ws):
     home = root / "codex-home"
     home.mkdir()
-    env = host_env(home, ws)
+    env = host_env(home)
     # Outside the system temp dir: Codex refuses to make its helper links under /tmp.
     env["CODEX_HOME"] = str(home / ".codex")
     (home / ".codex").mkdir()
@@ -184,7 +192,7 @@ def codex(exe, root, ws):
 def gemini(exe, root, ws):
     home = root / "gemini-home"
     (home / ".gemini").mkdir(parents=True)
-    env = host_env(home, ws)
+    env = host_env(home)
     (home / ".gemini" / "settings.json").write_text(json.dumps({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
