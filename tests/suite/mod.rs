@@ -60,6 +60,7 @@ mod roots;
 mod sandbox;
 mod search;
 mod sessions;
+mod tasks;
 mod team;
 mod terminal;
 mod todo;

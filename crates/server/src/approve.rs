@@ -129,7 +129,7 @@ pub(crate) fn binding(
 }
 
 /// The answer in an echoed elicitation result.
-fn answer_of_result(value: &serde_json::Value) -> Answer {
+pub(crate) fn answer_of_result(value: &serde_json::Value) -> Answer {
     match serde_json::from_value::<ElicitResult>(value.clone()) {
         Ok(result) if result.action == ElicitationAction::Accept => {
             match result.content.map(serde_json::from_value::<ApprovalForm>) {
@@ -145,11 +145,16 @@ fn answer_of_result(value: &serde_json::Value) -> Answer {
 
 /// The input-required result asking `message`, echoing `state`.
 pub(crate) fn input_required(message: String, state: String) -> Result<InputRequiredResult, String> {
+    let mut requests = InputRequests::new();
+    requests.insert(KEY.into(), form(message)?);
+    Ok(InputRequiredResult::new(Some(requests), Some(state)))
+}
+
+/// The approval form asking `message`, as an input request (of a call or of a task).
+pub(crate) fn form(message: String) -> Result<InputRequest, String> {
     let schema = ElicitationSchema::from_type::<ApprovalForm>().map_err(|e| e.to_string())?;
     let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
-    let mut requests = InputRequests::new();
-    requests.insert(KEY.into(), InputRequest::Elicitation(ElicitRequest::new(params)));
-    Ok(InputRequiredResult::new(Some(requests), Some(state)))
+    Ok(InputRequest::Elicitation(ElicitRequest::new(params)))
 }
 
 fn answer_of(form: ApprovalForm) -> Answer {

@@ -16,17 +16,18 @@ mod signals;
 mod skills;
 pub mod stdio;
 mod subscriptions;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
-    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams,
+    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -61,6 +62,8 @@ pub struct Shared {
     open: Mutex<HashMap<String, Arc<Session>>>,
     /// The user's home (canonical): never adopted as the workspace a host names.
     home: Option<std::path::PathBuf>,
+    /// The calls running as MCP tasks, of every session.
+    tasks: tasks::Tasks,
 }
 
 impl Shared {
@@ -72,7 +75,8 @@ impl Shared {
         let sessionless_used = Mutex::new(Instant::now());
         let audit = AuditLog::new(config.audit.clone());
         let home = toolbelt_mcp_core::config::workspace::home(&|key| std::env::var_os(key));
-        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open, home })
+        let tasks = tasks::Tasks::default();
+        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open, home, tasks })
     }
 
     /// The sessionless state, if no request has used it for `idle` (and no call runs).
@@ -108,8 +112,11 @@ impl Shared {
     }
 
     /// The state of the transport session `key`, forgotten.
+    /// Its tasks are cancelled.
     pub fn take_session(&self, key: &str) -> Option<Arc<Session>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(key)
+        let session = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(key)?;
+        self.tasks.end_owner(&session.id);
+        Some(session)
     }
 
     /// Every state that may hold running commands: open sessions' and the sessionless one.
@@ -176,6 +183,40 @@ impl Server {
     }
 
     /// Tells the client's log, once per root, that a root no longer exists.
+    /// Runs `call` as a task of `owner` once it has run for [`tasks::SHORTCUT`]; a call that
+    /// ends sooner answers as usual, and so does one whose session has no room for a task.
+    /// Until it is a task, the request's cancellation (`request`, or the HTTP front door's)
+    /// cancels it; after, only `tasks/cancel` does.
+    async fn call_as_task(
+        &self,
+        call: impl Future<Output = CallToolResult> + Send + 'static,
+        slot: tasks::Slot,
+        owner: &str,
+        (request, peer): (tokio_util::sync::CancellationToken, Option<rmcp::Peer<RoleServer>>),
+        front_door: Option<tokio_util::sync::CancellationToken>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (front_door, cancel) = (front_door.unwrap_or_default(), slot.cancel.clone());
+        let mut handle = tokio::spawn(call);
+        tokio::select! {
+            joined = &mut handle => return joined.map(Into::into).map_err(ended_abnormally),
+            () = tokio::time::sleep(tasks::SHORTCUT) => {}
+            () = request.cancelled() => {
+                cancel.cancel();
+                let _ = handle.await;
+                return Err(McpError::new(rmcp::model::ErrorCode(-32800), "request cancelled", None));
+            }
+            () = front_door.cancelled() => {
+                cancel.cancel();
+                let _ = handle.await;
+                return Err(McpError::new(rmcp::model::ErrorCode(-32800), "request cancelled", None));
+            }
+        }
+        match self.shared.tasks.start(owner, slot, tasks::Running { handle, cancel }, peer) {
+            Ok(created) => Ok(CallToolResponse::Task(created)),
+            Err(running) => running.handle.await.map(Into::into).map_err(ended_abnormally),
+        }
+    }
+
     fn report_missing_roots(&self, roots: &Roots, logger: &logging::Logger) {
         for root in roots.list() {
             if toolbelt_mcp_sandbox::fs::is_dir(root) {
@@ -298,6 +339,14 @@ fn to_result(output: ToolOutput) -> CallToolResult {
     result
 }
 
+/// A call's outcome as the result of its task (which asks its questions itself).
+fn task_result(outcome: Result<ToolOutput, ToolError>) -> CallToolResult {
+    match outcome {
+        Ok(output) => to_result(output),
+        Err(err) => error_result(&err),
+    }
+}
+
 /// What a retried (protocol 2026-07-28) call carries: the client's answers and the echoed state.
 struct Retry {
     input_responses: Option<rmcp::model::InputResponses>,
@@ -358,6 +407,7 @@ fn signals(
         tool: String::new(),
         client,
         notify: logger.notifier(),
+        task: false,
     }
 }
 
@@ -371,6 +421,10 @@ fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
 fn front_door_cancel(context: &RequestContext<RoleServer>) -> Option<tokio_util::sync::CancellationToken> {
     let parts = context.extensions.get::<axum::http::request::Parts>()?;
     parts.extensions.get::<http::CallCancel>().map(|cancel| cancel.0.clone())
+}
+
+fn ended_abnormally(err: tokio::task::JoinError) -> McpError {
+    McpError::internal_error(format!("the call ended abnormally: {err}"), None)
 }
 
 fn error_result(error: &ToolError) -> CallToolResult {
@@ -393,10 +447,36 @@ impl ServerHandler for Server {
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_skills()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("toolbelt-mcp", env!("CARGO_PKG_VERSION")).with_title("toolbelt-mcp"))
         .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.shared.tasks.get(&self.session_for(&context.meta).id, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let owner = self.session_for(&context.meta).id.clone();
+        self.shared.tasks.update(&owner, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.tasks.cancel(&self.session_for(&context.meta).id, &request.task_id)
     }
 
     async fn initialize(
@@ -663,10 +743,26 @@ impl ServerHandler for Server {
         let logger = logging::Logger::for_request(&context, &self.log_level);
         self.report_missing_roots(&roots, &logger);
         let session = self.session_for(&context.meta);
-        let signals = Signals {
+        let mut signals = Signals {
             tool: request.name.to_string(),
             ..signals(&context, config.approval_timeout, retry, logger.clone(), &session)
         };
+        // A long call of a client that runs tasks may become one (tasks.rs).
+        let task = (operation.task
+            && context.client_capabilities().is_some_and(|caps| caps.supports_tasks())
+            && self.shared.tasks.has_room(&session.id))
+        .then(tasks::Slot::new);
+        // The request's own cancellation, and the session to tell of the task's changes
+        // (a 2026-07-28 request has none: its client polls).
+        let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let request_side = (context.ct.clone(), (!modern).then(|| context.peer.clone()));
+        if let Some(slot) = &task {
+            let elicits = context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some());
+            signals.task = true;
+            signals.cancel = slot.cancel.clone();
+            signals.progress = Some(tasks::progress(slot.clone()));
+            signals.approver = elicits.then(|| tasks::approver(slot.clone(), config.approval_timeout));
+        }
         let budget = config.output_budget.for_client(client_name(&context).as_deref());
         let context = Arc::new(Context {
             config: config.clone(),
@@ -677,6 +773,14 @@ impl ServerHandler for Server {
             signals,
             budget,
         });
+        if let Some(slot) = task {
+            let owner = context.session.id.clone();
+            let call = self
+                .shared
+                .calls
+                .track_future(async move { task_result(operation.call(args, siblings, context).await) });
+            return self.call_as_task(call, slot, &owner, request_side, front_door).await;
+        }
         // A session's call over HTTP can be cancelled by the front door (see http/calls.rs):
         // it cancels the call here, and the call answers "request cancelled".
         if let Some(token) = &front_door {

@@ -115,6 +115,10 @@ pub struct Context {
     pub budget: usize,
 }
 
+/// The longest any operation runs as an MCP task (`run_command`'s largest `timeout_ms` there):
+/// a task's time to live is longer.
+pub const LONGEST_TASK_MS: u64 = 7_200_000;
+
 /// How a running call hears that it was cancelled, and reports progress.
 #[derive(Clone, Default)]
 pub struct Signals {
@@ -132,6 +136,9 @@ pub struct Signals {
     pub client: String,
     /// Sends a message to the client's log (when it asked for messages).
     pub notify: Option<Arc<Notify>>,
+    /// The call runs as an MCP task (the client polls for its result), so the limits of long
+    /// work apply: see [`Operation::TASK`].
+    pub task: bool,
 }
 
 impl Context {
@@ -178,6 +185,9 @@ pub trait Operation: Send + Sync + 'static {
     /// How its structured result is trimmed for the model unless the call asks for
     /// `details` (see `lean.rs`).
     const LEAN: Lean = Lean::PLAIN;
+    /// Whether a call may take minutes, so that it runs as an MCP task when the client
+    /// supports tasks (a call that ends quickly still answers at once).
+    const TASK: bool = false;
     /// The effect these arguments would have.
     fn effect(args: &Self::Args) -> Effect;
     /// What these arguments would write into a file (new content, the text put in place, a
@@ -210,6 +220,8 @@ pub struct OperationDef {
     pub output_schema: fn() -> Map<String, Value>,
     /// See [`Operation::LEAN`].
     pub lean: Lean,
+    /// See [`Operation::TASK`].
+    pub task: bool,
     invoke: Invoke,
 }
 
@@ -224,6 +236,7 @@ impl OperationDef {
             input_schema: crate::schema::input_schema::<O::Args>,
             output_schema: crate::schema::output_schema::<O::Output>,
             lean: O::LEAN,
+            task: O::TASK,
             invoke: invoke::<O>,
         }
     }

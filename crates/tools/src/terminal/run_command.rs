@@ -21,6 +21,8 @@ use toolbelt_mcp_terminal::text;
 
 /// Default and largest time limit.
 const TIMEOUT_MS: (u64, u64) = (120_000, 600_000);
+/// Default and largest time limit of a command run as an MCP task: nobody waits on the call.
+const TASK_TIMEOUT_MS: (u64, u64) = (1_800_000, crate::LONGEST_TASK_MS);
 /// Default wait for a background command's first output.
 const BACKGROUND_WAIT_MS: u64 = 500;
 
@@ -40,7 +42,7 @@ pub(super) struct Args {
     pub env: Vec<String>,
     /// Text for stdin.
     pub stdin: Option<String>,
-    /// Time limit (default 120000, max 600000); then the process group is ended.
+    /// Time limit (default 120000, max 600000; in a task 1800000, max 7200000); then the process group is ended.
     #[schemars(extend("default" = 120000))]
     pub timeout_ms: Option<u64>,
     /// Return a `session_id` at once (servers, watchers).
@@ -85,6 +87,7 @@ impl Operation for RunCommand {
     const KIND: EffectKind = EffectKind::Exec;
     type Args = Args;
     type Output = Output;
+    const TASK: bool = true;
     const LEAN: Lean = Lean {
         details: &["stdout_bytes", "stderr_bytes", "duration_ms", "sandbox"],
         usual: &[("status", "\"exited\"")],
@@ -110,7 +113,8 @@ impl Operation for RunCommand {
                 expected: "a command line, e.g. `cargo test`".into(),
             });
         }
-        let timeout = millis("timeout_ms", args.timeout_ms.unwrap_or(TIMEOUT_MS.0), TIMEOUT_MS.1)?;
+        let limits = if call.context.signals.task { TASK_TIMEOUT_MS } else { TIMEOUT_MS };
+        let timeout = millis("timeout_ms", args.timeout_ms.unwrap_or(limits.0), limits.1)?;
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(BACKGROUND_WAIT_MS), TIMEOUT_MS.1)?;
         let context = call.context;
         #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
