@@ -155,16 +155,30 @@ async fn an_approval_in_a_task_is_input_required_and_answered_with_update() {
 }
 
 #[tokio::test]
-async fn a_client_without_tasks_gets_a_plain_result_and_no_task_methods() {
+async fn a_client_without_tasks_gets_a_plain_result() {
     let ws = Workspace::new();
     let service = start(&ws, "", ()).await;
     let plain = run_once(&service, json!({"command": "sleep 2; echo plain"})).await;
     let CallToolResponse::Complete(plain) = plain else { panic!("no task without the extension: {plain:?}") };
     assert!(format!("{:?}", plain.content).contains("plain"));
-    let refused = service.get_task(GetTaskParams::new("0123456789abcdef0123456789abcdef")).await.unwrap_err();
-    assert!(
-        refused.to_string().contains("-32021") || refused.to_string().to_lowercase().contains("capabilit"),
-        "{refused}"
-    );
+    // Over stdio, `tasks/get` is also the method of protocol 2025-11-25's tasks (tasks_v1.rs).
+    let unknown = service.get_task(GetTaskParams::new("0123456789abcdef0123456789abcdef")).await.unwrap_err();
+    assert!(unknown.to_string().contains("unknown task"), "{unknown}");
     service.cancel().await.unwrap();
+
+    // A 2026-07-28 client that did not declare the extension: no task methods (-32021).
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let transport = TokioChildProcess::new(tokio::process::Command::new(super::common::BIN).configure(|cmd| {
+        cmd.args(["serve", "--root", ws.root.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home);
+    }))
+    .unwrap();
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let modern = ().serve_with_lifecycle(transport, lifecycle).await.unwrap();
+    let refused = modern.get_task(GetTaskParams::new("0123456789abcdef0123456789abcdef")).await.unwrap_err();
+    assert!(refused.to_string().contains("-32021"), "{refused}");
+    modern.cancel().await.unwrap();
 }

@@ -17,6 +17,7 @@ mod skills;
 pub mod stdio;
 mod subscriptions;
 mod tasks;
+mod tasks_v1;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -183,14 +184,14 @@ impl Server {
     }
 
     /// Tells the client's log, once per root, that a root no longer exists.
-    /// Runs `call` as a task of `owner` once it has run for [`tasks::SHORTCUT`]; a call that
-    /// ends sooner answers as usual, and so does one whose session has no room for a task.
+    /// Runs `call` as a task of `owner` once it has run for `shortcut`; a call that ends
+    /// sooner answers as usual, and so does one whose session has no room for a task.
     /// Until it is a task, the request's cancellation (`request`, or the HTTP front door's)
     /// cancels it; after, only `tasks/cancel` does.
     async fn call_as_task(
         &self,
         call: impl Future<Output = CallToolResult> + Send + 'static,
-        slot: tasks::Slot,
+        (slot, shortcut): (tasks::Slot, std::time::Duration),
         owner: &str,
         (request, peer): (tokio_util::sync::CancellationToken, Option<rmcp::Peer<RoleServer>>),
         front_door: Option<tokio_util::sync::CancellationToken>,
@@ -199,7 +200,7 @@ impl Server {
         let mut handle = tokio::spawn(call);
         tokio::select! {
             joined = &mut handle => return joined.map(Into::into).map_err(ended_abnormally),
-            () = tokio::time::sleep(tasks::SHORTCUT) => {}
+            () = tokio::time::sleep(shortcut) => {}
             () = request.cancelled() => {
                 cancel.cancel();
                 let _ = handle.await;
@@ -579,6 +580,13 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
         let rmcp::model::CustomRequest { method, params, .. } = request;
+        if let Some(v1) = method.strip_prefix(tasks_v1::PREFIX) {
+            let owner = self.session_for(&context.meta).id.clone();
+            let params = params.unwrap_or_default();
+            let timeout = self.shared.config.approval_timeout;
+            let answer = tasks_v1::answer(&self.shared.tasks, &owner, v1, &params, &context.peer, timeout).await?;
+            return Ok(rmcp::model::CustomResult::new(answer));
+        }
         // Methods protocol 2026-07-28 removed are unknown to a request of that era (HTTP 404).
         let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         let params = if modern && params::REMOVED_IN_2026.contains(&method.as_str()) { None } else { Some(params) };
@@ -747,11 +755,13 @@ impl ServerHandler for Server {
             tool: request.name.to_string(),
             ..signals(&context, config.approval_timeout, retry, logger.clone(), &session)
         };
-        // A long call of a client that runs tasks may become one (tasks.rs).
-        let task = (operation.task
-            && context.client_capabilities().is_some_and(|caps| caps.supports_tasks())
-            && self.shared.tasks.has_room(&session.id))
-        .then(tasks::Slot::new);
+        // A long call of a client that runs tasks may become one (tasks.rs); a 2025-11-25
+        // client's call does when it asked to, at once (tasks_v1.rs).
+        let asked = context.meta.get(tasks_v1::ASKED).and_then(serde_json::Value::as_bool);
+        let runs_tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        let task = (operation.task && asked.unwrap_or(runs_tasks) && self.shared.tasks.has_room(&session.id))
+            .then(tasks::Slot::new);
+        let shortcut = if asked == Some(true) { std::time::Duration::ZERO } else { tasks::SHORTCUT };
         // The request's own cancellation, and the session to tell of the task's changes
         // (a 2026-07-28 request has none: its client polls).
         let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -779,7 +789,7 @@ impl ServerHandler for Server {
                 .shared
                 .calls
                 .track_future(async move { task_result(operation.call(args, siblings, context).await) });
-            return self.call_as_task(call, slot, &owner, request_side, front_door).await;
+            return self.call_as_task(call, (slot, shortcut), &owner, request_side, front_door).await;
         }
         // A session's call over HTTP can be cancelled by the front door (see http/calls.rs):
         // it cancels the call here, and the call answers "request cancelled".

@@ -12,6 +12,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::jsonrpc;
+use crate::tasks_v1::Bridge;
 
 /// The longest line read (a `create_file` of 10 MiB is well under it); longer is refused.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -27,12 +28,21 @@ pub(crate) struct Lines<R, W> {
     discarding: bool,
     rejected_in_a_row: usize,
     write: Arc<tokio::sync::Mutex<W>>,
+    /// Tasks as 2025-11-25 clients speak them (tasks_v1.rs).
+    bridge: Arc<std::sync::Mutex<Bridge>>,
 }
 
 impl<R, W> Lines<R, W> {
     /// A transport reading `read` (buffered) and writing `write`.
     pub(crate) fn new(read: R, write: W) -> Self {
-        Self { read, line: Vec::new(), discarding: false, rejected_in_a_row: 0, write: Arc::new(write.into()) }
+        let bridge = Arc::default();
+        Self { read, line: Vec::new(), discarding: false, rejected_in_a_row: 0, write: Arc::new(write.into()), bridge }
+    }
+
+    /// The same, translating the tasks of 2025-11-25 clients through `bridge`.
+    pub(crate) fn with_bridge(mut self, bridge: Bridge) -> Self {
+        self.bridge = Arc::new(bridge.into());
+        self
     }
 }
 
@@ -109,8 +119,18 @@ where
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
+        let mut bridge = self.bridge.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let line = if bridge.wants(&item) {
+            serde_json::to_value(&item).and_then(|mut value| {
+                bridge.outbound(&mut value);
+                serde_json::to_vec(&value)
+            })
+        } else {
+            serde_json::to_vec(&item)
+        };
+        drop(bridge);
         async move {
-            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            let mut line = line.map_err(std::io::Error::other)?;
             line.push(b'\n');
             write_line(&write, &line).await
         }
@@ -134,7 +154,8 @@ where
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match jsonrpc::screen(&line) {
+            let rewritten = self.bridge.lock().unwrap_or_else(std::sync::PoisonError::into_inner).inbound(&line);
+            match jsonrpc::screen(rewritten.as_deref().unwrap_or(&line)) {
                 Ok(message) => {
                     self.rejected_in_a_row = 0;
                     return Some(message);

@@ -25,14 +25,24 @@ pub async fn serve(config: Arc<Config>) -> Result<(), String> {
     super::sweep_leftovers(&config);
     let mut signals = Signals::new()?;
     let store = toolbelt_mcp_store::Store::open(config.store.as_ref().map(|s| s.url()), &config.state_dir)?;
+    let layout = config.tool_layout;
+    let bridge = || crate::tasks_v1::Bridge::new(crate::tasks_v1::task_tools(layout));
     let server = Server::new(Shared::new(config, store, false));
     let session = server.session();
     let service = match stdio() {
         #[cfg(unix)]
-        Stdio::Pipes(input, output) => server.serve(Lines::new(BufReader::new(input), output)).await,
+        Stdio::Pipes(input, output) => {
+            server.serve(Lines::new(BufReader::new(input), output).with_bridge(bridge())).await
+        }
         #[cfg(unix)]
-        Stdio::Sockets(input, output) => server.serve(Lines::new(BufReader::new(input), output)).await,
-        Stdio::Portable => server.serve(Lines::new(BufReader::new(tokio::io::stdin()), tokio::io::stdout())).await,
+        Stdio::Sockets(input, output) => {
+            server.serve(Lines::new(BufReader::new(input), output).with_bridge(bridge())).await
+        }
+        Stdio::Portable => {
+            server
+                .serve(Lines::new(BufReader::new(tokio::io::stdin()), tokio::io::stdout()).with_bridge(bridge()))
+                .await
+        }
     };
     let outcome = match service {
         Ok(service) => tokio::select! {

@@ -132,6 +132,17 @@ impl Tasks {
         Ok(GetTaskResult::new(detailed))
     }
 
+    /// Every task of `owner` that is still known, oldest first.
+    pub(crate) fn list(&self, owner: &str) -> Vec<GetTaskResult> {
+        let ids: Vec<String> = {
+            let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+            ids.iter().filter(|(_, handle)| handle.owner == owner).map(|(id, _)| id.clone()).collect()
+        };
+        let mut listed: Vec<GetTaskResult> = ids.iter().filter_map(|id| self.get(owner, id).ok()).collect();
+        listed.sort_by(|a, b| a.task.task.created_at.cmp(&b.task.task.created_at));
+        listed
+    }
+
     /// `tasks/update`: answers to the questions the task asks.
     pub(crate) fn update(&self, owner: &str, id: &str, answers: InputResponses) -> Result<(), McpError> {
         self.manager.update_task(&self.inner(owner, id)?, answers).map_err(|_| unknown(id))

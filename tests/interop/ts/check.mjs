@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Checks toolbelt-mcp through the official TypeScript SDK client (`Client` +
 // `StdioClientTransport`, the client stack of Claude Code, Claude Desktop and VS Code): a tool
-// call, then the prompts (each built from the workspace's state) and completions.
+// call, then the prompts (each built from the workspace's state) and completions, and
+// `run_command` as a task of protocol 2025-11-25 (`client.experimental.tasks`): created at once,
+// streamed to its result, listed, and a long one cancelled.
 //
 //   npm ci --prefix tests/interop/ts && node tests/interop/ts/check.mjs BINARY
 //
@@ -9,7 +11,7 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdtempSync, mkdirSync, rmSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, rmSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -62,6 +64,43 @@ try {
     refused = String(err.message ?? err);
   }
   check('prompts/get plan without its task: an error naming the argument', refused.includes('`task`'), refused);
+
+  const taskCaps = client.getServerCapabilities()?.tasks;
+  check('initialize: tasks declared for tools/call', taskCaps?.requests?.tools?.call !== undefined, JSON.stringify(taskCaps));
+  const { tools } = await client.listTools();
+  const terminal = tools.find((t) => t.name === 'terminal_operations');
+  check('tools/list: terminal_operations may run as a task', terminal?.execution?.taskSupport === 'optional', JSON.stringify(terminal?.execution));
+  const seen = [];
+  let streamed;
+  const stream = client.experimental.tasks.callToolStream(
+    { name: 'terminal_operations', arguments: { operation: 'run_command', command: 'sleep 1; echo ts-task' } },
+    undefined,
+    { task: { ttl: 60000 } },
+  );
+  for await (const message of stream) {
+    seen.push(message.type === 'taskStatus' ? `status:${message.task.status}` : message.type);
+    if (message.type === 'taskCreated') streamed = message.task.taskId;
+    if (message.type === 'result') {
+      const text = message.result.content.map((c) => c.text ?? '').join('');
+      check('a task streams to its result', text.includes('ts-task') && !message.result.isError, text);
+    }
+    if (message.type === 'error') check('a task streams to its result', false, message.error);
+  }
+  check('the stream: created, working, completed, result', seen[0] === 'taskCreated' && seen.includes('status:completed') && seen.at(-1) === 'result', seen.join(' '));
+  const listed = await client.experimental.tasks.listTasks();
+  check('tasks/list lists it', listed.tasks.some((t) => t.taskId === streamed && t.status === 'completed'), JSON.stringify(listed));
+  const long = client.experimental.tasks.callToolStream(
+    { name: 'terminal_operations', arguments: { operation: 'run_command', command: 'sleep 60; echo late > ts-late.txt' } },
+    undefined,
+    { task: { ttl: 60000 } },
+  );
+  const first = await long.next();
+  const longId = first.value?.task?.taskId;
+  const cancelled = await client.experimental.tasks.cancelTask(longId);
+  check('tasks/cancel ends a long task', cancelled.status === 'cancelled', JSON.stringify(cancelled));
+  await long.return?.();
+  await new Promise((done) => setTimeout(done, 500));
+  check('the cancelled command did not go on', !existsSync(join(root, 'ts-late.txt')));
 } catch (err) {
   check('the TypeScript SDK session', false, err?.stack ?? err);
 } finally {
