@@ -30,7 +30,7 @@ fn main() -> ExitCode {
             return toolbelt_mcp_sandbox::linux::helper::main(args.collect());
         }
         Some(first) if first == toolbelt_mcp_sandbox::linux::probe::PROBE_SUBCOMMAND => {
-            return toolbelt_mcp_sandbox::linux::probe::main();
+            return toolbelt_mcp_sandbox::linux::probe::main(args.collect());
         }
         Some(first) if first == toolbelt_mcp_sandbox::linux::holder::HOLD_SUBCOMMAND => {
             return toolbelt_mcp_sandbox::linux::holder::main(args);

@@ -30,9 +30,11 @@ pub(super) fn report(config: &Config) -> String {
         }
     };
     #[cfg(target_os = "linux")]
-    match probe(&confinement, config.roots.first().map_or(Path::new("/"), PathBuf::as_path)) {
+    let probed = probe(config, &terminals, &confinement, config.roots.first().map_or(Path::new("/"), PathBuf::as_path));
+    #[cfg(target_os = "linux")]
+    match &probed {
         Ok(layers) => {
-            out.push_str(&format!(", checked by a probe run under it:\n{}", describe_layers(&layers, config.network)))
+            out.push_str(&format!(", checked by a probe run under it:\n{}", describe_layers(layers, config.network)))
         }
         Err(err) => out.push_str(&format!(" (commands are refused: {err})\n")),
     }
@@ -43,22 +45,84 @@ pub(super) fn report(config: &Config) -> String {
     ));
     out.push_str(&describe_contract(confinement.contract()));
     out.push_str(&describe_network(config));
+    #[cfg(target_os = "linux")]
+    if let Ok(layers) = &probed {
+        out.push_str(&describe_proxy(layers));
+    }
     terminals.remove_scratch();
     out
 }
 
-/// Runs the probe as a sandboxed command.
+/// The destinations the probe tries through the proxy: one the rules allow (the first listed
+/// name, else the first package registry) and the cloud metadata address, which they refuse
+/// unless it is listed as exactly that.
 #[cfg(target_os = "linux")]
-fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
+fn probe_destinations(config: &Config) -> Vec<String> {
+    let with_port = |entry: &str| {
+        if entry.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) && !entry.ends_with(']') {
+            entry.to_string()
+        } else {
+            format!("{entry}:443")
+        }
+    };
+    let allowed = config
+        .network_allow
+        .iter()
+        .map(String::as_str)
+        .find(|entry| !entry.contains('*') && !entry.contains('/'))
+        .map_or_else(|| with_port(toolbelt_mcp_sandbox::proxy::REGISTRIES[0]), with_port);
+    vec![allowed, "169.254.169.254:80".to_string()]
+}
+
+/// The proxy's line: what the probe reached through it, and what it was refused.
+#[cfg(target_os = "linux")]
+fn describe_proxy(layers: &Layers) -> String {
+    if layers.proxy.is_empty() {
+        return String::new();
+    }
+    let tried: Vec<String> = layers
+        .proxy
+        .iter()
+        .map(|p| {
+            if p.reached {
+                format!("`{}` reached ({})", p.destination, p.detail)
+            } else {
+                format!("`{}` not reached: {}", p.destination, p.detail)
+            }
+        })
+        .collect();
+    format!("  proxy:       tried from inside the sandbox: {}\n", tried.join("; "))
+}
+
+/// Runs the probe as a sandboxed command; with a network through the proxy, a proxy of its
+/// own serves it (on a runtime made for the probe) and the probe tries destinations through it.
+#[cfg(target_os = "linux")]
+fn probe(config: &Config, terminals: &Terminals, confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
+    let through_proxy = matches!(config.network, Network::Allow | Network::Allowlist);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime for the probe: {e}"))?;
+    let _entered = runtime.enter();
+    let link = if through_proxy { Some(terminals.proxy_link(config, None).map_err(|e| e.to_string())?) } else { None };
+    let mut args: Vec<std::ffi::OsString> = vec![PROBE_SUBCOMMAND.into()];
+    if link.is_some() {
+        for destination in probe_destinations(config) {
+            args.extend([toolbelt_mcp_sandbox::linux::probe::PROXY_ARG.into(), destination.into()]);
+        }
+    }
+    let per_command = toolbelt_mcp_sandbox::contract::PerCommand {
+        proxy: link.as_ref().map(|link| toolbelt_mcp_sandbox::contract::ProxyLink {
+            socket: link.socket().to_path_buf(),
+            token: link.token().to_string(),
+            port: toolbelt_mcp_sandbox::proxy::PORT,
+        }),
+        ..Default::default()
+    };
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
     // (a binary under `/tmp` is behind the command's private `/tmp`).
-    let wrapped = confinement.wrap(
-        std::ffi::OsStr::new("/proc/self/exe"),
-        &[PROBE_SUBCOMMAND.into()],
-        cwd,
-        &[],
-        Default::default(),
-    );
+    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &args, cwd, &[], per_command);
     let out = std::process::Command::new(wrapped.program)
         .args(wrapped.args)
         .envs(wrapped.env)
@@ -66,6 +130,7 @@ fn probe(confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot start the probe: {e}"))?;
+    drop(link);
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }

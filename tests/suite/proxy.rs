@@ -329,3 +329,31 @@ async fn git_pip_and_npm_reach_a_listed_registry_through_the_proxy() {
     assert!(!ws.root.join("elsewhere").exists());
     client.close().await;
 }
+
+/// `doctor` tries the proxy live from inside the sandbox: a listed destination is reached
+/// through it, the cloud metadata address is refused with the proxy's reason.
+#[test]
+fn doctor_probes_the_proxy_from_inside_the_sandbox() {
+    let ws = Workspace::new();
+    let port = hello_server();
+    let listed = format!("127.0.0.1:{port}");
+    let proxy_line = |network: &[&str]| {
+        let out = std::process::Command::new(super::common::BIN)
+            .args(["doctor", "--root", ws.root.to_str().unwrap()])
+            .args(network)
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .env_remove("TOOLBELT_ROOT")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        stdout.lines().find(|l| l.trim_start().starts_with("proxy:")).unwrap_or_else(|| panic!("{stdout}")).to_string()
+    };
+    let line = proxy_line(&["--network", "allowlist", "--network-allow", &listed]);
+    assert!(line.contains(&format!("`{listed}` reached (")), "{line}");
+    assert!(line.contains("`169.254.169.254:80` not reached: toolbelt-mcp proxy: not on the list"), "{line}");
+    // With every public host allowed, the metadata address is still refused, for what it is.
+    let line = proxy_line(&["--network", "allow"]);
+    assert!(line.contains("`169.254.169.254:80` not reached: ") && line.contains("link-local"), "{line}");
+}
