@@ -284,17 +284,25 @@ impl Drop for Registry {
     }
 }
 
-/// With `allowlist` and the registry listed, `git clone`, `pip download` and `npm install`
-/// inside the sandbox reach it through the proxy with the settings the server gives them;
+/// With `allowlist` and the registry listed, `git clone`, `pip download`, `npm install` and
+/// `cargo fetch` inside the sandbox reach it through the proxy with the settings the server gives them;
 /// another port of the same machine is refused (nobody to ask), and the result says so.
 #[tokio::test]
-async fn git_pip_and_npm_reach_a_listed_registry_through_the_proxy() {
+async fn git_pip_npm_and_cargo_reach_a_listed_registry_through_the_proxy() {
     let ws = Workspace::new();
     let registry = Registry::start();
     let port = registry.port;
     let other = hello_server();
     let listed = format!("127.0.0.1:{port}");
     let client = Client::start(&ws, &["--network", "allowlist", "--network-allow", &listed]).await;
+    // A crate that depends on the registry's `hello`, for `cargo fetch`.
+    std::fs::create_dir_all(ws.root.join("crate/src")).unwrap();
+    std::fs::write(ws.root.join("crate/src/lib.rs"), "").unwrap();
+    std::fs::write(
+        ws.root.join("crate/Cargo.toml"),
+        "[package]\nname = \"fetcher\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nhello = { version = \"1\", registry = \"test\" }\n\n[workspace]\n",
+    )
+    .unwrap();
     // The registry is on 127.0.0.1, which `NO_PROXY` exempts: dropped for these tests only.
     let env = "env -u NO_PROXY -u no_proxy";
     let base = format!("http://127.0.0.1:{port}");
@@ -314,7 +322,21 @@ async fn git_pip_and_npm_reach_a_listed_registry_through_the_proxy() {
             ),
             "module.exports = 'hello'",
         ),
+        (
+            "cargo",
+            format!(
+                "{env} CARGO_HOME=/tmp/cargo-home cargo fetch --manifest-path crate/Cargo.toml --config 'registries.test.index=\"sparse+{base}/cargo/index/\"' && ls /tmp/cargo-home/registry/cache/*/"
+            ),
+            "hello-1.0.0.crate",
+        ),
     ] {
+        // Cargo is a rustup install in root's home here: a uid that cannot run it leaves it out
+        // (CI runs this suite as root, where it must work).
+        if tool == "cargo" && std::process::Command::new("cargo").arg("--version").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "cargo is needed for the proxy's `cargo fetch` check in CI");
+            eprintln!("cargo cannot be run by this uid: the `cargo fetch` check is left out");
+            continue;
+        }
         let reply = client.term("run_command", serde_json::json!({"command": command, "timeout_ms": 120_000})).await;
         assert!(!reply.is_error && reply.text.contains(expected), "{tool}: {}", reply.text);
     }

@@ -134,14 +134,21 @@ async fn an_approval_in_a_task_is_input_required_and_answered_with_update() {
     let ws = Workspace::new();
     let client = TaskClient { elicits: true, ..TaskClient::default() };
     let service = start(&ws, "approval = \"always\"\n", client.clone()).await;
-    for (decision, expect_file) in [("allow_once", true), ("deny", false)] {
-        let marker = format!("{decision}.txt");
+    // A person takes a moment; a client declining the instant it sees the question is not one.
+    let cases = [
+        ("allow_once", 0, true, "exited with code 0"),
+        ("deny", 400, false, "(their note: not now)"),
+        ("deny", 0, false, "before anyone could read the question"),
+    ];
+    for (n, (decision, think_ms, expect_file, says)) in cases.into_iter().enumerate() {
+        let marker = format!("{decision}-{n}.txt");
         let id = task_id(run_once(&service, json!({"command": format!("echo yes > {marker}")})).await);
         let asked = poll(&service, &id, |p| matches!(p, TaskPayload::InputRequired { .. })).await;
         let TaskPayload::InputRequired { input_requests } = asked else { unreachable!() };
         let (key, request) = input_requests.iter().next().expect("one question");
         let InputRequest::Elicitation(elicit) = request else { panic!("an elicitation form: {request:?}") };
         assert!(format!("{elicit:?}").contains("run_command"), "{elicit:?}");
+        tokio::time::sleep(Duration::from_millis(think_ms)).await;
         let mut answer = InputResponses::new();
         answer.insert(key.clone(), json!({"action": "accept", "content": {"decision": decision, "note": "not now"}}));
         service.update_task(UpdateTaskParams::new(&id, answer)).await.unwrap();
@@ -149,6 +156,7 @@ async fn an_approval_in_a_task_is_input_required_and_answered_with_update() {
         let (text, is_error) = text_of(&done);
         assert_eq!(is_error, !expect_file, "{decision}: {text}");
         assert_eq!(ws.root.join(&marker).exists(), expect_file, "{decision}: {text}");
+        assert!(text.contains(says), "{decision} after {think_ms} ms: {text}");
     }
     assert_eq!(*client.elicited.lock().unwrap(), 0, "a task asks through the task, not elicitation/create");
     service.cancel().await.unwrap();

@@ -13,6 +13,18 @@ use toolbelt_mcp_core::error::ToolError;
 /// No person reads a question and answers it faster than this.
 pub const INSTANT: Duration = Duration::from_millis(250);
 
+/// The most characters of a user's note passed on to the agent (a note is a sentence or
+/// two; a client could send megabytes, which every result holding it would keep).
+pub const NOTE_CHARS: usize = 2_000;
+
+/// `note`, cut to [`NOTE_CHARS`] characters, saying how much was left out.
+pub fn bounded_note(note: String) -> String {
+    match note.char_indices().nth(NOTE_CHARS) {
+        None => note,
+        Some((end, _)) => format!("{}… ({} more characters cut)", &note[..end], note[end..].chars().count()),
+    }
+}
+
 /// What the gate does with an answer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -37,7 +49,7 @@ pub fn outcome(answer: Answer, asked_for: Option<Duration>, timeout: Duration) -
                 "the client answered \"deny\" after {} ms, before anyone could read the question (a headless client declining on its own)",
                 took.as_millis()
             )),
-            _ => Outcome::Declined(note),
+            _ => Outcome::Declined(note.map(bounded_note)),
         },
         Answer::Cancelled => {
             Outcome::NotAsked("the client cancelled the question (it could not show it, or it was dismissed)".into())
@@ -82,6 +94,10 @@ mod tests {
         let slow = outcome(Answer::Deny(Some("no".into())), Some(Duration::from_secs(4)), timeout);
         assert_eq!(slow, Outcome::Declined(Some("no".into())));
         assert_eq!(outcome(Answer::Deny(None), None, timeout), Outcome::Declined(None), "unknown timing: a person");
+        let Outcome::Declined(Some(long)) = outcome(Answer::Deny(Some("n".repeat(9_000))), None, timeout) else {
+            panic!("declined with a note")
+        };
+        assert_eq!(long, format!("{}… (7000 more characters cut)", "n".repeat(NOTE_CHARS)));
         assert!(matches!(outcome(Answer::Cancelled, None, timeout), Outcome::NotAsked(_)));
         let late = outcome(Answer::TimedOut, None, timeout);
         assert!(matches!(&late, Outcome::NotAsked(why) if why == "no answer within 300 s"), "{late:?}");

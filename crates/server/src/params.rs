@@ -14,8 +14,9 @@ pub(crate) const REMOVED_IN_2026: [&str; 5] =
 #[allow(deprecated, reason = "logging/setLevel is deprecated by SEP-2577 but current hosts still send it")]
 pub(crate) fn why_invalid(method: &str, params: Option<Value>) -> Option<String> {
     use rmcp::model::{
-        CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams, InitializeRequestParams,
-        PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
+        CallToolRequestParams, CancelTaskParams, CompleteRequestParams, GetPromptRequestParams, GetTaskParams,
+        InitializeRequestParams, PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams,
+        SubscribeRequestParams, UpdateTaskParams,
     };
     Some(match method {
         "tools/call" => why::<CallToolRequestParams>(params),
@@ -25,6 +26,9 @@ pub(crate) fn why_invalid(method: &str, params: Option<Value>) -> Option<String>
         "resources/subscribe" | "resources/unsubscribe" => why::<SubscribeRequestParams>(params),
         "initialize" => why::<InitializeRequestParams>(params),
         "logging/setLevel" => why::<SetLevelRequestParams>(params),
+        "tasks/get" => why::<GetTaskParams>(params),
+        "tasks/update" => why::<UpdateTaskParams>(params),
+        "tasks/cancel" => why::<CancelTaskParams>(params),
         "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
             params.map_or_else(|| "not accepted".into(), |p| why::<PaginatedRequestParams>(Some(p)))
         }

@@ -6,11 +6,13 @@
 //! asks for with `tasks/update` (the task is `input_required` meanwhile), and ends it with
 //! `tasks/cancel`, which ends the command's process group as a cancelled call does.
 //!
-//! rmcp's `TaskManager` keeps the states. This file gives each task a public id of 128
-//! random bits that only the session that made it can use (to any other, it is an unknown
-//! task), bounds the unfinished tasks of a session, ends a session's tasks when it closes,
-//! and tells session clients of each change of status (`notifications/tasks`). Tasks live in
-//! this process's memory: a server that stops loses them (docs/ARCHITECTURE.md).
+//! A `TaskManager` of rmcp's keeps each task's state, one manager per task so that a task can
+//! be forgotten (with its result) whenever this file decides. This file gives each task a
+//! public id of 128 random bits that only the session that made it can use (to any other, it
+//! is an unknown task), bounds the unfinished tasks of a session and the finished ones it
+//! keeps, forgets a task its time to live after it was made, ends a session's tasks when it
+//! closes, and tells session clients of each change of status (`notifications/tasks`). Tasks
+//! live in this process's memory: a server that stops loses them (docs/ARCHITECTURE.md).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,21 +45,37 @@ const TTL_MS: u64 = toolbelt_mcp_tools::LONGEST_TASK_MS + RETENTION_MS;
 const POLL_INTERVAL_MS: u64 = 1_000;
 /// The most unfinished tasks one session may have; its further calls run the usual way.
 pub(crate) const MAX_OPEN: usize = 16;
+/// The most finished tasks kept for one session: past them, its oldest are forgotten early.
+const MAX_FINISHED: usize = 64;
 /// How often a task is looked at for a change of status to tell the client of.
 const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 /// The tasks of every session of the process.
 #[derive(Default)]
 pub(crate) struct Tasks {
-    manager: TaskManager,
-    /// Public id → whose it is and rmcp's id.
+    /// Public id → the task.
     ids: Mutex<HashMap<String, Handle>>,
 }
 
 struct Handle {
     owner: String,
+    /// The task's own manager, and rmcp's id of it there.
+    manager: TaskManager,
     inner: String,
+    created: Instant,
+    /// When the client was first shown the question the task asks now.
+    seen: Seen,
 }
+
+impl Handle {
+    /// Whether the task ended (rmcp ends one past its time to live when looked at).
+    fn finished(&self) -> bool {
+        self.manager.running_task_count() == 0
+    }
+}
+
+/// When a task's current question was first shown to its client.
+type Seen = Arc<Mutex<Option<Instant>>>;
 
 /// A call under way that may become a task: its result to come and its cancellation.
 pub(crate) struct Running {
@@ -72,11 +90,12 @@ pub(crate) struct Slot {
     task: Arc<watch::Sender<Option<TaskContext>>>,
     /// Cancels the call: before it is a task, the request's cancellation; after, the task's.
     pub cancel: CancellationToken,
+    seen: Seen,
 }
 
 impl Slot {
     pub(crate) fn new() -> Self {
-        Self { task: Arc::new(watch::channel(None).0), cancel: CancellationToken::new() }
+        Self { task: Arc::new(watch::channel(None).0), cancel: CancellationToken::new(), seen: Seen::default() }
     }
 
     /// The task, once there is one; `None` if the call will never be one.
@@ -112,22 +131,30 @@ impl Tasks {
             .with_ttl_ms(TTL_MS)
             .with_poll_interval_ms(POLL_INTERVAL_MS)
             .with_status_message("running");
-        let mut task = self.manager.spawn(options, move |context| {
+        let manager = TaskManager::new();
+        let seen = slot.seen.clone();
+        let mut task = manager.spawn(options, move |context| {
             slot.set(context.clone());
             Box::pin(settle(context, running))
         });
-        let handle = Handle { owner: owner.to_string(), inner: task.task_id.clone() };
-        self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(public.clone(), handle);
         if let Some(peer) = peer {
-            tokio::spawn(watch(self.manager.clone(), task.task_id.clone(), public.clone(), peer));
+            tokio::spawn(watch(manager.clone(), task.task_id.clone(), public.clone(), peer));
         }
-        task.task_id = public;
+        let inner = std::mem::replace(&mut task.task_id, public.clone());
+        let handle = Handle { owner: owner.to_string(), manager, inner, created: Instant::now(), seen };
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(public, handle);
         Ok(CreateTaskResult::new(task))
     }
 
     /// `tasks/get`: the task's state, its result or error inlined once it ended.
     pub(crate) fn get(&self, owner: &str, id: &str) -> Result<GetTaskResult, McpError> {
-        let mut detailed = self.manager.get_task(&self.inner(owner, id)?).map_err(|_| unknown(id))?;
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        prune(&mut ids);
+        let handle = owned(&ids, owner, id)?;
+        let mut detailed = handle.manager.get_task(&handle.inner).map_err(|_| unknown(id))?;
+        if detailed.task.status == TaskStatus::InputRequired {
+            handle.seen.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(Instant::now);
+        }
         detailed.task.task_id = id.to_string();
         Ok(GetTaskResult::new(detailed))
     }
@@ -145,39 +172,57 @@ impl Tasks {
 
     /// `tasks/update`: answers to the questions the task asks.
     pub(crate) fn update(&self, owner: &str, id: &str, answers: InputResponses) -> Result<(), McpError> {
-        self.manager.update_task(&self.inner(owner, id)?, answers).map_err(|_| unknown(id))
+        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let handle = owned(&ids, owner, id)?;
+        handle.manager.update_task(&handle.inner, answers).map_err(|_| unknown(id))
     }
 
     /// `tasks/cancel`: ends the task's call (its commands' process groups with it).
     pub(crate) fn cancel(&self, owner: &str, id: &str) -> Result<(), McpError> {
-        self.manager.cancel_task(&self.inner(owner, id)?).map_err(|_| unknown(id))
+        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let handle = owned(&ids, owner, id)?;
+        handle.manager.cancel_task(&handle.inner).map_err(|_| unknown(id))
     }
 
     /// Cancels every task of `owner` (its session closed).
     pub(crate) fn end_owner(&self, owner: &str) {
         let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
         for handle in ids.values().filter(|handle| handle.owner == owner) {
-            let _ = self.manager.cancel_task(&handle.inner);
+            let _ = handle.manager.cancel_task(&handle.inner);
         }
     }
 
-    /// rmcp's id of `owner`'s task `id`.
-    fn inner(&self, owner: &str, id: &str) -> Result<String, McpError> {
-        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        match ids.get(id) {
-            Some(handle) if handle.owner == owner => Ok(handle.inner.clone()),
-            _ => Err(unknown(id)),
-        }
-    }
-
-    /// How many of `owner`'s tasks have not ended; forgets the ids of tasks rmcp forgot.
+    /// How many of `owner`'s tasks have not ended.
     fn unfinished(&self, owner: &str) -> usize {
         let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        ids.retain(|_, handle| self.manager.get_task(&handle.inner).is_ok());
-        ids.values()
-            .filter(|handle| handle.owner == owner)
-            .filter(|handle| self.manager.get_task(&handle.inner).is_ok_and(|t| !t.task.status.is_terminal()))
-            .count()
+        prune(&mut ids);
+        ids.values().filter(|handle| handle.owner == owner && !handle.finished()).count()
+    }
+}
+
+/// `owner`'s task `id`.
+fn owned<'a>(ids: &'a HashMap<String, Handle>, owner: &str, id: &str) -> Result<&'a Handle, McpError> {
+    ids.get(id).filter(|handle| handle.owner == owner).ok_or_else(|| unknown(id))
+}
+
+/// Forgets finished tasks past their time to live, and each session's oldest finished tasks
+/// past [`MAX_FINISHED`] (their results go with them).
+fn prune(ids: &mut HashMap<String, Handle>) {
+    let ttl = Duration::from_millis(TTL_MS);
+    ids.retain(|_, handle| handle.created.elapsed() < ttl || !handle.finished());
+    let mut finished: HashMap<&str, Vec<(Instant, &str)>> = HashMap::new();
+    for (id, handle) in ids.iter().filter(|(_, handle)| handle.finished()) {
+        finished.entry(handle.owner.as_str()).or_default().push((handle.created, id.as_str()));
+    }
+    let mut forget: Vec<String> = Vec::new();
+    for (_, mut tasks) in finished {
+        if tasks.len() > MAX_FINISHED {
+            tasks.sort();
+            forget.extend(tasks[..tasks.len() - MAX_FINISHED].iter().map(|(_, id)| id.to_string()));
+        }
+    }
+    for id in forget {
+        ids.remove(&id);
     }
 }
 
@@ -185,7 +230,7 @@ impl Tasks {
 /// when the task outlives its time to live: the call is cancelled then too.
 async fn settle(task: TaskContext, mut running: Running) -> Result<CallToolResult, TaskExit> {
     let _stop = running.cancel.clone().drop_guard();
-    tokio::select! {
+    let settled = tokio::select! {
         joined = &mut running.handle => joined.map_err(|err| {
             TaskExit::Error(McpError::internal_error(format!("the call ended abnormally: {err}"), None))
         }),
@@ -194,7 +239,14 @@ async fn settle(task: TaskContext, mut running: Running) -> Result<CallToolResul
             let _ = running.handle.await;
             Err(TaskExit::Cancelled)
         }
-    }
+    };
+    task.set_status_message(match &settled {
+        Ok(result) if result.is_error == Some(true) => "ended with an error",
+        Ok(_) => "done",
+        Err(TaskExit::Cancelled) => "cancelled",
+        Err(TaskExit::Error(_)) => "failed",
+    });
+    settled
 }
 
 /// Tells `peer` of each change of status of task `inner` (public id `id`) until it ends.
@@ -230,12 +282,13 @@ pub(crate) fn progress(slot: Slot) -> Arc<Progress> {
 
 /// The approver of a call that may become a task: the question waits for the task, which
 /// asks it as an input request (`input_required` until `tasks/update` answers, or `timeout`).
+/// The answer's time is counted from when `tasks/get` first showed the question, so a client
+/// that declines on its own is told apart from a person as for any question.
 pub(crate) fn approver(slot: Slot, timeout: Duration) -> Approver {
     let asked = Arc::new(AtomicUsize::new(0));
     Arc::new(move |question: Question| {
         let (slot, key) = (slot.clone(), format!("approval-{}", asked.fetch_add(1, Ordering::Relaxed)));
         Box::pin(async move {
-            let started = Instant::now();
             let answer = match (slot.task().await, approve::form(question.message())) {
                 (Some(task), Ok(form)) => match tokio::time::timeout(timeout, task.request_input(key, form)).await {
                     Ok(Ok(value)) => approve::answer_of_result(&value),
@@ -248,7 +301,10 @@ pub(crate) fn approver(slot: Slot, timeout: Duration) -> Approver {
                     Answer::Cancelled
                 }
             };
-            Response { answer, took: Some(started.elapsed()) }
+            // How long after the client was first shown the question it answered (an answer
+            // to a question it never looked at took no time at all).
+            let seen = slot.seen.lock().unwrap_or_else(PoisonError::into_inner).take();
+            Response { answer, took: Some(seen.map_or(Duration::ZERO, |seen| seen.elapsed())) }
         })
     })
 }
@@ -323,6 +379,23 @@ mod tests {
         tasks.end_owner("alice");
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(tasks.has_room("alice"), "cancelled tasks leave room");
+    }
+
+    #[tokio::test]
+    async fn a_session_keeps_a_bounded_number_of_finished_tasks() {
+        let tasks = Tasks::default();
+        let done = || Running {
+            handle: tokio::spawn(async { CallToolResult::success(vec![]) }),
+            cancel: CancellationToken::new(),
+        };
+        let mut made = Vec::new();
+        for _ in 0..MAX_FINISHED + 6 {
+            made.push(tasks.start("alice", Slot::new(), done(), None).ok().expect("room").task.task_id);
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(tasks.list("alice").len(), MAX_FINISHED, "the oldest finished are forgotten");
+        assert!(tasks.get("alice", &made[0]).is_err() && tasks.get("alice", made.last().unwrap()).is_ok());
     }
 
     #[tokio::test]
