@@ -61,6 +61,11 @@ async def run(binary: str, scratch: Path) -> None:
 
     async def elicit(_context, params: types.ElicitRequestParams) -> types.ElicitResult:
         decision = answers.pop(0) if answers else "deny"
+        if decision == "hold":
+            # A person who has not answered yet.
+            await asyncio.sleep(60)
+            decision = "deny"
+        await asyncio.sleep(0.3)  # a person reads the question before answering
         return types.ElicitResult(action="accept", content={"decision": decision, "note": "from the test"})
 
     async with stdio_client(server) as (read, write):
@@ -111,6 +116,22 @@ async def run(binary: str, scratch: Path) -> None:
                 pass
             await asyncio.sleep(1)
             check(not (root / "late.txt").exists(), "the cancelled command did not go on")
+
+            # Cancelled while its question is open: tasks/result answers at once.
+            answers.append("hold")
+            held = await session.experimental.call_tool_as_task("terminal_operations", command("echo held > held.txt"))
+            await wait_status(session, held.task.taskId, {"input_required"})
+            waiter = asyncio.create_task(session.experimental.get_task_result(held.task.taskId, types.CallToolResult))
+            await asyncio.sleep(1)
+            await session.experimental.cancel_task(held.task.taskId)
+            try:
+                await asyncio.wait_for(waiter, 5)
+                check(False, "tasks/result of a task cancelled while it asked: an error")
+            except asyncio.TimeoutError:
+                check(False, "tasks/result of a task cancelled while it asked answers within 5 s")
+            except Exception:  # noqa: BLE001 - the cancelled task has no result
+                check(True, "tasks/result of a task cancelled while it asked answers at once")
+            check(not (root / "held.txt").exists(), "the cancelled command never ran")
 
             # Not asked as a task: a plain call.
             answers.append("allow_once")

@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, GetTaskParams, Implementation, InputRequest, InputResponses, TaskPayload,
-    TaskStatus, TaskStatusNotificationParams, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, GetTaskParams, Implementation, InputRequest, InputResponses, TaskPayload, TaskStatus,
+    TaskStatusNotificationParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
-use super::common::{Workspace, process_with_args, unique_sleep, wait_gone};
+use super::common::Workspace;
 use super::policy::start;
 
 /// A client that runs tasks; it answers elicitations (which a task must not send) by counting them.
@@ -112,8 +112,12 @@ async fn a_long_command_becomes_a_task_a_quick_one_answers_at_once() {
     service.cancel().await.unwrap();
 }
 
+/// Linux: the command's process is found in `/proc`.
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn cancelling_a_task_ends_its_command() {
+    use super::common::{process_with_args, unique_sleep, wait_gone};
+    use rmcp::model::CancelTaskParams;
     let ws = Workspace::new();
     let service = start(&ws, "", TaskClient::default()).await;
     let (sleep, arg) = unique_sleep(60);

@@ -65,6 +65,8 @@ struct Handle {
     created: Instant,
     /// When the client was first shown the question the task asks now.
     seen: Seen,
+    /// The questions already put to the client by a `tasks/result` (2025-11-25).
+    claimed: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Handle {
@@ -141,7 +143,8 @@ impl Tasks {
             tokio::spawn(watch(manager.clone(), task.task_id.clone(), public.clone(), peer));
         }
         let inner = std::mem::replace(&mut task.task_id, public.clone());
-        let handle = Handle { owner: owner.to_string(), manager, inner, created: Instant::now(), seen };
+        let claimed = Mutex::default();
+        let handle = Handle { owner: owner.to_string(), manager, inner, created: Instant::now(), seen, claimed };
         self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(public, handle);
         Ok(CreateTaskResult::new(task))
     }
@@ -175,6 +178,14 @@ impl Tasks {
         let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
         let handle = owned(&ids, owner, id)?;
         handle.manager.update_task(&handle.inner, answers).map_err(|_| unknown(id))
+    }
+
+    /// Whether the question `key` of `owner`'s task `id` is still to be put to the client (it
+    /// is then taken: a second `tasks/result` does not put it again).
+    pub(crate) fn claim(&self, owner: &str, id: &str, key: &str) -> Result<bool, McpError> {
+        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let handle = owned(&ids, owner, id)?;
+        Ok(handle.claimed.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_string()))
     }
 
     /// `tasks/cancel`: ends the task's call (its commands' process groups with it).

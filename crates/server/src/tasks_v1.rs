@@ -258,7 +258,6 @@ async fn result(
     peer: &Peer<RoleServer>,
     ask_for: Duration,
 ) -> Result<Value, McpError> {
-    let mut asked = std::collections::HashSet::new();
     loop {
         let detailed = tasks.get(owner, id)?.task;
         match detailed.payload {
@@ -276,18 +275,24 @@ async fn result(
             }
             TaskPayload::InputRequired { input_requests } => {
                 for (key, request) in input_requests {
+                    // Each question is put once, whichever `tasks/result` of the task saw it.
                     let InputRequest::Elicitation(elicit) = request else { continue };
-                    if !asked.insert(key.clone()) {
+                    if !tasks.claim(owner, id, &key)? {
                         continue;
                     }
-                    let params = with_related(elicit.params, id);
-                    let answer = match peer.create_elicitation_with_timeout(params, Some(ask_for)).await {
-                        Ok(answer) => serde_json::to_value(answer).unwrap_or_default(),
-                        Err(err) => {
+                    let asking = peer.create_elicitation_with_timeout(with_related(elicit.params, id), Some(ask_for));
+                    // A task that ends meanwhile (cancelled) withdraws the question.
+                    let answer = tokio::select! {
+                        answer = asking => answer,
+                        () = ended(tasks, owner, id) => break,
+                    };
+                    let answer = answer.map_or_else(
+                        |err| {
                             tracing::debug!(%err, "a task's question was not answered");
                             json!({ "action": "cancel" })
-                        }
-                    };
+                        },
+                        |answer| serde_json::to_value(answer).unwrap_or_default(),
+                    );
                     tasks.update(owner, id, [(key, answer)].into_iter().collect())?;
                 }
             }
@@ -295,6 +300,16 @@ async fn result(
             _ => {}
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Resolves once task `id` has ended (or is gone).
+async fn ended(tasks: &Tasks, owner: &str, id: &str) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if tasks.get(owner, id).map_or(true, |task| task.task.task.status.is_terminal()) {
+            return;
+        }
     }
 }
 
