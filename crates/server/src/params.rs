@@ -58,7 +58,8 @@ mod tests {
         assert_eq!(why_invalid("tools/call", None).unwrap(), "`params` is required");
         assert!(why_invalid("logging/setLevel", Some(json!({"level": "loud"}))).unwrap().contains("unknown variant"));
         assert_eq!(why_invalid("prompts/get", Some(json!({}))).unwrap(), "missing field `name`");
-        assert_eq!(why_invalid("tasks/get", Some(json!({}))), None, "not offered: method not found");
+        assert_eq!(why_invalid("tasks/get", Some(json!({}))).unwrap(), "missing field `taskId`");
+        assert!(why_invalid("tasks/update", Some(json!({"taskId": 5}))).unwrap().contains("invalid type"));
         assert_eq!(why_invalid("no/such", None), None);
     }
 }
