@@ -194,3 +194,25 @@ async fn a_client_without_tasks_gets_a_plain_result() {
     assert!(refused.to_string().contains("-32021"), "{refused}");
     modern.cancel().await.unwrap();
 }
+
+/// Over HTTP: a task per session (another session's id is unknown), and only the extension:
+/// the stdio translation's internal methods are unknown.
+#[tokio::test]
+async fn over_http_a_task_is_its_sessions_and_only_the_extension_is_served() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{ClientRequest, CustomRequest};
+    let ws = Workspace::new();
+    let server = super::http::HttpServer::start(&ws, &[], &[]).await;
+    let owner = TaskClient::default().serve(server.authed()).await.unwrap();
+    let other = TaskClient::default().serve(server.authed()).await.unwrap();
+    let id = task_id(run_once(&owner, json!({"command": "sleep 2; echo over-http"})).await);
+    let stranger = other.get_task(GetTaskParams::new(&id)).await.unwrap_err();
+    assert!(stranger.to_string().contains("unknown task"), "{stranger}");
+    let done = poll(&owner, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+    assert!(text_of(&done).0.contains("over-http"));
+    let internal = ClientRequest::CustomRequest(CustomRequest::new("dev.toolbelt/v1/tasks/list", Some(json!({}))));
+    let refused = owner.send_request(internal).await.unwrap_err();
+    assert!(refused.to_string().contains("-32601") || refused.to_string().contains("not a method"), "{refused}");
+    owner.cancel().await.unwrap();
+    other.cancel().await.unwrap();
+}

@@ -580,7 +580,10 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
         let rmcp::model::CustomRequest { method, params, .. } = request;
-        if let Some(v1) = method.strip_prefix(tasks_v1::PREFIX) {
+        // The stdio transport's translation of 2025-11-25 tasks (tasks_v1.rs) names these; over
+        // HTTP, which serves the extension only, they are unknown like any other.
+        let over_http = context.extensions.get::<axum::http::request::Parts>().is_some();
+        if let Some(v1) = method.strip_prefix(tasks_v1::PREFIX).filter(|_| !over_http) {
             let owner = self.session_for(&context.meta).id.clone();
             let params = params.unwrap_or_default();
             let timeout = self.shared.config.approval_timeout;
