@@ -9,7 +9,7 @@ use toolbelt_mcp_sandbox::contract::{Bind, Contract};
 #[cfg(target_os = "linux")]
 use toolbelt_mcp_sandbox::exec::Confinement;
 #[cfg(target_os = "linux")]
-use toolbelt_mcp_sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND};
+use toolbelt_mcp_sandbox::linux::probe::{Layers, PROBE_SUBCOMMAND, ProxyProbe};
 use toolbelt_mcp_sandbox::mode::Network;
 use toolbelt_mcp_terminal::Terminals;
 
@@ -105,7 +105,13 @@ fn probe(config: &Config, terminals: &Terminals, confinement: &Confinement, cwd:
         .build()
         .map_err(|e| format!("cannot start a runtime for the probe: {e}"))?;
     let _entered = runtime.enter();
-    let link = if through_proxy { Some(terminals.proxy_link(config, None).map_err(|e| e.to_string())?) } else { None };
+    // A proxy that cannot start (no Unix sockets inside another sandbox) leaves the layers to
+    // probe; its line says why.
+    let (link, proxy_error) = match through_proxy.then(|| terminals.proxy_link(config, None)) {
+        Some(Ok(link)) => (Some(link), None),
+        Some(Err(err)) => (None, Some(err.to_string())),
+        None => (None, None),
+    };
     let mut args: Vec<std::ffi::OsString> = vec![PROBE_SUBCOMMAND.into()];
     if link.is_some() {
         for destination in probe_destinations(config) {
@@ -134,7 +140,15 @@ fn probe(config: &Config, terminals: &Terminals, confinement: &Confinement, cwd:
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("the probe's report does not parse: {e}"))
+    let mut layers: Layers =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("the probe's report does not parse: {e}"))?;
+    if let Some(why) = proxy_error {
+        layers.proxy = probe_destinations(config)
+            .into_iter()
+            .map(|destination| ProxyProbe { destination, reached: false, detail: why.clone() })
+            .collect();
+    }
+    Ok(layers)
 }
 
 /// The network line: the mode and what it lets commands reach.
