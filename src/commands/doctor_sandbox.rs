@@ -58,20 +58,14 @@ pub(super) fn report(config: &Config) -> String {
 /// unless it is listed as exactly that.
 #[cfg(target_os = "linux")]
 fn probe_destinations(config: &Config) -> Vec<String> {
-    let with_port = |entry: &str| {
-        if entry.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) && !entry.ends_with(']') {
-            entry.to_string()
-        } else {
-            format!("{entry}:443")
-        }
-    };
+    let named = |entry: &str| toolbelt_mcp_sandbox::proxy::Allowed::parse(entry).ok()?.destination(443);
     let allowed = config
         .network_allow
         .iter()
         .map(String::as_str)
-        .find(|entry| !entry.contains('*') && !entry.contains('/'))
-        .map_or_else(|| with_port(toolbelt_mcp_sandbox::proxy::REGISTRIES[0]), with_port);
-    vec![allowed, "169.254.169.254:80".to_string()]
+        .chain(toolbelt_mcp_sandbox::proxy::REGISTRIES.iter().copied())
+        .find_map(named);
+    allowed.into_iter().chain(["169.254.169.254:80".to_string()]).collect()
 }
 
 /// The proxy's line: what the probe reached through it, and what it was refused.
@@ -99,12 +93,12 @@ fn describe_proxy(layers: &Layers) -> String {
 #[cfg(target_os = "linux")]
 fn probe(config: &Config, terminals: &Terminals, confinement: &Confinement, cwd: &Path) -> Result<Layers, String> {
     let through_proxy = matches!(config.network, Network::Allow | Network::Allowlist);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
+    // The proxy serves connections on the runtime current when it starts.
+    let runtime = through_proxy
+        .then(|| tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build())
+        .transpose()
         .map_err(|e| format!("cannot start a runtime for the probe: {e}"))?;
-    let _entered = runtime.enter();
+    let _entered = runtime.as_ref().map(tokio::runtime::Runtime::enter);
     // A proxy that cannot start (no Unix sockets inside another sandbox) leaves the layers to
     // probe; its line says why.
     let (link, proxy_error) = match through_proxy.then(|| terminals.proxy_link(config, None)) {
@@ -119,11 +113,7 @@ fn probe(config: &Config, terminals: &Terminals, confinement: &Confinement, cwd:
         }
     }
     let per_command = toolbelt_mcp_sandbox::contract::PerCommand {
-        proxy: link.as_ref().map(|link| toolbelt_mcp_sandbox::contract::ProxyLink {
-            socket: link.socket().to_path_buf(),
-            token: link.token().to_string(),
-            port: toolbelt_mcp_sandbox::proxy::PORT,
-        }),
+        proxy: link.as_ref().map(|link| link.contract()),
         ..Default::default()
     };
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not

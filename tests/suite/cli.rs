@@ -4,7 +4,8 @@ use std::process::Command;
 
 use super::common::{BIN, Workspace};
 
-fn run(args: &[&str], ws: &Workspace) -> (bool, String, String) {
+/// Runs the binary with `args` in `ws`'s config and state dirs: success, stdout, stderr.
+pub(crate) fn run(args: &[&str], ws: &Workspace) -> (bool, String, String) {
     let out = Command::new(BIN)
         .args(args)
         .env("XDG_CONFIG_HOME", &ws.config_home)

@@ -5,7 +5,7 @@ mod agent;
 mod agent_context;
 mod agent_resume;
 mod agent_servers;
-mod cli;
+pub(crate) mod cli;
 #[cfg(target_os = "linux")]
 mod command_undo;
 pub(crate) mod common;

@@ -359,17 +359,10 @@ fn doctor_probes_the_proxy_from_inside_the_sandbox() {
     let ws = Workspace::new();
     let port = hello_server();
     let listed = format!("127.0.0.1:{port}");
+    let root = ws.root.to_str().unwrap().to_string();
     let proxy_line = |network: &[&str]| {
-        let out = std::process::Command::new(super::common::BIN)
-            .args(["doctor", "--root", ws.root.to_str().unwrap()])
-            .args(network)
-            .env("XDG_CONFIG_HOME", &ws.config_home)
-            .env("XDG_STATE_HOME", &ws.state_home)
-            .env_remove("TOOLBELT_ROOT")
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let (ok, stdout, stderr) = super::cli::run(&[&["doctor", "--root", &root], network].concat(), &ws);
+        assert!(ok, "{stdout}\n{stderr}");
         stdout.lines().find(|l| l.trim_start().starts_with("proxy:")).unwrap_or_else(|| panic!("{stdout}")).to_string()
     };
     let line = proxy_line(&["--network", "allowlist", "--network-allow", &listed]);

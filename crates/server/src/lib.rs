@@ -173,7 +173,7 @@ impl Server {
     /// The state a request works on: a protocol 2026-07-28 request over HTTP has no
     /// connection and uses the sessionless state; any other, the connection's own.
     fn session_for(&self, meta: &rmcp::model::RequestMetaObject) -> Arc<Session> {
-        let modern = meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let modern = is_modern(meta);
         match &self.shared.sessionless {
             Some(sessionless) if modern => {
                 *self.shared.sessionless_used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
@@ -183,7 +183,6 @@ impl Server {
         }
     }
 
-    /// Tells the client's log, once per root, that a root no longer exists.
     /// Runs `call` as a task of `owner` once it has run for `shortcut`; a call that ends
     /// sooner answers as usual, and so does one whose session has no room for a task.
     /// Until it is a task, the request's cancellation (`request`, or the HTTP front door's)
@@ -198,15 +197,16 @@ impl Server {
     ) -> Result<CallToolResponse, McpError> {
         let (front_door, cancel) = (front_door.unwrap_or_default(), slot.cancel.clone());
         let mut handle = tokio::spawn(call);
+        let asked_to_stop = async {
+            tokio::select! {
+                () = request.cancelled() => {}
+                () = front_door.cancelled() => {}
+            }
+        };
         tokio::select! {
             joined = &mut handle => return joined.map(Into::into).map_err(ended_abnormally),
             () = tokio::time::sleep(shortcut) => {}
-            () = request.cancelled() => {
-                cancel.cancel();
-                let _ = handle.await;
-                return Err(McpError::new(rmcp::model::ErrorCode(-32800), "request cancelled", None));
-            }
-            () = front_door.cancelled() => {
+            () = asked_to_stop => {
                 cancel.cancel();
                 let _ = handle.await;
                 return Err(McpError::new(rmcp::model::ErrorCode(-32800), "request cancelled", None));
@@ -218,6 +218,7 @@ impl Server {
         }
     }
 
+    /// Tells the client's log, once per root, that a root no longer exists.
     fn report_missing_roots(&self, roots: &Roots, logger: &logging::Logger) {
         for root in roots.list() {
             if toolbelt_mcp_sandbox::fs::is_dir(root) {
@@ -381,7 +382,7 @@ fn signals(
     });
     // Protocol 2026-07-28 forbids server-to-client requests: ask through an input-required
     // result instead, if the request says its client can answer elicitations.
-    let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let modern = is_modern(&context.meta);
     let approver = if modern {
         let elicits = context.meta.client_capabilities().is_some_and(|c| c.elicitation.is_some());
         let binding = approve::binding(&session.id, &responses.tool, responses.arguments.as_ref());
@@ -422,6 +423,11 @@ fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
 fn front_door_cancel(context: &RequestContext<RoleServer>) -> Option<tokio_util::sync::CancellationToken> {
     let parts = context.extensions.get::<axum::http::request::Parts>()?;
     parts.extensions.get::<http::CallCancel>().map(|cancel| cancel.0.clone())
+}
+
+/// Whether a request is of protocol 2026-07-28 or later (no connection of its own).
+fn is_modern(meta: &rmcp::model::RequestMetaObject) -> bool {
+    meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 fn ended_abnormally(err: tokio::task::JoinError) -> McpError {
@@ -591,7 +597,7 @@ impl ServerHandler for Server {
             return Ok(rmcp::model::CustomResult::new(answer));
         }
         // Methods protocol 2026-07-28 removed are unknown to a request of that era (HTTP 404).
-        let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let modern = is_modern(&context.meta);
         let params = if modern && params::REMOVED_IN_2026.contains(&method.as_str()) { None } else { Some(params) };
         match params.and_then(|params| params::why_invalid(&method, params)) {
             Some(why) => Err(McpError::invalid_params(format!("invalid params for `{method}`: {why}"), None)),
@@ -761,14 +767,15 @@ impl ServerHandler for Server {
         // A long call of a client that runs tasks may become one (tasks.rs); a 2025-11-25
         // client's call does when it asked to, at once (tasks_v1.rs).
         let asked = context.meta.get(tasks_v1::ASKED).and_then(serde_json::Value::as_bool);
-        let runs_tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
-        let task = (operation.task && asked.unwrap_or(runs_tasks) && self.shared.tasks.has_room(&session.id))
-            .then(tasks::Slot::new);
+        let task = (operation.task
+            && asked.unwrap_or_else(|| context.client_capabilities().is_some_and(|caps| caps.supports_tasks()))
+            && self.shared.tasks.has_room(&session.id))
+        .then(tasks::Slot::new);
         let shortcut = if asked == Some(true) { std::time::Duration::ZERO } else { tasks::SHORTCUT };
         // The request's own cancellation, and the session to tell of the task's changes
         // (a 2026-07-28 request has none: its client polls).
-        let modern = context.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        let request_side = (context.ct.clone(), (!modern).then(|| context.peer.clone()));
+        let request_side =
+            task.is_some().then(|| (context.ct.clone(), (!is_modern(&context.meta)).then(|| context.peer.clone())));
         if let Some(slot) = &task {
             let elicits = context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some());
             signals.task = true;
@@ -786,7 +793,7 @@ impl ServerHandler for Server {
             signals,
             budget,
         });
-        if let Some(slot) = task {
+        if let (Some(slot), Some(request_side)) = (task, request_side) {
             let owner = context.session.id.clone();
             let call = self
                 .shared

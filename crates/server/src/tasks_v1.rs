@@ -184,6 +184,11 @@ fn v1_task(task: &Value) -> Value {
     Value::Object(shaped)
 }
 
+/// A task of `tasks/*` in the 2025-11-25 shape.
+fn v1_of(task: &rmcp::model::GetTaskResult) -> Value {
+    v1_task(&serde_json::to_value(task).unwrap_or_default())
+}
+
 /// The tools that may run as tasks in `layout`, by the names the client sees.
 pub(crate) fn task_tools(layout: toolbelt_mcp_core::config::args::ToolLayout) -> Vec<String> {
     use toolbelt_mcp_core::config::args::ToolLayout;
@@ -216,12 +221,8 @@ pub(crate) async fn answer(
             .ok_or_else(|| McpError::invalid_params("`taskId` is required", None))
     };
     match method {
-        "tasks/get" => Ok(v1_task(&serde_json::to_value(tasks.get(owner, id()?)?).unwrap_or_default())),
-        "tasks/list" => {
-            let listed: Vec<Value> =
-                tasks.list(owner).iter().map(|t| v1_task(&serde_json::to_value(t).unwrap_or_default())).collect();
-            Ok(json!({ "tasks": listed }))
-        }
+        "tasks/get" => Ok(v1_of(&tasks.get(owner, id()?)?)),
+        "tasks/list" => Ok(json!({ "tasks": tasks.list(owner).iter().map(v1_of).collect::<Vec<_>>() })),
         "tasks/cancel" => {
             let id = id()?;
             if tasks.get(owner, id)?.task.task.status.is_terminal() {
@@ -231,15 +232,16 @@ pub(crate) async fn answer(
                 ));
             }
             tasks.cancel(owner, id)?;
-            // Cancelling is cooperative: give the call a moment to end its commands.
+            // Cancelling is cooperative: give the call up to 5 s to end its commands.
+            let mut now = tasks.get(owner, id)?;
             for _ in 0..50 {
-                let now = tasks.get(owner, id)?;
                 if now.task.task.status.is_terminal() {
-                    return Ok(v1_task(&serde_json::to_value(now).unwrap_or_default()));
+                    break;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
+                now = tasks.get(owner, id)?;
             }
-            Ok(v1_task(&serde_json::to_value(tasks.get(owner, id)?).unwrap_or_default()))
+            Ok(v1_of(&now))
         }
         "tasks/result" => result(tasks, owner, id()?, peer, ask_for).await,
         _ => Err(McpError::new(

@@ -127,11 +127,7 @@ impl Launch {
                 let per_command = toolbelt_mcp_sandbox::contract::PerCommand {
                     join: self.join,
                     stage: self.stage.as_ref().map_or_else(Vec::new, |stage| stage.layers().to_vec()),
-                    proxy: self.link.as_ref().map(|link| toolbelt_mcp_sandbox::contract::ProxyLink {
-                        socket: link.socket().to_path_buf(),
-                        token: link.token().to_string(),
-                        port: toolbelt_mcp_sandbox::proxy::PORT,
-                    }),
+                    proxy: self.link.as_ref().map(|link| link.contract()),
                 };
                 #[cfg(not(target_os = "linux"))]
                 let per_command = toolbelt_mcp_sandbox::contract::PerCommand::default();

@@ -105,6 +105,17 @@ impl Allowed {
         Ok(Self { host, port })
     }
 
+    /// The `host:port` this entry names exactly (`port`, when it names none); `None` for a
+    /// `*.suffix`, which names no one host.
+    pub fn destination(&self, port: u16) -> Option<String> {
+        let port = self.port.unwrap_or(port);
+        match &self.host {
+            Pattern::Name(name) => Some(format!("{name}:{port}")),
+            Pattern::Ip(ip) => Some(SocketAddr::new(*ip, port).to_string()),
+            Pattern::Suffix(_) => None,
+        }
+    }
+
     fn port_matches(&self, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)
     }
@@ -254,14 +265,11 @@ impl Link {
         self.asked.lock().await.allowed.iter().any(|(host, p)| *p == port && *host == Host::Ip(ip))
     }
 
-    /// The token the helper names the command by.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-
-    /// The server's registration socket, where the helper hands the listener over.
-    pub fn socket(&self) -> &Path {
-        &self.socket
+    /// What the command's contract says of this link: the server's registration socket,
+    /// where the helper hands the listener over, the token it names the command by, and the
+    /// port of the command's loopback to listen on.
+    pub fn contract(&self) -> crate::contract::ProxyLink {
+        crate::contract::ProxyLink { socket: self.socket.clone(), token: self.token.clone(), port: PORT }
     }
 
     /// The destinations refused so far (`host:port (why)`), each once.
@@ -419,6 +427,15 @@ pub fn environment() -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_names_one_destination_unless_it_is_a_suffix() {
+        let of = |entry: &str| Allowed::parse(entry).unwrap().destination(443);
+        assert_eq!(of("Example.COM"), Some("example.com:443".into()));
+        assert_eq!(of("127.0.0.1:8080"), Some("127.0.0.1:8080".into()));
+        assert_eq!(of("[::1]"), Some("[::1]:443".into()));
+        assert_eq!(of("*.example.com"), None);
+    }
 
     #[test]
     fn the_default_registries_are_names_on_443() {
