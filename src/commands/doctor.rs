@@ -8,8 +8,11 @@ use toolbelt_mcp_tools as tools;
 
 /// Prints the report.
 pub(crate) fn run(config: &Config) -> Result<(), String> {
-    let tools = tools::specs(config.tool_layout, config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly)
-        .map_err(|e| e.to_string())?;
+    let listing = tools::Listing {
+        read_only: config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly,
+        with_model: config.delegate.is_some(),
+    };
+    let tools = tools::specs(config.tool_layout, listing).map_err(|e| e.to_string())?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut report = String::new();
     report.push_str(&format!("toolbelt-mcp {}\n", env!("CARGO_PKG_VERSION")));
@@ -50,9 +53,25 @@ pub(crate) fn run(config: &Config) -> Result<(), String> {
         "undo data:     at most {} bytes per session, {} for all the sessions of the server\n",
         config.max_undo_bytes, config.max_undo_total_bytes
     ));
+    report.push_str(&format!("delegate:      {}\n", delegate_report(config)));
     report.push_str(&format!("confinement:   {}\n", backend::status()));
     report.push_str(&sandbox_report(config));
     std::io::stdout().lock().write_all(report.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// Whether `delegate` is offered, with which model, and how to enable it when it is not.
+fn delegate_report(config: &Config) -> String {
+    let Some(delegate) = &config.delegate else {
+        return "off (not listed); to offer it, add a `[delegate]` table to the config file (`provider`, `model`, `api_key_env`; see the README)".into();
+    };
+    let nesting = match delegate.max_depth {
+        1 => "sub-agents cannot delegate".to_string(),
+        depth => format!("nesting up to {depth} levels"),
+    };
+    match toolbelt_mcp_agent::delegate::check(delegate, &|key| std::env::var_os(key)) {
+        Ok(model) => format!("on, {model} ({} turns at most, {nesting})", delegate.max_turns),
+        Err(problem) => format!("configured but cannot run: {problem}"),
+    }
 }
 
 /// How this process was started: the npm launcher (it sets `TOOLBELT_LAUNCHER`), cargo

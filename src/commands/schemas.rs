@@ -13,8 +13,9 @@ use toolbelt_mcp_tools::{self as tools, OperationDef, TOOLS};
 
 /// Generated files: (path relative to the repo, contents).
 pub(crate) fn generate() -> Result<Vec<(String, String)>, String> {
-    let consolidated = tools::generate(ToolLayout::Consolidated, false).map_err(|e| e.to_string())?;
-    let granular = tools::generate(ToolLayout::Granular, false).map_err(|e| e.to_string())?;
+    let consolidated =
+        tools::generate(ToolLayout::Consolidated, tools::Listing::PUBLISHED).map_err(|e| e.to_string())?;
+    let granular = tools::generate(ToolLayout::Granular, tools::Listing::PUBLISHED).map_err(|e| e.to_string())?;
     let mut files = Vec::new();
     for spec in &consolidated {
         files.push((format!("schemas/{}.json", spec.name), pretty(spec)?));
@@ -54,6 +55,9 @@ fn reference() -> String {
 
 fn operation(out: &mut String, op: &OperationDef) {
     out.push_str(&format!("\n### `{}`\n\n{}\n", op.name, op.description));
+    if op.needs_model {
+        out.push_str("\nListed only where the server has a model to run it with: a `[delegate]` provider in its config file (see the README).\n");
+    }
     let input = (op.input_schema)();
     if !tools::fields(&input).is_empty() {
         out.push_str("\n| field | type | meaning |\n|---|---|---|\n");

@@ -16,8 +16,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("policy", &["core", "sandbox"]),
     ("terminal", &["core", "sandbox"]),
     ("tools", &["policy", "terminal", "store", "core", "sandbox"]),
-    ("server", &["tools", "policy", "terminal", "store", "core", "sandbox", "unify-http"]),
     ("agent", &["core", "sandbox", "unify-http"]),
+    ("server", &["agent", "tools", "policy", "terminal", "store", "core", "sandbox", "unify-http"]),
 ];
 
 /// External crates and the only crates that may name them (the root package may hold any of

@@ -12,6 +12,7 @@ pub(crate) mod common;
 #[cfg(target_os = "linux")]
 mod confinement;
 mod corners;
+mod delegate;
 pub(crate) mod deploy;
 mod env_vars;
 mod escapes;

@@ -123,6 +123,20 @@ impl Connection {
             }
         }
         .map_err(|e| format!("the MCP server did not complete the handshake: {e}"))?;
+        Self::listed(service, budget).await
+    }
+
+    /// Connects over `stream` to a server of this process (a `delegate` sub-agent's).
+    pub(crate) async fn open_stream(stream: tokio::io::DuplexStream, handler: Handler) -> Result<Self, String> {
+        let service = handler
+            .serve(stream)
+            .await
+            .map_err(|e| format!("the in-process server did not complete the handshake: {e}"))?;
+        Self::listed(service, None).await
+    }
+
+    /// The connection once its tools are listed.
+    async fn listed(service: RunningService<RoleClient, Handler>, budget: Option<usize>) -> Result<Self, String> {
         let tools = service.list_all_tools().await.map_err(|e| format!("cannot list the server's tools: {e}"))?;
         let server = service
             .peer_info()

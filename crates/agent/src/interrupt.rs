@@ -48,6 +48,21 @@ impl Interrupts {
         Ok(Self { received })
     }
 
+    /// A stop when `cancel` is cancelled (a sub-agent's caller cancelled), and no signal
+    /// handling: the process's signals are not the sub-agent's.
+    pub(crate) fn on_cancel(cancel: tokio_util::sync::CancellationToken) -> Self {
+        let (sender, received) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {
+                    let _ = sender.send(Signal::Terminate);
+                }
+                () = sender.closed() => {}
+            }
+        });
+        Self { received }
+    }
+
     /// The next signal (pending forever once the listener is gone).
     pub(crate) async fn next(&mut self) -> Signal {
         match self.received.recv().await {

@@ -7,6 +7,7 @@ mod calls;
 mod client;
 mod compact;
 mod context;
+pub mod delegate;
 mod handler;
 mod interrupt;
 mod mcp_config;

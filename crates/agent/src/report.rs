@@ -26,7 +26,12 @@ pub(crate) struct Reporter {
     mid_line: AtomicBool,
     /// Model text was streamed since the last [`Reporter::take_streamed`].
     streamed: AtomicBool,
+    /// Where lines go instead of stderr (a sub-agent's, to its caller's progress).
+    sink: Option<LineSink>,
 }
+
+/// Takes a reporter's lines instead of stderr.
+pub(crate) type LineSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Reporter {
     /// A reporter on this process's stderr.
@@ -37,7 +42,13 @@ impl Reporter {
             asking: AtomicBool::new(false),
             mid_line: AtomicBool::new(false),
             streamed: AtomicBool::new(false),
+            sink: None,
         }
+    }
+
+    /// A reporter whose lines go to `sink` (never to stderr, which may be a protocol's).
+    pub(crate) fn to_sink(sink: LineSink) -> Self {
+        Self { tty: false, sink: Some(sink), ..Self::new() }
     }
 
     /// Stops (or resumes) drawing the live line while the user answers a question.
@@ -55,6 +66,10 @@ impl Reporter {
 
     /// Prints a line, replacing the live status line if one is shown.
     pub(crate) fn line(&self, text: impl Display) {
+        if let Some(sink) = &self.sink {
+            sink(&text.to_string());
+            return;
+        }
         let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut err = std::io::stderr().lock();
         if std::mem::take(&mut *live) {
@@ -68,7 +83,7 @@ impl Reporter {
 
     /// Shows model text as it streams in (the live line gives way to it).
     pub(crate) fn stream_text(&self, text: &str) {
-        if text.is_empty() {
+        if text.is_empty() || self.sink.is_some() {
             return;
         }
         let mut live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -148,6 +148,19 @@ impl Servers {
         Ok(servers)
     }
 
+    /// The one server of a `delegate` sub-agent: this process's, over `stream`.
+    pub(crate) async fn in_process(stream: tokio::io::DuplexStream, handler: &Handler) -> Result<Self, String> {
+        let connection = Connection::open_stream(stream, handler.for_server(None)).await?;
+        let server = Server {
+            name: "toolbelt-mcp".into(),
+            first: true,
+            connection: Some(connection),
+            failed: None,
+            gone: AtomicBool::new(false),
+        };
+        Ok(Self { list: vec![server] })
+    }
+
     /// Calls `tool` on the server at `index`.
     pub(crate) async fn call(&self, index: usize, tool: &str, arguments: Map<String, Value>) -> Outcome {
         let Some(server) = self.list.get(index) else { return Outcome::error("the call has no server to go to") };

@@ -15,7 +15,7 @@ use crate::AgentArgs;
 use toolbelt_mcp_core::config::args::CommonArgs;
 
 /// The default Anthropic model.
-const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub(crate) const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 /// The instruction of a resumed run given none.
 const CONTINUE: &str = "Continue the task where you left off.";
 /// The largest task read from stdin.

@@ -293,6 +293,12 @@ pub enum ToolError {
     /// The client cancelled the call and it stopped.
     #[error("cancelled: the client cancelled this call and it stopped; call it again to get the answer")]
     Cancelled,
+    /// `delegate` has no model to run its sub-agent with.
+    #[error("`delegate` has no model: {0}")]
+    NoModel(String),
+    /// The sub-agent could not start.
+    #[error("the sub-agent did not start: {0}")]
+    Delegation(String),
     #[error("internal error: {0}; this is a bug in toolbelt-mcp, please report it")]
     Internal(String),
 }

@@ -2,6 +2,7 @@
 //! registry's tools, turns calls into `OperationDef::call`, and keeps per-connection state.
 
 mod approve;
+mod delegate;
 mod hints;
 mod host_sandbox;
 pub mod http;
@@ -55,7 +56,9 @@ pub struct Shared {
     store: Arc<Store>,
     /// The audit log's one writer.
     audit: AuditLog,
-    tools: OnceLock<Result<Vec<Tool>, String>>,
+    /// The tool listings, built on first use: by whether they leave out file writes (the
+    /// read-only sandbox) and hold `delegate` (a model source).
+    tools: [OnceLock<Result<Vec<Tool>, String>>; 4],
     calls: TaskTracker,
     sessionless: Option<Arc<Session>>,
     /// When a request last used the sessionless state.
@@ -65,6 +68,8 @@ pub struct Shared {
     home: Option<std::path::PathBuf>,
     /// The calls running as MCP tasks, of every session.
     tasks: tasks::Tasks,
+    /// Sub-agents started so far (each is numbered in its questions and transcript).
+    delegations: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -72,12 +77,25 @@ impl Shared {
     /// when they carry no connection (HTTP); on stdio the connection's own state serves them.
     pub fn new(config: Arc<Config>, store: Arc<Store>, sessionless: bool) -> Arc<Self> {
         let sessionless = sessionless.then(|| Arc::new(Session::new(&config)));
-        let (tools, calls, open) = (OnceLock::new(), TaskTracker::new(), Mutex::default());
+        let (tools, calls, open) = (Default::default(), TaskTracker::new(), Mutex::default());
         let sessionless_used = Mutex::new(Instant::now());
         let audit = AuditLog::new(config.audit.clone());
         let home = toolbelt_mcp_core::config::workspace::home(&|key| std::env::var_os(key));
         let tasks = tasks::Tasks::default();
-        Arc::new(Self { config, store, audit, tools, calls, sessionless, sessionless_used, open, home, tasks })
+        let delegations = Default::default();
+        Arc::new(Self {
+            config,
+            store,
+            audit,
+            tools,
+            calls,
+            sessionless,
+            sessionless_used,
+            open,
+            home,
+            tasks,
+            delegations,
+        })
     }
 
     /// The sessionless state, if no request has used it for `idle` (and no call runs).
@@ -140,6 +158,8 @@ pub struct Server {
     log_level: logging::LogLevel,
     /// Roots already reported missing to the client's log.
     missing_roots: Arc<Mutex<Vec<std::path::PathBuf>>>,
+    /// Set on the server of a `delegate` sub-agent: what more it limits, and whom it asks.
+    delegated: Option<Arc<delegate::Limits>>,
 }
 
 impl Server {
@@ -156,7 +176,30 @@ impl Server {
             subscriptions: Arc::default(),
             log_level: logging::LogLevel::default(),
             missing_roots: Arc::default(),
+            delegated: None,
         }
+    }
+
+    /// The server of a `delegate` sub-agent: `roots` (the caller's, or inside them) and the
+    /// caller's `session`, within `limits`.
+    fn delegated(shared: Arc<Shared>, roots: Roots, session: Arc<Session>, limits: delegate::Limits) -> Self {
+        let roots = Arc::new(roots::SessionRoots::new(roots, None));
+        Self {
+            shared,
+            roots,
+            session: Arc::new(OnceLock::from(session)),
+            subscriptions: Arc::default(),
+            log_level: logging::LogLevel::default(),
+            missing_roots: Arc::default(),
+            delegated: Some(Arc::new(limits)),
+        }
+    }
+
+    /// What runs `delegate` for this connection's calls, when it has a model source and may
+    /// nest one more level.
+    fn delegator(&self) -> Option<Arc<dyn toolbelt_mcp_tools::delegation::Delegator>> {
+        let depth = self.delegated.as_ref().map_or(0, |limits| limits.depth);
+        delegate::Delegator::of(&self.shared, depth).map(|d| d as Arc<dyn toolbelt_mcp_tools::delegation::Delegator>)
     }
 
     /// The workspace key of todo lists and memories (`store::workspace`).
@@ -240,13 +283,16 @@ impl Server {
     /// The registry's tools as rmcp tools, built on first use and kept.
     fn tools(&self) -> Result<&Vec<Tool>, McpError> {
         let config = &self.shared.config;
-        let built = self.shared.tools.get_or_init(|| {
-            toolbelt_mcp_tools::specs(
-                config.tool_layout,
-                config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly,
-            )
-            .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
-            .map_err(|e| e.to_string())
+        let listing = toolbelt_mcp_tools::Listing {
+            read_only: config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly
+                || self.delegated.as_ref().is_some_and(|limits| limits.read_only),
+            with_model: self.delegator().is_some(),
+        };
+        let slot = &self.shared.tools[usize::from(listing.read_only) * 2 + usize::from(listing.with_model)];
+        let built = slot.get_or_init(|| {
+            toolbelt_mcp_tools::specs(config.tool_layout, listing)
+                .map(|specs| specs.into_iter().map(to_rmcp_tool).collect())
+                .map_err(|e| e.to_string())
         });
         built.as_ref().map_err(|err| McpError::internal_error(format!("tool schemas are invalid: {err}"), None))
     }
@@ -737,7 +783,18 @@ impl ServerHandler for Server {
                 return Ok(error_result(&err).into());
             }
         };
+        if let Some(limits) = &self.delegated
+            && !limits.allows(&request.name, operation.name)
+        {
+            refused("error:NotDelegated");
+            let text = format!(
+                "`{}` is not among the operations this sub-agent was given; use those listed, or answer with what you found",
+                operation.name
+            );
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        }
         if !config.roots_explicit
+            && self.delegated.is_none()
             && let Some(named) = roots::host_working_dir(&context.meta)
         {
             self.roots.adopt_host_dir(named, self.shared.home.as_deref());
@@ -751,6 +808,13 @@ impl ServerHandler for Server {
         let narrowed =
             host_sandbox::HostLimits::from_meta(&context.meta, roots.list()).map(|limits| limits.apply(config));
         let config = narrowed.as_ref().unwrap_or(config);
+        // A read-only sub-agent: read-only file operations and a read-only command sandbox.
+        let read_only = self
+            .delegated
+            .as_ref()
+            .filter(|limits| limits.read_only)
+            .map(|_| host_sandbox::HostLimits { read_only: true, no_network: false }.apply(config));
+        let config = read_only.as_ref().unwrap_or(config);
         let retry = Retry {
             input_responses: request.input_responses.clone(),
             request_state: request.request_state.clone(),
@@ -764,6 +828,10 @@ impl ServerHandler for Server {
             tool: request.name.to_string(),
             ..signals(&context, config.approval_timeout, retry, logger.clone(), &session)
         };
+        // A sub-agent's questions go to its caller's client, naming it.
+        if let Some(limits) = &self.delegated {
+            signals.approver = limits.approver.clone();
+        }
         // A long call of a client that runs tasks may become one (tasks.rs); a 2025-11-25
         // client's call does when it asked to, at once (tasks_v1.rs).
         let asked = context.meta.get(tasks_v1::ASKED).and_then(serde_json::Value::as_bool);
@@ -792,6 +860,7 @@ impl ServerHandler for Server {
             audit: self.shared.audit.clone(),
             signals,
             budget,
+            delegator: self.delegator(),
         });
         if let (Some(slot), Some(request_side)) = (task, request_side) {
             let owner = context.session.id.clone();

@@ -390,7 +390,7 @@ mod tests {
         let names = task_tools(toolbelt_mcp_core::config::args::ToolLayout::Consolidated);
         assert_eq!(names, ["terminal_operations"]);
         let names = task_tools(toolbelt_mcp_core::config::args::ToolLayout::Granular);
-        assert_eq!(names, ["run_command"]);
+        assert_eq!(names, ["run_command", "delegate"]);
         let mut bridge = Bridge::new(names);
         inbound(&mut bridge, json!({"id": 0, "method": "initialize", "params": {"capabilities": {}}}));
         inbound(&mut bridge, json!({"id": "l", "method": "tools/list"}));

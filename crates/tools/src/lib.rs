@@ -2,6 +2,7 @@
 //! effect and `run`; one line in its tool's list registers it. Schemas, descriptions,
 //! annotations and dispatch are all derived from [`TOOLS`].
 
+pub mod delegation;
 pub mod file;
 mod lean;
 mod lenient;
@@ -33,7 +34,7 @@ use toolbelt_mcp_sandbox::{Resolved, Roots};
 
 pub use lean::Lean;
 pub use output::{Image, Lines, RESERVE, Reply, ToolOutput, json_size, split_lines, view_cost};
-pub use spec::{ToolSpec, fields, generate, specs};
+pub use spec::{Listing, ToolSpec, fields, generate, specs};
 pub use toolbelt_mcp_core::effect::{Effect, Notify, Severity};
 pub use toolbelt_mcp_core::units::push_decimal;
 
@@ -113,6 +114,9 @@ pub struct Context {
     pub signals: Signals,
     /// Bytes each view of this call's result may take (see `config::OutputBudget`).
     pub budget: usize,
+    /// What runs `delegate`'s sub-agents, when this connection has a model source and its
+    /// nesting allows one more level.
+    pub delegator: Option<Arc<dyn delegation::Delegator>>,
 }
 
 /// The longest any operation runs as an MCP task (`run_command`'s largest `timeout_ms` there):
@@ -188,6 +192,9 @@ pub trait Operation: Send + Sync + 'static {
     /// Whether a call may take minutes, so that it runs as an MCP task when the client
     /// supports tasks (a call that ends quickly still answers at once).
     const TASK: bool = false;
+    /// Whether it runs a model (`delegate`): listed only where the connection has a model
+    /// source.
+    const NEEDS_MODEL: bool = false;
     /// The effect these arguments would have.
     fn effect(args: &Self::Args) -> Effect;
     /// What these arguments would write into a file (new content, the text put in place, a
@@ -222,6 +229,8 @@ pub struct OperationDef {
     pub lean: Lean,
     /// See [`Operation::TASK`].
     pub task: bool,
+    /// See [`Operation::NEEDS_MODEL`].
+    pub needs_model: bool,
     invoke: Invoke,
 }
 
@@ -237,6 +246,7 @@ impl OperationDef {
             output_schema: crate::schema::output_schema::<O::Output>,
             lean: O::LEAN,
             task: O::TASK,
+            needs_model: O::NEEDS_MODEL,
             invoke: invoke::<O>,
         }
     }

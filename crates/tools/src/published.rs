@@ -51,7 +51,7 @@ mod tests {
         use crate::spec::generate;
         for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
             let embedded = listing(layout).expect("the published files parse");
-            let generated = generate(layout, false).unwrap();
+            let generated = generate(layout, crate::spec::Listing::PUBLISHED).unwrap();
             assert_eq!(embedded, generated, "run `cargo run -- schemas` and commit `schemas/`");
             let names: Vec<&str> = embedded.iter().map(|spec| spec.name.as_str()).collect();
             let expected: Vec<&str> = generated.iter().map(|spec| spec.name.as_str()).collect();

@@ -229,6 +229,11 @@ impl Session {
         self.history().call += 1;
     }
 
+    /// How many writing calls began so far: changes of later calls have a higher `call`.
+    pub fn call_count(&self) -> u64 {
+        self.history().call
+    }
+
     /// Keeps `content` (the state before a change) for undo: in memory when small, else as a
     /// file under the state dir (written once, read back only if undone).
     pub fn keep_before(&self, content: &[u8], mode: u32) -> Result<Before, ToolError> {

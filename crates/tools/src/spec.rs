@@ -73,19 +73,39 @@ impl Annotations {
     }
 }
 
-/// The tools a layout lists, in fixed order with deterministic text. With `read_only` (the
-/// `read-only` sandbox) operations that write files are left out. The full listings are the
-/// published ones, embedded at build time (see `published`); others are generated.
-pub fn specs(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
-    if !read_only && let Some(specs) = super::published::listing(layout) {
+/// Which operations a listing holds beside the ones every listing has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Listing {
+    /// The `read-only` sandbox: operations that write files are left out.
+    pub read_only: bool,
+    /// The connection has a model source: operations that run a model (`delegate`) are in.
+    pub with_model: bool,
+}
+
+impl Listing {
+    /// What `schemas/` publishes: every operation but those that need a model.
+    pub const PUBLISHED: Self = Self { read_only: false, with_model: false };
+
+    /// Whether `op` is in this listing.
+    fn lists(self, op: &OperationDef) -> bool {
+        (!self.read_only || !matches!(op.kind, EffectKind::Write { .. })) && (self.with_model || !op.needs_model)
+    }
+}
+
+/// The tools a layout lists, in fixed order with deterministic text. The published listings
+/// are embedded at build time (see `published`); others are generated.
+pub fn specs(layout: ToolLayout, listing: Listing) -> Result<Vec<ToolSpec>, SchemaError> {
+    if listing == Listing::PUBLISHED
+        && let Some(specs) = super::published::listing(layout)
+    {
         return Ok(specs);
     }
-    generate(layout, read_only)
+    generate(layout, listing)
 }
 
 /// The tools a layout lists, generated from the registry (what `schemas/` publishes).
-pub fn generate(layout: ToolLayout, read_only: bool) -> Result<Vec<ToolSpec>, SchemaError> {
-    let listed = |op: &&OperationDef| !read_only || !matches!(op.kind, EffectKind::Write { .. });
+pub fn generate(layout: ToolLayout, listing: Listing) -> Result<Vec<ToolSpec>, SchemaError> {
+    let listed = move |op: &&OperationDef| listing.lists(op);
     match layout {
         ToolLayout::Consolidated => {
             TOOLS.iter().map(|tool| consolidated(tool, tool.operations.iter().filter(listed).collect())).collect()
@@ -312,14 +332,14 @@ mod tests {
     #[test]
     fn every_layout_lists_flat_deterministic_tools() {
         for layout in [ToolLayout::Consolidated, ToolLayout::Granular] {
-            let first = specs(layout, false).unwrap();
-            assert_eq!(first, specs(layout, false).unwrap());
+            let first = specs(layout, Listing::PUBLISHED).unwrap();
+            assert_eq!(first, specs(layout, Listing::PUBLISHED).unwrap());
             for tool in &first {
                 schema::check_flat(&tool.input_schema).unwrap();
                 schema::check_flat(&tool.output_schema).unwrap();
             }
         }
-        let granular = specs(ToolLayout::Granular, false).unwrap();
+        let granular = specs(ToolLayout::Granular, Listing::PUBLISHED).unwrap();
         let names: Vec<&str> = granular.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, [&FILE_OPERATIONS[..], &TERMINAL_OPERATIONS[..], &RECORD_OPERATIONS[..]].concat());
         for tool in &granular {
@@ -348,7 +368,7 @@ mod tests {
 
     #[test]
     fn consolidated_file_operations_shape() {
-        let tools = specs(ToolLayout::Consolidated, false).unwrap();
+        let tools = specs(ToolLayout::Consolidated, Listing::PUBLISHED).unwrap();
         let file = &tools[0];
         assert_eq!(file.name, "file_operations");
         assert_eq!(file.input_schema["required"], json!(["operation"]));
@@ -366,7 +386,7 @@ mod tests {
 
     #[test]
     fn read_only_sandbox_lists_no_file_writes() {
-        let tools = specs(ToolLayout::Consolidated, true).unwrap();
+        let tools = specs(ToolLayout::Consolidated, Listing { read_only: true, with_model: false }).unwrap();
         let file = &tools[0];
         let listed = &file.input_schema["properties"]["operation"]["enum"];
         assert_eq!(listed, &json!(["read_file", "list_dir", "file_search", "grep_search", "changes"]));
@@ -374,7 +394,7 @@ mod tests {
         assert_eq!(tools[1].input_schema["properties"]["operation"]["enum"], json!(TERMINAL_OPERATIONS));
         let todo_ops = &tools[2].input_schema["properties"]["operation"]["enum"];
         assert_eq!(todo_ops, &json!(["read", "write", "add", "update"]), "todos are the server's records, not files");
-        let granular = specs(ToolLayout::Granular, true).unwrap();
+        let granular = specs(ToolLayout::Granular, Listing { read_only: true, with_model: false }).unwrap();
         assert!(granular.iter().all(|t| t.name != "create_file" && t.name != "undo"));
     }
 

@@ -94,6 +94,7 @@ layer! {
     audit_log_max_bytes: Option<u64>,
     workspace: Option<String>,
     store: Option<String>,
+    delegate: Option<crate::config::delegate::DelegateTable>,
 }
 
 impl Layer {

@@ -16,6 +16,7 @@ use toolbelt_mcp_sandbox::mode::{Network, SandboxMode};
 pub mod args;
 pub mod audit;
 mod budget;
+pub mod delegate;
 pub mod http;
 mod layer;
 pub mod sandbox;
@@ -129,6 +130,8 @@ pub struct Config {
     /// The workspace named for todo lists and memories (else the first root's git remote,
     /// else its path: `store::workspace`).
     pub workspace: Option<String>,
+    /// The model `delegate` uses when the client offers none through sampling (`[delegate]`).
+    pub delegate: Option<delegate::Delegate>,
 }
 
 /// Default most the commands of one session keep in their temp dirs: 2 GiB.
@@ -320,6 +323,7 @@ impl Config {
             audit,
             workspace,
             store,
+            delegate: settings.delegate.map(delegate::DelegateTable::resolve).transpose()?,
         }))
     }
 }

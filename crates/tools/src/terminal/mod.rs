@@ -1,6 +1,7 @@
 //! `terminal_operations`: commands, background processes and interactive PTY sessions, every
 //! one confined by the sandbox.
 
+mod delegate;
 mod kill_session;
 mod list_sessions;
 mod read_output;
@@ -43,6 +44,7 @@ pub const TOOL: ToolDef = ToolDef {
         OperationDef::of::<read_output::ReadOutput>(),
         OperationDef::of::<list_sessions::ListSessions>(),
         OperationDef::of::<kill_session::KillSession>(),
+        OperationDef::of::<delegate::Delegate>(),
     ],
     granular_prefix: "",
 };

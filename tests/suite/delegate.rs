@@ -1,0 +1,214 @@
+//! `delegate` end to end: the real server runs a sub-agent in its own process against a
+//! scripted model (both wire formats) configured as `[delegate]`; the sub-agent's edit is the
+//! caller's to see and undo, its questions reach the caller's client naming it, a read-only
+//! delegation cannot write, cancelling the call ends its commands, its turn budget stops it
+//! with a clear result, nesting is bounded, and without a model source the operation is absent.
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use super::common::{BIN, Reply, Workspace, wait_gone};
+use super::llm::{KEY, ScriptedLlm, Wire};
+use super::policy::{Asker, call};
+
+/// The variable the `[delegate]` table names for the key.
+const KEY_ENV: &str = "SUBAGENT_TEST_KEY";
+
+/// The server on `ws` with `[delegate]` pointing at `llm` (none when `llm` is `None`) and
+/// `extra` settings, its client answering with `handler`.
+async fn start<H: ClientHandler>(
+    ws: &Workspace,
+    llm: Option<&ScriptedLlm>,
+    extra: &str,
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    let mut config = format!("{extra}\n");
+    if let Some(llm) = llm {
+        config.push_str(&format!(
+            "[delegate]\nprovider = \"{}\"\nmodel = \"scripted\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_ENV}\"\n",
+            llm.wire.provider(),
+            llm.base_url
+        ));
+    }
+    let file = ws.config_home.join("delegate.toml");
+    std::fs::write(&file, config).unwrap();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.args(["serve", "--root", ws.root.to_str().unwrap(), "--config", file.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", &ws.config_home)
+            .env("XDG_STATE_HOME", &ws.state_home)
+            .env(KEY_ENV, KEY)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY");
+    }))
+    .unwrap();
+    handler.serve(transport).await.unwrap()
+}
+
+async fn delegate<H: ClientHandler>(service: &RunningService<RoleClient, H>, fields: Value) -> Reply {
+    let mut args = json!({"operation": "delegate"});
+    args.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+    call(service, "terminal_operations", args).await
+}
+
+/// The operations of `terminal_operations` as listed.
+async fn terminal_operations<H: ClientHandler>(service: &RunningService<RoleClient, H>) -> Vec<String> {
+    let tools = service.list_all_tools().await.unwrap();
+    let terminal = tools.iter().find(|t| t.name == "terminal_operations").unwrap();
+    let schema = serde_json::to_value(&terminal.input_schema).unwrap();
+    schema["properties"]["operation"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect()
+}
+
+/// The tool names and operations offered to the model in a request.
+fn offered(request: &Value) -> String {
+    request["tools"].to_string()
+}
+
+#[tokio::test]
+async fn a_delegated_edit_is_the_callers_to_see_and_undo() {
+    for wire in Wire::BOTH {
+        let ws = Workspace::new();
+        std::fs::write(ws.root.join("answer.txt"), "answer = 41\n").unwrap();
+        let script = json!({"turns": [
+            {"expect": ["Fix the answer"],
+             "reply": {"calls": [{"name": "file_operations", "arguments":
+                {"operation": "replace_string", "path": "answer.txt", "old_string": "41", "new_string": "42"}}]}},
+            {"expect": ["answer.txt"], "reply": {"text": "Set the answer to 42."}}
+        ]});
+        let llm = ScriptedLlm::start_with(&script, wire).await;
+        let service = start(&ws, Some(&llm), "", ()).await;
+        assert!(terminal_operations(&service).await.contains(&"delegate".to_string()), "{wire:?}: listed");
+        let done = delegate(&service, json!({"task": "Fix the answer in answer.txt: it must be 42."})).await;
+        assert!(!done.is_error, "{wire:?}: {}", done.text);
+        llm.assert_played();
+        assert_eq!(done.structured["stop"], "completed", "{wire:?}");
+        assert_eq!(done.structured["answer"], "Set the answer to 42.");
+        assert_eq!(done.structured["changed_files"], json!(["answer.txt"]), "{}", done.text);
+        assert_eq!(done.structured["turns"], 2);
+        assert!(done.text.contains("`undo` with `steps: 1`"), "{}", done.text);
+        assert_eq!(std::fs::read_to_string(ws.root.join("answer.txt")).unwrap(), "answer = 42\n");
+        // Nesting is bounded: the sub-agent was not offered `delegate`.
+        let first = &llm.requests()[0];
+        assert!(offered(first).contains("replace_string") && !offered(first).contains("\"delegate\""), "{first}");
+        // Its transcript is kept for `--resume`.
+        let transcript = done.structured["transcript"].as_str().unwrap();
+        assert!(transcript.starts_with(ws.state_home.to_str().unwrap()), "{transcript}");
+        let kept = std::fs::read_to_string(transcript).unwrap();
+        assert!(kept.contains("\"type\":\"end\"") && kept.contains("Set the answer to 42."), "{kept}");
+        // The caller sees the change and undoes it.
+        let changes = call(&service, "file_operations", json!({"operation": "changes"})).await;
+        assert!(changes.text.contains("answer.txt"), "{}", changes.text);
+        let undone = call(&service, "file_operations", json!({"operation": "undo", "steps": 1})).await;
+        assert!(!undone.is_error, "{}", undone.text);
+        assert_eq!(std::fs::read_to_string(ws.root.join("answer.txt")).unwrap(), "answer = 41\n");
+        service.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_sub_agents_question_reaches_the_callers_client_naming_it() {
+    let ws = Workspace::new();
+    let script = json!({"turns": [
+        {"expect": ["Write a marker"],
+         "reply": {"calls": [{"name": "terminal_operations", "arguments":
+            {"operation": "run_command", "command": "echo made > marker.txt"}}]}},
+        {"expect": ["denied"], "reply": {"text": "The user said no."}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::Anthropic).await;
+    let asker = Asker::default();
+    asker.answer(&["deny"]);
+    let service = start(&ws, Some(&llm), "approval = \"on-write\"", asker.clone()).await;
+    let done = delegate(&service, json!({"task": "Write a marker file."})).await;
+    llm.assert_played();
+    let messages = asker.messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].contains("sub-agent 1 (`delegate`: Write a marker file.)"), "{}", messages[0]);
+    assert!(messages[0].contains("echo made > marker.txt"), "{}", messages[0]);
+    assert_eq!(done.structured["denied"], 1, "{}", done.text);
+    assert!(!ws.root.join("marker.txt").exists());
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_read_only_delegation_cannot_write() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("keep.txt"), "kept\n").unwrap();
+    let script = json!({"turns": [
+        {"expect": ["Look around"],
+         "reply": {"calls": [{"name": "terminal_operations", "arguments":
+            {"operation": "run_command", "command": "echo x > keep.txt; echo y > new.txt"}}]}},
+        {"expect": [], "reply": {"calls": [{"name": "file_operations", "arguments":
+            {"operation": "create_file", "path": "new.txt", "content": "y"}}]}},
+        {"expect": [], "reply": {"text": "Nothing could be written."}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
+    let service = start(&ws, Some(&llm), "approval = \"never\"", ()).await;
+    let done = delegate(&service, json!({"task": "Look around.", "read_only": true})).await;
+    llm.assert_played();
+    assert_eq!(done.structured["changed_files"], json!([]), "{}", done.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join("keep.txt")).unwrap(), "kept\n");
+    assert!(!ws.root.join("new.txt").exists());
+    // It was offered no file write, and the write it tried anyway was refused.
+    let requests = llm.requests();
+    assert!(!offered(&requests[0]).contains("create_file"), "{}", offered(&requests[0]));
+    service.cancel().await.unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelling_the_call_ends_the_sub_agents_commands() {
+    use super::common::{process_with_args, unique_sleep};
+    let ws = Workspace::new();
+    let (sleep, arg) = unique_sleep(60);
+    let command = format!("({sleep}); echo late > late.txt");
+    let script = json!({"turns": [
+        {"expect": ["Wait"],
+         "reply": {"calls": [{"name": "terminal_operations", "arguments":
+            {"operation": "run_command", "command": command, "timeout_ms": 120000}}]}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::Anthropic).await;
+    let service = start(&ws, Some(&llm), "approval = \"never\"", ()).await;
+    let args = json!({"operation": "delegate", "task": "Wait a minute."}).as_object().unwrap().clone();
+    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args);
+    let request = service.call_tool(params);
+    let wanted = ["sleep", arg.as_str()];
+    let pid = tokio::select! {
+        ended = request => panic!("the call ended before its command started: {ended:?}"),
+        pid = process_with_args(&wanted, 30) => pid,
+    };
+    // The call's future was dropped: rmcp sent `notifications/cancelled`.
+    assert!(wait_gone(pid, 10).await, "the sub-agent's command outlived the cancelled call");
+    assert!(!ws.root.join("late.txt").exists());
+    // The server is still there.
+    let listed = call(&service, "terminal_operations", json!({"operation": "list_sessions"})).await;
+    assert!(!listed.is_error, "{}", listed.text);
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_turn_budget_stops_it_with_a_clear_result() {
+    let ws = Workspace::new();
+    let script = json!({"turns": [
+        {"expect": ["Count"], "reply": {"calls": [{"name": "file_operations", "arguments":
+            {"operation": "list_dir", "path": "."}}]}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
+    let service = start(&ws, Some(&llm), "", ()).await;
+    let done = delegate(&service, json!({"task": "Count the files.", "max_turns": 1})).await;
+    llm.assert_played();
+    assert_eq!(done.structured["stop"], "max_turns", "{}", done.text);
+    assert!(done.text.contains("ran out of turns") && done.text.contains("raise `max_turns`"), "{}", done.text);
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_a_model_source_it_is_absent() {
+    let ws = Workspace::new();
+    let service = start(&ws, None, "", ()).await;
+    assert!(!terminal_operations(&service).await.contains(&"delegate".to_string()));
+    let refused = delegate(&service, json!({"task": "Anything."})).await;
+    assert!(refused.is_error && refused.text.contains("toolbelt-mcp doctor"), "{}", refused.text);
+    service.cancel().await.unwrap();
+}
