@@ -3,11 +3,21 @@
 //! caller's to see and undo, its questions reach the caller's client naming it, a read-only
 //! delegation cannot write, cancelling the call ends its commands, its turn budget stops it
 //! with a clear result, nesting is bounded, and without a model source the operation is absent.
+//! A client that samples with tools (answering from a script here) is the model when it offers
+//! one, with or without `[delegate]`.
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
+#![allow(deprecated, reason = "sampling is deprecated by SEP-2577 but current hosts still offer it")]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    Implementation,
+};
+use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use super::common::{BIN, Reply, Workspace, wait_gone};
@@ -210,5 +220,143 @@ async fn without_a_model_source_it_is_absent() {
     assert!(!terminal_operations(&service).await.contains(&"delegate".to_string()));
     let refused = delegate(&service, json!({"task": "Anything."})).await;
     assert!(refused.is_error && refused.text.contains("toolbelt-mcp doctor"), "{}", refused.text);
+    service.cancel().await.unwrap();
+}
+
+/// A client that samples with tools, answering each `sampling/createMessage` with the next
+/// scripted result (and recording the requests), and declines every question.
+#[derive(Clone, Default)]
+struct Sampler {
+    replies: Arc<Mutex<VecDeque<Value>>>,
+    asked: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Sampler {
+    fn get_info(&self) -> ClientConfig {
+        let caps = ClientCapabilities::builder().enable_sampling().enable_sampling_tools().build();
+        ClientConfig::new(caps, Implementation::new("sampler", "0"))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.asked.lock().unwrap().push(serde_json::to_value(&params).unwrap());
+        let reply = self.replies.lock().unwrap().pop_front();
+        let reply = reply.ok_or_else(|| ErrorData::internal_error("the script has no more replies", None))?;
+        Ok(serde_json::from_value(reply).unwrap())
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_samples_is_the_sub_agents_model() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("answer.txt"), "answer = 41\n").unwrap();
+    let sampler = Sampler::default();
+    sampler.replies.lock().unwrap().extend([
+        json!({"role": "assistant", "model": "host-model", "stopReason": "toolUse", "content": [
+            {"type": "tool_use", "id": "u1", "name": "file_operations",
+             "input": {"operation": "replace_string", "path": "answer.txt", "old_string": "41", "new_string": "42"}}]}),
+        json!({"role": "assistant", "model": "host-model", "stopReason": "endTurn",
+               "content": [{"type": "text", "text": "Fixed through sampling."}]}),
+    ]);
+    // No `[delegate]`: the client's sampling is the only model, and enough to list it.
+    let service = start(&ws, None, "", sampler.clone()).await;
+    assert!(terminal_operations(&service).await.contains(&"delegate".to_string()));
+    let done = delegate(&service, json!({"task": "Fix answer.txt: it must say 42."})).await;
+    assert!(!done.is_error, "{}", done.text);
+    assert_eq!(done.structured["answer"], "Fixed through sampling.", "{}", done.text);
+    assert_eq!(done.structured["model"], "the client (sampling)");
+    assert_eq!(done.structured["changed_files"], json!(["answer.txt"]));
+    assert_eq!(std::fs::read_to_string(ws.root.join("answer.txt")).unwrap(), "answer = 42\n");
+    let asked = sampler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    // The first request: the task, the system prompt and the tools, without `delegate`.
+    assert!(asked[0]["messages"][0].to_string().contains("Fix answer.txt"), "{}", asked[0]);
+    assert!(asked[0]["systemPrompt"].as_str().unwrap().contains("coding agent"));
+    let tools = asked[0]["tools"].to_string();
+    assert!(tools.contains("file_operations") && !tools.contains("\"delegate\""), "{tools}");
+    // The second carries the tool's result, tied to its use.
+    let result = &asked[1]["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result", "{}", asked[1]);
+    assert_eq!(result["toolUseId"], "u1");
+    let undone = call(&service, "file_operations", json!({"operation": "undo", "steps": 1})).await;
+    assert!(!undone.is_error, "{}", undone.text);
+    assert_eq!(std::fs::read_to_string(ws.root.join("answer.txt")).unwrap(), "answer = 41\n");
+    service.cancel().await.unwrap();
+}
+
+/// A client that runs tasks and samples with tools: inside a task, sampling must come as the
+/// task's input request, so `sampling/createMessage` sent to it directly is counted as wrong.
+#[derive(Clone, Default)]
+struct TaskSampler {
+    sampled_directly: Arc<Mutex<usize>>,
+}
+
+impl ClientHandler for TaskSampler {
+    fn get_info(&self) -> ClientConfig {
+        let caps = ClientCapabilities::builder().enable_tasks().enable_sampling().enable_sampling_tools().build();
+        ClientConfig::new(caps, Implementation::new("task-sampler", "0"))
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        *self.sampled_directly.lock().unwrap() += 1;
+        Err(ErrorData::internal_error("inside a task, sample through the task", None))
+    }
+}
+
+/// Polls task `id` until its payload is not `working`.
+async fn settled<H: ClientHandler>(service: &RunningService<RoleClient, H>, id: &str) -> rmcp::model::TaskPayload {
+    use rmcp::model::{GetTaskParams, TaskPayload};
+    for _ in 0..300 {
+        let got = service.get_task(GetTaskParams::new(id)).await.unwrap();
+        if !matches!(got.task.payload, TaskPayload::Working { .. }) {
+            return got.task.payload;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("task `{id}` kept working for 30 s");
+}
+
+#[tokio::test]
+async fn delegate_runs_as_a_task_and_samples_through_it() {
+    use rmcp::model::{CallToolResponse, InputRequest, InputResponses, TaskPayload, UpdateTaskParams};
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("answer.txt"), "answer = 41\n").unwrap();
+    let client = TaskSampler::default();
+    let service = start(&ws, None, "", client.clone()).await;
+    let args = json!({"operation": "delegate", "task": "Fix answer.txt: 42."}).as_object().unwrap().clone();
+    let params = CallToolRequestParams::new("terminal_operations").with_arguments(args);
+    let CallToolResponse::Task(created) = service.call_tool_once(params).await.unwrap() else {
+        panic!("a delegation that waits for its model becomes a task");
+    };
+    let id = created.task.task_id;
+    let turns = [
+        json!({"role": "assistant", "model": "m", "stopReason": "toolUse", "content": [
+            {"type": "tool_use", "id": "u1", "name": "file_operations",
+             "input": {"operation": "replace_string", "path": "answer.txt", "old_string": "41", "new_string": "42"}}]}),
+        json!({"role": "assistant", "model": "m", "stopReason": "endTurn",
+               "content": [{"type": "text", "text": "Done in a task."}]}),
+    ];
+    for turn in turns {
+        let TaskPayload::InputRequired { input_requests } = settled(&service, &id).await else {
+            panic!("the task asks its client to sample");
+        };
+        let (key, request) = input_requests.iter().next().expect("one input request");
+        assert!(matches!(request, InputRequest::CreateMessage(_)), "{request:?}");
+        let mut answer = InputResponses::new();
+        answer.insert(key.clone(), turn);
+        service.update_task(UpdateTaskParams::new(&id, answer)).await.unwrap();
+    }
+    let TaskPayload::Completed { result } = settled(&service, &id).await else { panic!("the task completes") };
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Done in a task.") && text.contains("answer.txt"), "{text}");
+    assert_eq!(std::fs::read_to_string(ws.root.join("answer.txt")).unwrap(), "answer = 42\n");
+    assert_eq!(*client.sampled_directly.lock().unwrap(), 0);
     service.cancel().await.unwrap();
 }

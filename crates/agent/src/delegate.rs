@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_mcp_core::config::delegate::{Delegate, DelegateProvider};
 
 use crate::handler::{Answering, Handler};
-use crate::provider::{self, Block, Kind, Message, Role, Settings};
+use crate::provider::{self, Block, Kind, Message, Provider, Role, Settings};
 use crate::report::{LineSink, Reporter, Transcript};
 use crate::tools::{Filter, Listed, Toolset};
 use crate::turns::{Agent, Limits};
@@ -41,6 +41,17 @@ pub enum DelegateError {
     /// The in-process server did not answer.
     #[error("{0}")]
     Server(String),
+}
+
+pub use crate::provider::sampling::Sample;
+
+/// Where a sub-agent's model comes from.
+#[derive(Clone)]
+pub enum Model {
+    /// The calling client's, through sampling with tools.
+    Sampling(Sample),
+    /// The `[delegate]` provider.
+    Configured(Delegate),
 }
 
 /// One sub-agent's run.
@@ -113,19 +124,29 @@ pub fn check(config: &Delegate, env: &dyn Fn(&str) -> Option<OsString>) -> Resul
     settings(config, env).map(|s| format!("{} {}", s.kind.name(), s.model)).map_err(|e| e.to_string())
 }
 
-/// Runs `delegation` with the `[delegate]` provider to its end.
+/// Runs `delegation` with `model` to its end (a configured provider's key from `env`).
 pub async fn run(
-    config: &Delegate,
+    model: Model,
     delegation: Delegation,
     env: &(dyn Fn(&str) -> Option<OsString> + Sync),
 ) -> Result<Delegated, DelegateError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let settings = settings(config, env)?;
     let sink: LineSink = delegation.progress.clone();
     let reporter = Arc::new(Reporter::to_sink(sink.clone()));
-    let notify: provider::http::Notify = Arc::new(move |line| sink(&line));
-    let model = format!("{} {}", settings.kind.name(), settings.model);
-    let provider = provider::build(settings, notify, None).map_err(|e| DelegateError::Provider(e.to_string()))?;
+    let (provider, model): (Box<dyn Provider>, String) = match model {
+        Model::Sampling(sample) => {
+            let provider = provider::sampling::Sampling::new(sample);
+            let label = provider.label();
+            (Box::new(provider), label)
+        }
+        Model::Configured(config) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let settings = settings(&config, env)?;
+            let notify: provider::http::Notify = Arc::new(move |line| sink(&line));
+            let label = format!("{} {}", settings.kind.name(), settings.model);
+            let built = provider::build(settings, notify, None).map_err(|e| DelegateError::Provider(e.to_string()))?;
+            (built, label)
+        }
+    };
     let mut transcript = Transcript::create(Some(&delegation.transcript))
         .map_err(|error| DelegateError::Transcript { path: delegation.transcript.clone(), error })?;
     let denied = Arc::new(AtomicUsize::new(0));

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::ServiceExt;
-use toolbelt_mcp_agent::delegate::{Delegated, Delegation};
-use toolbelt_mcp_core::config::delegate::Delegate;
+use toolbelt_mcp_agent::delegate::{Delegated, Delegation, Model, Sample};
+use toolbelt_mcp_core::config::delegate::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_TURNS};
 use toolbelt_mcp_core::error::ToolError;
 use toolbelt_mcp_policy::approve::{Answer, Approver, Question, Response};
 use toolbelt_mcp_sandbox::Roots;
@@ -33,6 +33,9 @@ pub(crate) struct Limits {
     /// The caller's approver, naming the sub-agent (`None`: the caller's client cannot be
     /// asked, so the approval fallback applies).
     pub(crate) approver: Option<Approver>,
+    /// The caller's client's model, when it samples for the sub-agent (a sub-agent that may
+    /// delegate again uses it too).
+    pub(crate) sample: Option<Sample>,
 }
 
 impl Limits {
@@ -49,8 +52,10 @@ impl Limits {
 /// Runs sub-agents for the callers of one server (a client's, or a sub-agent's).
 pub(crate) struct Delegator {
     shared: Arc<Shared>,
-    /// The `[delegate]` provider.
-    provider: Delegate,
+    /// The model: the calling client's (sampling), else the `[delegate]` provider.
+    model: Model,
+    /// Most turns a sub-agent takes.
+    max_turns: u32,
     /// The depth of the server that calls it (0: a client's).
     depth: u32,
 }
@@ -62,26 +67,43 @@ impl std::fmt::Debug for Delegator {
 }
 
 impl Delegator {
-    /// The delegator of a server at `depth`, when `[delegate]` is configured and one more
-    /// level is allowed.
-    pub(crate) fn of(shared: &Arc<Shared>, depth: u32) -> Option<Arc<Self>> {
-        let provider = shared.config.delegate.clone()?;
-        (depth < provider.max_depth).then(|| Arc::new(Self { shared: shared.clone(), provider, depth }))
+    /// The delegator of a server at `depth` whose client samples through `sample`, when
+    /// there is a model (that, or `[delegate]`) and one more level is allowed.
+    pub(crate) fn of(shared: &Arc<Shared>, depth: u32, sample: Option<Sample>) -> Option<Arc<Self>> {
+        if !may_delegate(shared, depth, sample.is_some()) {
+            return None;
+        }
+        let configured = shared.config.delegate.clone();
+        let max_turns = configured.as_ref().map_or(DEFAULT_MAX_TURNS, |c| c.max_turns);
+        let model = match (sample, configured) {
+            (Some(sample), _) => Model::Sampling(sample),
+            (None, Some(configured)) => Model::Configured(configured),
+            (None, None) => return None,
+        };
+        Some(Arc::new(Self { shared: shared.clone(), model, max_turns, depth }))
     }
+}
+
+/// Whether a server at `depth` has a model for `delegate` (a client that samples, or
+/// `[delegate]`) and may nest one more level.
+pub(crate) fn may_delegate(shared: &Shared, depth: u32, samples: bool) -> bool {
+    let configured = shared.config.delegate.as_ref();
+    let max_depth = configured.map_or(DEFAULT_MAX_DEPTH, |c| c.max_depth);
+    (samples || configured.is_some()) && depth < max_depth
 }
 
 impl toolbelt_mcp_tools::delegation::Delegator for Delegator {
     fn delegate(&self, request: Request, context: Arc<Context>) -> Running {
-        let (shared, provider, depth) = (self.shared.clone(), self.provider.clone(), self.depth + 1);
-        Box::pin(async move { run(shared, provider, depth, request, context).await })
+        let (shared, model, depth, max_turns) = (self.shared.clone(), self.model.clone(), self.depth + 1, self.max_turns);
+        Box::pin(async move { run(shared, model, (depth, max_turns), request, context).await })
     }
 }
 
 /// One sub-agent's run, to its outcome.
 async fn run(
     shared: Arc<Shared>,
-    provider: Delegate,
-    depth: u32,
+    model: Model,
+    (depth, most_turns): (u32, u32),
     request: Request,
     context: Arc<Context>,
 ) -> Result<Outcome, ToolError> {
@@ -91,7 +113,11 @@ async fn run(
     let approver = context.signals.approver.clone().map(|asker| named(asker, label.clone(), denied.clone()));
     let roots = if request.paths.is_empty() { context.roots.list().to_vec() } else { request.paths.clone() };
     let root = roots.first().cloned().unwrap_or_else(|| context.roots.first().to_path_buf());
-    let limits = Limits { depth, read_only: request.read_only, operations: request.operations.clone(), approver };
+    let sample = match &model {
+        Model::Sampling(sample) => Some(sample.clone()),
+        Model::Configured(_) => None,
+    };
+    let limits = Limits { depth, read_only: request.read_only, operations: request.operations.clone(), approver, sample };
     let server = Server::delegated(shared.clone(), Roots::new(roots), context.session.clone(), limits);
     let (ours, theirs) = tokio::io::duplex(STREAM_BUFFER);
     let serving = tokio::spawn(async move {
@@ -106,7 +132,7 @@ async fn run(
         task: request.task,
         root,
         stream: theirs,
-        max_turns: request.max_turns.map_or(provider.max_turns, |asked| asked.min(provider.max_turns)),
+        max_turns: request.max_turns.map_or(most_turns, |asked| asked.min(most_turns)),
         max_tokens: request.max_tokens,
         operations: request.operations,
         transcript: transcript.clone(),
@@ -119,7 +145,7 @@ async fn run(
         }),
     };
     let env = |key: &str| std::env::var_os(key);
-    let ran = toolbelt_mcp_agent::delegate::run(&provider, delegation, &env).await;
+    let ran = toolbelt_mcp_agent::delegate::run(model, delegation, &env).await;
     // The client side closed its stream: the sub-agent's server ends with it.
     let _ = serving.await;
     let delegated = ran.map_err(|err| ToolError::Delegation(err.to_string()))?;
@@ -194,6 +220,7 @@ mod tests {
             read_only: false,
             operations: operations.iter().map(|s| s.to_string()).collect(),
             approver: None,
+            sample: None,
         }
     }
 

@@ -13,6 +13,7 @@ mod params;
 mod prompts;
 mod resources;
 mod roots;
+mod sampling;
 mod signals;
 mod skills;
 pub mod stdio;
@@ -160,6 +161,8 @@ pub struct Server {
     missing_roots: Arc<Mutex<Vec<std::path::PathBuf>>>,
     /// Set on the server of a `delegate` sub-agent: what more it limits, and whom it asks.
     delegated: Option<Arc<delegate::Limits>>,
+    /// The client declared sampling with tools in `initialize`.
+    samples: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Server {
@@ -177,6 +180,7 @@ impl Server {
             log_level: logging::LogLevel::default(),
             missing_roots: Arc::default(),
             delegated: None,
+            samples: Arc::default(),
         }
     }
 
@@ -192,14 +196,28 @@ impl Server {
             log_level: logging::LogLevel::default(),
             missing_roots: Arc::default(),
             delegated: Some(Arc::new(limits)),
+            samples: Arc::default(),
         }
     }
 
-    /// What runs `delegate` for this connection's calls, when it has a model source and may
-    /// nest one more level.
-    fn delegator(&self) -> Option<Arc<dyn toolbelt_mcp_tools::delegation::Delegator>> {
+    /// What runs `delegate` for a call whose client samples through `sample` (a sub-agent's
+    /// server: its caller's client), when there is a model and nesting allows one more level.
+    fn delegator(
+        &self,
+        sample: Option<toolbelt_mcp_agent::delegate::Sample>,
+    ) -> Option<Arc<dyn toolbelt_mcp_tools::delegation::Delegator>> {
         let depth = self.delegated.as_ref().map_or(0, |limits| limits.depth);
-        delegate::Delegator::of(&self.shared, depth).map(|d| d as Arc<dyn toolbelt_mcp_tools::delegation::Delegator>)
+        let sample = sample.or_else(|| self.delegated.as_ref().and_then(|limits| limits.sample.clone()));
+        delegate::Delegator::of(&self.shared, depth, sample)
+            .map(|d| d as Arc<dyn toolbelt_mcp_tools::delegation::Delegator>)
+    }
+
+    /// Whether this connection's listing holds `delegate`.
+    fn lists_delegate(&self) -> bool {
+        let depth = self.delegated.as_ref().map_or(0, |limits| limits.depth);
+        let samples = self.samples.load(std::sync::atomic::Ordering::Relaxed)
+            || self.delegated.as_ref().is_some_and(|limits| limits.sample.is_some());
+        delegate::may_delegate(&self.shared, depth, samples)
     }
 
     /// The workspace key of todo lists and memories (`store::workspace`).
@@ -286,7 +304,7 @@ impl Server {
         let listing = toolbelt_mcp_tools::Listing {
             read_only: config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly
                 || self.delegated.as_ref().is_some_and(|limits| limits.read_only),
-            with_model: self.delegator().is_some(),
+            with_model: self.lists_delegate(),
         };
         let slot = &self.shared.tools[usize::from(listing.read_only) * 2 + usize::from(listing.with_model)];
         let built = slot.get_or_init(|| {
@@ -543,6 +561,9 @@ impl ServerHandler for Server {
         }
         if !self.shared.config.roots_explicit && request.capabilities.roots.is_some() {
             self.roots.expect_client_roots();
+        }
+        if sampling::offers_tools(&request.capabilities) {
+            self.samples.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         self.negotiate_initialize(&request)
     }
@@ -851,6 +872,14 @@ impl ServerHandler for Server {
             signals.progress = Some(tasks::progress(slot.clone()));
             signals.approver = elicits.then(|| tasks::approver(slot.clone(), config.approval_timeout));
         }
+        // The client's model for `delegate`: asked as the task's input request in a task, else
+        // directly (a 2026-07-28 request outside a task cannot be asked anything mid-call).
+        let samples = context.client_capabilities().is_some_and(|caps| sampling::offers_tools(&caps));
+        let sample = match &task {
+            Some(slot) if samples => Some(sampling::in_task(slot.clone())),
+            None if samples && !is_modern(&context.meta) => Some(sampling::direct(context.peer.clone())),
+            _ => None,
+        };
         let budget = config.output_budget.for_client(client_name(&context).as_deref());
         let context = Arc::new(Context {
             config: config.clone(),
@@ -860,7 +889,7 @@ impl ServerHandler for Server {
             audit: self.shared.audit.clone(),
             signals,
             budget,
-            delegator: self.delegator(),
+            delegator: self.delegator(sample),
         });
         if let (Some(slot), Some(request_side)) = (task, request_side) {
             let owner = context.session.id.clone();

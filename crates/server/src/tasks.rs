@@ -101,7 +101,7 @@ impl Slot {
     }
 
     /// The task, once there is one; `None` if the call will never be one.
-    async fn task(&self) -> Option<TaskContext> {
+    pub(crate) async fn task(&self) -> Option<TaskContext> {
         let mut seen = self.task.subscribe();
         seen.wait_for(Option::is_some).await.ok()?.clone()
     }

@@ -278,23 +278,16 @@ async fn result(
             TaskPayload::InputRequired { input_requests } => {
                 for (key, request) in input_requests {
                     // Each question is put once, whichever `tasks/result` of the task saw it.
-                    let InputRequest::Elicitation(elicit) = request else { continue };
-                    if !tasks.claim(owner, id, &key)? {
+                    if !matches!(request, InputRequest::Elicitation(_) | InputRequest::CreateMessage(_))
+                        || !tasks.claim(owner, id, &key)?
+                    {
                         continue;
                     }
-                    let asking = peer.create_elicitation_with_timeout(with_related(elicit.params, id), Some(ask_for));
                     // A task that ends meanwhile (cancelled) withdraws the question.
                     let answer = tokio::select! {
-                        answer = asking => answer,
+                        answer = put(peer, request, id, ask_for) => answer,
                         () = ended(tasks, owner, id) => break,
                     };
-                    let answer = answer.map_or_else(
-                        |err| {
-                            tracing::debug!(%err, "a task's question was not answered");
-                            json!({ "action": "cancel" })
-                        },
-                        |answer| serde_json::to_value(answer).unwrap_or_default(),
-                    );
                     tasks.update(owner, id, [(key, answer)].into_iter().collect())?;
                 }
             }
@@ -303,6 +296,26 @@ async fn result(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Puts a task's input request to the client: a question (`elicitation/create`) or a turn of
+/// a sub-agent's model (`sampling/createMessage`); answers what the client said.
+#[allow(deprecated, reason = "sampling is deprecated by SEP-2577 but current hosts still offer it")]
+async fn put(peer: &Peer<RoleServer>, request: InputRequest, id: &str, ask_for: Duration) -> Value {
+    let answer = match request {
+        InputRequest::Elicitation(elicit) => peer
+            .create_elicitation_with_timeout(with_related(elicit.params, id), Some(ask_for))
+            .await
+            .map(|answer| serde_json::to_value(answer).unwrap_or_default()),
+        InputRequest::CreateMessage(sample) => {
+            peer.create_message(sample.params).await.map(|result| serde_json::to_value(result).unwrap_or_default())
+        }
+        _ => return json!({ "action": "cancel" }),
+    };
+    answer.unwrap_or_else(|err| {
+        tracing::debug!(%err, "a task's input request was not answered");
+        json!({ "action": "cancel" })
+    })
 }
 
 /// Resolves once task `id` has ended (or is gone).

@@ -84,6 +84,9 @@ pub(crate) enum ProviderError {
     /// The HTTP client could not be built.
     #[error("cannot set up the HTTP client: {0}")]
     Setup(String),
+    /// The MCP client asked to sample did not answer with a message.
+    #[error("the client did not sample a message: {0}")]
+    Sampling(String),
 }
 
 /// Called with a line to show when a request is retried.

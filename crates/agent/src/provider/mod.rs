@@ -4,6 +4,7 @@
 pub(crate) mod anthropic;
 pub(crate) mod http;
 pub(crate) mod openai;
+pub(crate) mod sampling;
 pub(crate) mod stream;
 
 use futures::future::BoxFuture;
