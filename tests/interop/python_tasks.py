@@ -11,7 +11,10 @@ at once (a 128-bit id); `tasks/get` goes `working` → `completed`; `tasks/resul
 command's output; `tasks/list` lists it; `tasks/cancel` ends a long command (its marker never
 appears); an approval the command needs comes as `elicitation/create` while `tasks/result`
 waits, and the answer decides (allowed: the file is written; denied: it is not); a call not
-made as a task is a plain call. Exit 0 when all hold.
+made as a task is a plain call. `delegate` called as a task by a client that samples with
+tools: its sub-agent's model turns come to the client as `sampling/createMessage` while
+`tasks/result` waits (the tools offered, the tool's result tied to its use), its edit lands, and
+the result carries the sub-agent's answer. Exit 0 when all hold.
 """
 
 from __future__ import annotations
@@ -140,10 +143,53 @@ async def run(binary: str, scratch: Path) -> None:
             check("plain" in text, "a call not made as a task answers as usual")
 
 
+async def delegate(binary: str, scratch: Path) -> None:
+    root = scratch / "delegate-ws"
+    root.mkdir()
+    (root / "answer.txt").write_text("answer = 41\n")
+    env = dict(os.environ, XDG_CONFIG_HOME=str(scratch / "config"), XDG_STATE_HOME=str(scratch / "state"))
+    server = StdioServerParameters(command=binary, args=["serve", "--root", str(root)], env=env)
+    asked: list[types.CreateMessageRequestParams] = []
+    replies = [
+        [types.ToolUseContent(type="tool_use", id="u1", name="file_operations",
+                              input={"operation": "replace_string", "path": "answer.txt",
+                                     "old_string": "41", "new_string": "42"})],
+        [types.TextContent(type="text", text="Fixed by the Python client's model.")],
+    ]
+
+    async def sample(_context, params: types.CreateMessageRequestParams):
+        asked.append(params)
+        content = replies.pop(0) if replies else [types.TextContent(type="text", text="(no more)")]
+        stop = "toolUse" if content[0].type == "tool_use" else "endTurn"
+        return types.CreateMessageResultWithTools(role="assistant", content=content, model="py-script", stopReason=stop)
+
+    tools = types.SamplingCapability(tools=types.SamplingToolsCapability())
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, sampling_callback=sample, sampling_capabilities=tools) as session:
+            await session.initialize()
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+            operations = listed["terminal_operations"].inputSchema["properties"]["operation"]["enum"]
+            check("delegate" in operations, "delegate is listed for a client that samples with tools")
+            created = await session.experimental.call_tool_as_task(
+                "terminal_operations", {"operation": "delegate", "task": "Fix answer.txt: it must say 42."})
+            result = await session.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+            text = "".join(getattr(block, "text", "") for block in result.content)
+            check("Fixed by the Python client's model." in text and not result.isError,
+                  f"the delegated task's result has the sub-agent's answer ({text[:80]!r})")
+            check((root / "answer.txt").read_text() == "answer = 42\n", "the sub-agent's edit landed")
+            check(len(asked) == 2 and bool(asked[0].tools), f"two sampling requests, with tools ({len(asked)})")
+            if len(asked) == 2:
+                last = asked[1].messages[-1].content
+                blocks = last if isinstance(last, list) else [last]
+                check(any(getattr(b, "type", "") == "tool_result" and b.toolUseId == "u1" for b in blocks),
+                      "the second request carries the tool's result")
+
+
 def main() -> int:
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/toolbelt-mcp")
     with tempfile.TemporaryDirectory(prefix="toolbelt-py-tasks-") as scratch:
         asyncio.run(asyncio.wait_for(run(binary, Path(scratch)), 120))
+        asyncio.run(asyncio.wait_for(delegate(binary, Path(scratch)), 60))
     print(f"python tasks: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

@@ -360,3 +360,49 @@ async fn delegate_runs_as_a_task_and_samples_through_it() {
     assert_eq!(*client.sampled_directly.lock().unwrap(), 0);
     service.cancel().await.unwrap();
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_sub_agent_sees_only_its_own_terminal_sessions_and_they_end_with_it() {
+    use super::common::{process_with_args, unique_sleep};
+    let ws = Workspace::new();
+    let (theirs, their_arg) = unique_sleep(60);
+    let script = json!({"turns": [
+        {"expect": ["Tidy up"], "reply": {"calls": [{"name": "terminal_operations", "arguments":
+            {"operation": "kill_session", "session_id": "t1", "signal": "KILL"}}]}},
+        {"expect": ["no session"], "reply": {"calls": [{"name": "terminal_operations", "arguments":
+            {"operation": "run_command", "command": theirs, "background": true}}]}},
+        {"expect": [], "reply": {"text": "Left one running."}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
+    let service = start(&ws, Some(&llm), "approval = \"never\"", ()).await;
+    let (mine, my_arg) = unique_sleep(60);
+    let started =
+        call(&service, "terminal_operations", json!({"operation": "run_command", "command": mine, "background": true}))
+            .await;
+    assert!(started.text.contains("session `t1`"), "{}", started.text);
+    let my_pid = process_with_args(&["sleep", &my_arg], 20).await;
+    let done = delegate(&service, json!({"task": "Tidy up the sessions."})).await;
+    llm.assert_played();
+    assert!(!done.is_error, "{}", done.text);
+    // The caller's session was out of its reach, and is still running.
+    assert!(!super::common::gone(my_pid));
+    let listed = call(&service, "terminal_operations", json!({"operation": "list_sessions"})).await;
+    assert!(listed.text.contains("`t1`") && listed.text.contains("running"), "{}", listed.text);
+    // What the sub-agent left running ended with it.
+    let wanted: Vec<u8> = ["sleep", their_arg.as_str()].iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let running = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline")).is_ok_and(|line| line == wanted)
+                && !entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()).is_some_and(super::common::gone)
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!running(), "the sub-agent's background command outlived it");
+    let theirs_listed = done.text.clone();
+    assert!(theirs_listed.contains("Left one running."), "{theirs_listed}");
+    service.cancel().await.unwrap();
+}

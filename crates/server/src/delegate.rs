@@ -24,6 +24,8 @@ const STREAM_BUFFER: usize = 256 * 1024;
 
 /// What the server of a sub-agent allows, beyond what its configuration does.
 pub(crate) struct Limits {
+    /// The sub-agent's number (in its questions, and on the terminal sessions it starts).
+    pub(crate) number: u64,
     /// How deep it is: 1 for a sub-agent of a client's call.
     pub(crate) depth: u32,
     /// Its file operations only read; its commands run in the read-only sandbox.
@@ -94,7 +96,8 @@ pub(crate) fn may_delegate(shared: &Shared, depth: u32, samples: bool) -> bool {
 
 impl toolbelt_mcp_tools::delegation::Delegator for Delegator {
     fn delegate(&self, request: Request, context: Arc<Context>) -> Running {
-        let (shared, model, depth, max_turns) = (self.shared.clone(), self.model.clone(), self.depth + 1, self.max_turns);
+        let (shared, model, depth, max_turns) =
+            (self.shared.clone(), self.model.clone(), self.depth + 1, self.max_turns);
         Box::pin(async move { run(shared, model, (depth, max_turns), request, context).await })
     }
 }
@@ -117,7 +120,14 @@ async fn run(
         Model::Sampling(sample) => Some(sample.clone()),
         Model::Configured(_) => None,
     };
-    let limits = Limits { depth, read_only: request.read_only, operations: request.operations.clone(), approver, sample };
+    let limits = Limits {
+        number,
+        depth,
+        read_only: request.read_only,
+        operations: request.operations.clone(),
+        approver,
+        sample,
+    };
     let server = Server::delegated(shared.clone(), Roots::new(roots), context.session.clone(), limits);
     let (ours, theirs) = tokio::io::duplex(STREAM_BUFFER);
     let serving = tokio::spawn(async move {
@@ -146,10 +156,22 @@ async fn run(
     };
     let env = |key: &str| std::env::var_os(key);
     let ran = toolbelt_mcp_agent::delegate::run(model, delegation, &env).await;
-    // The client side closed its stream: the sub-agent's server ends with it.
+    // The client side closed its stream: the sub-agent's server ends with it, and what it
+    // left running in the background ends too.
     let _ = serving.await;
+    end_sessions_of(&context, number).await;
     let delegated = ran.map_err(|err| ToolError::Delegation(err.to_string()))?;
     Ok(outcome(delegated, denied.load(Ordering::Relaxed), transcript))
+}
+
+/// Ends the terminal sessions sub-agent `number` left running.
+async fn end_sessions_of(context: &Context, number: u64) {
+    let Some(kill) = toolbelt_mcp_terminal::process::signal_named("KILL") else { return };
+    for session in context.session.terminals.list() {
+        if session.owner.get() == Some(&number) && session.is_running() {
+            let _ = session.kill(kill).await;
+        }
+    }
 }
 
 /// The run as `delegate` reports it.
@@ -216,6 +238,7 @@ mod tests {
 
     fn limits(operations: &[&str]) -> Limits {
         Limits {
+            number: 1,
             depth: 1,
             read_only: false,
             operations: operations.iter().map(|s| s.to_string()).collect(),

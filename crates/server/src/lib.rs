@@ -890,6 +890,7 @@ impl ServerHandler for Server {
             signals,
             budget,
             delegator: self.delegator(sample),
+            sub_agent: self.delegated.as_ref().map(|limits| limits.number),
         });
         if let (Some(slot), Some(request_side)) = (task, request_side) {
             let owner = context.session.id.clone();

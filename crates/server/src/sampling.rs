@@ -26,7 +26,8 @@ pub(crate) fn direct(peer: Peer<RoleServer>) -> Sample {
         let peer = peer.clone();
         Box::pin(async move {
             let params = parse(params)?;
-            let result = peer.create_message(params).await.map_err(|err| format!("`sampling/createMessage` failed: {err}"))?;
+            let result =
+                peer.create_message(params).await.map_err(|err| format!("`sampling/createMessage` failed: {err}"))?;
             serde_json::to_value(result).map_err(|err| err.to_string())
         })
     })

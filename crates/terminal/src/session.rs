@@ -37,6 +37,9 @@ impl Kind {
 pub struct TermSession {
     /// Its id, e.g. `t3`.
     pub id: String,
+    /// The `delegate` sub-agent that started it, when one did: only it (and the client) may
+    /// use it.
+    pub owner: std::sync::OnceLock<u64>,
     /// Its kind.
     pub kind: Kind,
     /// The command line it runs.
@@ -90,6 +93,7 @@ impl TermSession {
     fn new(id: String, kind: Kind, command: String, cwd: PathBuf, pgid: u32, out: Arc<OutputLog>) -> Self {
         Self {
             id,
+            owner: std::sync::OnceLock::new(),
             kind,
             command,
             cwd,

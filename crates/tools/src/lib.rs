@@ -117,6 +117,8 @@ pub struct Context {
     /// What runs `delegate`'s sub-agents, when this connection has a model source and its
     /// nesting allows one more level.
     pub delegator: Option<Arc<dyn delegation::Delegator>>,
+    /// The `delegate` sub-agent making the call (its number), `None` for the client's own.
+    pub sub_agent: Option<u64>,
 }
 
 /// The longest any operation runs as an MCP task (`run_command`'s largest `timeout_ms` there):
@@ -156,6 +158,34 @@ impl Context {
             client: &self.signals.client,
             notify: self.signals.notify.as_deref(),
         }
+    }
+
+    /// The terminal session `id`, if this caller may use it: a sub-agent sees only the
+    /// sessions it started (the client sees all of them).
+    pub fn terminal(&self, id: &str) -> Result<Arc<toolbelt_mcp_terminal::session::TermSession>, ToolError> {
+        let session = self.session.terminals.get(id)?;
+        if self.sees(&session) {
+            return Ok(session);
+        }
+        let known = self.terminals().iter().map(|s| format!("`{}`", s.id)).collect::<Vec<_>>().join(", ");
+        Err(ToolError::NoSession { id: id.to_string(), known })
+    }
+
+    /// The terminal sessions this caller may use, oldest first.
+    pub fn terminals(&self) -> Vec<Arc<toolbelt_mcp_terminal::session::TermSession>> {
+        self.session.terminals.list().into_iter().filter(|s| self.sees(s)).collect()
+    }
+
+    /// Registers a session this caller started under `number`.
+    pub fn keep_terminal(&self, number: u64, session: Arc<toolbelt_mcp_terminal::session::TermSession>) {
+        if let Some(sub_agent) = self.sub_agent {
+            let _ = session.owner.set(sub_agent);
+        }
+        self.session.terminals.insert(number, session);
+    }
+
+    fn sees(&self, session: &toolbelt_mcp_terminal::session::TermSession) -> bool {
+        self.sub_agent.is_none() || session.owner.get() == self.sub_agent.as_ref()
     }
 
     /// The key of this workspace's todo lists and memories (`store::workspace`).

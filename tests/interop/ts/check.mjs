@@ -3,15 +3,18 @@
 // `StdioClientTransport`, the client stack of Claude Code, Claude Desktop and VS Code): a tool
 // call, then the prompts (each built from the workspace's state) and completions, and
 // `run_command` as a task of protocol 2025-11-25 (`client.experimental.tasks`): created at once,
-// streamed to its result, listed, and a long one cancelled.
+// streamed to its result, listed, and a long one cancelled. Then `delegate` as a task from a
+// client that samples with tools: its sub-agent's turns come as `sampling/createMessage`, its
+// edit lands, the task's result has its answer.
 //
 //   npm ci --prefix tests/interop/ts && node tests/interop/ts/check.mjs BINARY
 //
 // Prints PASS/FAIL per check; exits 1 on any failure.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { existsSync, mkdtempSync, mkdirSync, rmSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -105,6 +108,49 @@ try {
   check('the TypeScript SDK session', false, err?.stack ?? err);
 } finally {
   await client.close().catch(() => {});
+}
+
+// `delegate` as a task, its model the client's own (sampling with tools).
+const sampler = new Client({ name: 'toolbelt-ts-sampler', version: '1.0.0' }, { capabilities: { sampling: { tools: {} } } });
+const asked = [];
+const replies = [
+  { role: 'assistant', model: 'ts-script', stopReason: 'toolUse', content: [{ type: 'tool_use', id: 'u1', name: 'file_operations', input: { operation: 'replace_string', path: 'answer.txt', old_string: '41', new_string: '42' } }] },
+  { role: 'assistant', model: 'ts-script', stopReason: 'endTurn', content: [{ type: 'text', text: 'Fixed by the TypeScript client.' }] },
+];
+sampler.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+  asked.push(request.params);
+  return replies.shift() ?? { role: 'assistant', model: 'ts-script', content: { type: 'text', text: '(no more)' } };
+});
+try {
+  writeFileSync(join(root, 'answer.txt'), 'answer = 41\n');
+  await sampler.connect(new StdioClientTransport({
+    command: resolve(binary),
+    args: ['serve', '--root', root],
+    env: { ...getDefaultEnvironment(), XDG_STATE_HOME: join(tmp, 'state'), XDG_CONFIG_HOME: join(tmp, 'config') },
+    stderr: 'inherit',
+  }));
+  const { tools } = await sampler.listTools();
+  const operations = tools.find((t) => t.name === 'terminal_operations')?.inputSchema?.properties?.operation?.enum ?? [];
+  check('tools/list: delegate for a client that samples with tools', operations.includes('delegate'), JSON.stringify(operations));
+  const stream = sampler.experimental.tasks.callToolStream(
+    { name: 'terminal_operations', arguments: { operation: 'delegate', task: 'Fix answer.txt: it must say 42.' } },
+    undefined,
+    { task: { ttl: 60000 } },
+  );
+  let answer = '';
+  for await (const message of stream) {
+    if (message.type === 'result') answer = message.result.content.map((c) => c.text ?? '').join('');
+    if (message.type === 'error') answer = `error: ${JSON.stringify(message.error)}`;
+  }
+  check('delegate as a task: the sub-agent answers', answer.includes('Fixed by the TypeScript client.'), answer);
+  check('delegate as a task: its edit landed', readFileSync(join(root, 'answer.txt'), 'utf8') === 'answer = 42\n');
+  const tied = asked[1]?.messages?.at(-1)?.content;
+  const blocks = Array.isArray(tied) ? tied : [tied];
+  check('sampling: two turns, tools offered, the result tied to its use', asked.length === 2 && asked[0].tools?.length > 0 && blocks.some((b) => b?.type === 'tool_result' && b.toolUseId === 'u1'), JSON.stringify(asked).slice(0, 400));
+} catch (err) {
+  check('the TypeScript SDK sampling session', false, err?.stack ?? err);
+} finally {
+  await sampler.close().catch(() => {});
   rmSync(tmp, { recursive: true, force: true });
 }
 console.log(`${passed} passed, ${failed} failed`);

@@ -155,10 +155,18 @@ mod tests {
             },
             Message {
                 role: Role::User,
-                content: vec![Block::ToolResult { id: "c1".into(), content: vec![Block::text("a = 1")], is_error: false }],
+                content: vec![Block::ToolResult {
+                    id: "c1".into(),
+                    content: vec![Block::text("a = 1")],
+                    is_error: false,
+                }],
             },
         ];
-        let tools = [ToolDef { name: "file_operations".into(), description: "files".into(), schema: json!({"type": "object"}) }];
+        let tools = [ToolDef {
+            name: "file_operations".into(),
+            description: "files".into(),
+            schema: json!({"type": "object"}),
+        }];
         let request = Request {
             system: "be brief",
             messages: &messages,

@@ -55,7 +55,7 @@ impl Operation for KillSession {
             expected: "`TERM`, `INT`, `HUP`, `QUIT`, `KILL`, `USR1`, `USR2`, `STOP` or `CONT`".into(),
         })?;
         let terminals = &call.context.session.terminals;
-        let session = terminals.get(&args.session_id)?;
+        let session = call.context.terminal(&args.session_id)?;
         let was_running = session.is_running();
         let status = session.kill(signal).await;
         let removed = args.remove && !session.is_running();

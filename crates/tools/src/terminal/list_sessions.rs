@@ -56,7 +56,7 @@ impl Operation for ListSessions {
 
     async fn run(_args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let context = call.context;
-        let sessions = context.session.terminals.list();
+        let sessions = context.terminals();
         let mut text = if sessions.is_empty() {
             "no sessions; start one with `run_command` (`background: true`) or `start_session`".to_string()
         } else {

@@ -113,7 +113,7 @@ impl Operation for ReadOutput {
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(0), 600_000)?;
         let context = call.context;
-        let session = context.session.terminals.get(&args.session_id)?;
+        let session = context.terminal(&args.session_id)?;
         let stream = match args.stream.as_deref() {
             None | Some("stdout") => 0,
             Some("stderr") if session.err.is_some() => 1,

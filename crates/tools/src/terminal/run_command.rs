@@ -138,7 +138,7 @@ impl Operation for RunCommand {
             let id = format!("t{number}");
             let session = TermSession::start_background(id.clone(), &launch, args.command, stdin, terminals.ring_bytes)
                 .map_err(spawn_error)?;
-            terminals.insert(number, session.clone());
+            context.keep_terminal(number, session.clone());
             terminals.track(session.pgid, &launch);
             session.wait_for_exit(wait).await;
             let how = format!("page with `read_output` {{session_id: \"{id}\"}}");
@@ -236,7 +236,7 @@ impl Operation for RunCommand {
         if kept {
             let session =
                 TermSession::finished(id.clone(), args.command, launch.cwd.clone(), finished.status, logs.clone());
-            terminals.insert(number, Arc::new(session));
+            context.keep_terminal(number, Arc::new(session));
         }
         let duration_ms = finished.duration.as_millis() as u64;
         let headline = match (finished.timed_out, finished.cancelled) {

@@ -67,7 +67,7 @@ impl Operation for SendInput {
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(WAIT_MS), 600_000)?;
         let context = call.context;
-        let session = context.session.terminals.get(&args.session_id)?;
+        let session = context.terminal(&args.session_id)?;
         // A session the user let run outside the sandbox runs what is typed into it there too
         // (a pager's `!cmd`, a shell): each input is its own escalation, asked with the text.
         if session.is_escalated() && !call.unsandboxed {

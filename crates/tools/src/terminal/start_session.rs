@@ -100,7 +100,7 @@ impl Operation for StartSession {
         if context.config.sandbox != toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly {
             session.mark_writable();
         }
-        terminals.insert(number, session.clone());
+        context.keep_terminal(number, session.clone());
         terminals.track(session.pgid, &launch);
         session.wait_until_quiet(0, wait, QUIET).await;
         let budget = context.budget.saturating_sub(crate::RESERVE);
