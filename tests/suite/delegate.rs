@@ -315,7 +315,7 @@ async fn settled<H: ClientHandler>(service: &RunningService<RoleClient, H>, id: 
     use rmcp::model::{GetTaskParams, TaskPayload};
     for _ in 0..300 {
         let got = service.get_task(GetTaskParams::new(id)).await.unwrap();
-        if !matches!(got.task.payload, TaskPayload::Working { .. }) {
+        if !matches!(got.task.payload, TaskPayload::Working) {
             return got.task.payload;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
