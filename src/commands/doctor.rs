@@ -62,14 +62,17 @@ pub(crate) fn run(config: &Config) -> Result<(), String> {
 /// Whether `delegate` is offered, with which model, and how to enable it when it is not.
 fn delegate_report(config: &Config) -> String {
     let Some(delegate) = &config.delegate else {
-        return "off (not listed); to offer it, add a `[delegate]` table to the config file (`provider`, `model`, `api_key_env`; see the README)".into();
+        return "listed for clients that sample with tools (their model); for every client, add a `[delegate]` table to the config file (`provider`, `model`, `api_key_env`; see the README)".into();
     };
     let nesting = match delegate.max_depth {
         1 => "sub-agents cannot delegate".to_string(),
         depth => format!("nesting up to {depth} levels"),
     };
     match toolbelt_mcp_agent::delegate::check(delegate, &|key| std::env::var_os(key)) {
-        Ok(model) => format!("on, {model} ({} turns at most, {nesting})", delegate.max_turns),
+        Ok(model) => format!(
+            "on: the client's model when it samples with tools, else {model} ({} turns at most, {nesting})",
+            delegate.max_turns
+        ),
         Err(problem) => format!("configured but cannot run: {problem}"),
     }
 }
