@@ -406,3 +406,28 @@ async fn a_sub_agent_sees_only_its_own_terminal_sessions_and_they_end_with_it() 
     assert!(theirs_listed.contains("Left one running."), "{theirs_listed}");
     service.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_agent_resumes_a_delegations_transcript() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("answer.txt"), "answer = 41\n").unwrap();
+    let script = json!({"turns": [
+        {"expect": ["Fix the answer"], "reply": {"calls": [{"name": "file_operations", "arguments":
+            {"operation": "replace_string", "path": "answer.txt", "old_string": "41", "new_string": "42"}}]}},
+        {"expect": [], "reply": {"text": "Set the answer to 42."}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
+    let service = start(&ws, Some(&llm), "", ()).await;
+    let done = delegate(&service, json!({"task": "Fix the answer in answer.txt: it must be 42."})).await;
+    service.cancel().await.unwrap();
+    let transcript = done.structured["transcript"].as_str().unwrap().to_string();
+    let next = json!({"turns": [{"expect": ["Now say what you did"], "reply": {"text": "I changed 41 to 42."}}]});
+    let resumed = ScriptedLlm::start_with(&next, Wire::OpenAi).await;
+    let ran = super::agent::run(&ws, &resumed, "Now say what you did.", &["--resume", &transcript]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    resumed.assert_played();
+    // The resumed run's model saw the delegation's conversation.
+    let first = resumed.requests()[0].to_string();
+    assert!(first.contains("Fix the answer in answer.txt") && first.contains("Set the answer to 42."), "{first}");
+    assert!(ran.stdout.contains("I changed 41 to 42."), "{}", ran.stdout);
+}

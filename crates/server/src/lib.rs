@@ -212,10 +212,11 @@ impl Server {
             .map(|d| d as Arc<dyn toolbelt_mcp_tools::delegation::Delegator>)
     }
 
-    /// Whether this connection's listing holds `delegate`.
-    fn lists_delegate(&self) -> bool {
+    /// Whether a listing for a client that `samples` (see [`samples`]) holds `delegate`.
+    fn lists_delegate(&self, samples: bool) -> bool {
         let depth = self.delegated.as_ref().map_or(0, |limits| limits.depth);
-        let samples = self.samples.load(std::sync::atomic::Ordering::Relaxed)
+        let samples = samples
+            || self.samples.load(std::sync::atomic::Ordering::Relaxed)
             || self.delegated.as_ref().is_some_and(|limits| limits.sample.is_some());
         delegate::may_delegate(&self.shared, depth, samples)
     }
@@ -299,12 +300,12 @@ impl Server {
     }
 
     /// The registry's tools as rmcp tools, built on first use and kept.
-    fn tools(&self) -> Result<&Vec<Tool>, McpError> {
+    fn tools(&self, samples: bool) -> Result<&Vec<Tool>, McpError> {
         let config = &self.shared.config;
         let listing = toolbelt_mcp_tools::Listing {
             read_only: config.sandbox == toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly
                 || self.delegated.as_ref().is_some_and(|limits| limits.read_only),
-            with_model: self.lists_delegate(),
+            with_model: self.lists_delegate(samples),
         };
         let slot = &self.shared.tools[usize::from(listing.read_only) * 2 + usize::from(listing.with_model)];
         let built = slot.get_or_init(|| {
@@ -490,6 +491,15 @@ fn front_door_cancel(context: &RequestContext<RoleServer>) -> Option<tokio_util:
 }
 
 /// Whether a request is of protocol 2026-07-28 or later (no connection of its own).
+/// Whether the client of a request can be asked to sample with tools during a call: it
+/// declared so, and (protocol 2026-07-28, which has no requests to the client mid-call) it
+/// runs tasks, whose input requests carry the sampling.
+fn samples(context: &RequestContext<RoleServer>) -> bool {
+    let capabilities = context.client_capabilities();
+    let offers = capabilities.as_ref().is_some_and(sampling::offers_tools);
+    offers && (!is_modern(&context.meta) || capabilities.is_some_and(|caps| caps.supports_tasks()))
+}
+
 fn is_modern(meta: &rmcp::model::RequestMetaObject) -> bool {
     meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
@@ -682,7 +692,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let config = &self.shared.config;
-        let tools = self.tools()?;
+        let tools = self.tools(samples(&context))?;
         if !config.host_tool_hints {
             return Ok(ListToolsResult::with_all_items(tools.clone()));
         }
@@ -768,7 +778,8 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools().ok()?.iter().find(|tool| tool.name == name).cloned()
+        // Every tool this server may list, `delegate` included.
+        self.tools(true).ok()?.iter().find(|tool| tool.name == name).cloned()
     }
 
     async fn call_tool(
@@ -793,7 +804,8 @@ impl ServerHandler for Server {
             Ok(Some(found)) => found,
             Ok(None) => {
                 refused("error:UnknownTool");
-                let names: Vec<String> = self.tools()?.iter().map(|t| format!("`{}`", t.name)).collect();
+                let names: Vec<String> =
+                    self.tools(samples(&context))?.iter().map(|t| format!("`{}`", t.name)).collect();
                 return Err(McpError::invalid_params(
                     format!("unknown tool `{}`; this server has {}", request.name, names.join(", ")),
                     None,
@@ -874,7 +886,7 @@ impl ServerHandler for Server {
         }
         // The client's model for `delegate`: asked as the task's input request in a task, else
         // directly (a 2026-07-28 request outside a task cannot be asked anything mid-call).
-        let samples = context.client_capabilities().is_some_and(|caps| sampling::offers_tools(&caps));
+        let samples = samples(&context);
         let sample = match &task {
             Some(slot) if samples => Some(sampling::in_task(slot.clone())),
             None if samples && !is_modern(&context.meta) => Some(sampling::direct(context.peer.clone())),
