@@ -20,7 +20,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use super::common::{BIN, Reply, Workspace, wait_gone};
+use super::common::{BIN, Reply, Workspace};
 use super::llm::{KEY, ScriptedLlm, Wire};
 use super::policy::{Asker, call};
 
@@ -169,7 +169,7 @@ async fn a_read_only_delegation_cannot_write() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn cancelling_the_call_ends_the_sub_agents_commands() {
-    use super::common::{process_with_args, unique_sleep};
+    use super::common::{process_with_args, unique_sleep, wait_gone};
     let ws = Workspace::new();
     let (sleep, arg) = unique_sleep(60);
     let command = format!("({sleep}); echo late > late.txt");
