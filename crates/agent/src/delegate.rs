@@ -21,6 +21,11 @@ use crate::{context, prompt, servers, settings};
 /// How long one request to the model may take.
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// What a sub-agent's prompt adds: who reads its answer.
+const SUB_AGENT: &str = "\n\nYou are a sub-agent: another agent handed you this task and reads your final answer \
+instead of the user. Make that answer complete on its own: what you found or changed (with paths), how you \
+verified it, and what is left open. Stay within the task; the tools refuse what you were not given.";
+
 /// Why a sub-agent could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum DelegateError {
@@ -157,7 +162,8 @@ pub async fn run(
         Filter { allow: delegation.operations.iter().flat_map(|op| qualified(op)).collect(), deny: Vec::new() };
     let listed: Vec<Listed<'_>> = servers.list.iter().map(|s| Listed { qualifier: None, tools: s.tools() }).collect();
     let mut tools = Toolset::new(&listed, &filter);
-    let system = prompt::system_prompt(&delegation.root, prompt::read_agents_md(&delegation.root).as_deref());
+    let mut system = prompt::system_prompt(&delegation.root, prompt::read_agents_md(&delegation.root).as_deref());
+    system.push_str(SUB_AGENT);
     transcript.write(
         &reporter,
         &json!({"type": "start", "provider": model, "server": servers.label(), "tools": tools.names(),
