@@ -107,6 +107,12 @@ async fn a_delegated_edit_is_the_callers_to_see_and_undo() {
         assert!(transcript.starts_with(ws.state_home.to_str().unwrap()), "{transcript}");
         let kept = std::fs::read_to_string(transcript).unwrap();
         assert!(kept.contains("\"type\":\"end\"") && kept.contains("Set the answer to 42."), "{kept}");
+        // The audit log names the sub-agent on its calls.
+        let audit = std::fs::read_to_string(ws.state_home.join("toolbelt-mcp/audit.jsonl")).unwrap();
+        let by_sub_agent =
+            audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["sub_agent"].is_u64());
+        let by_sub_agent = by_sub_agent.expect("a record of the sub-agent");
+        assert_eq!(by_sub_agent["operation"], "replace_string", "{audit}");
         // The caller sees the change and undoes it.
         let changes = call(&service, "file_operations", json!({"operation": "changes"})).await;
         assert!(changes.text.contains("answer.txt"), "{}", changes.text);

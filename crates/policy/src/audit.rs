@@ -50,6 +50,9 @@ pub struct Record<'a> {
     pub request: &'a str,
     /// The tool called.
     pub tool: &'a str,
+    /// The `delegate` sub-agent that made the call (its number), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_agent: Option<u64>,
     /// The operation.
     pub operation: &'a str,
     /// The effect's kind.
@@ -103,14 +106,22 @@ impl AuditLog {
         Self { settings, open: Arc::new(Mutex::new(None)) }
     }
 
-    /// Records a call that named no tool or operation of this server, or whose `operation`
-    /// was not a string: nothing was decided or run.
-    pub fn refused(&self, session: &str, request: &str, tool: &str, operation: &str, outcome: &str) {
+    /// Records a call that named no tool or operation of this server, whose `operation` was
+    /// not a string, or that a sub-agent was not given: nothing was decided or run.
+    pub fn refused(
+        &self,
+        (session, sub_agent): (&str, Option<u64>),
+        request: &str,
+        tool: &str,
+        operation: &str,
+        outcome: &str,
+    ) {
         self.write(&Record {
             time: now(),
             session,
             request,
             tool,
+            sub_agent,
             operation,
             effect: "",
             subjects: &[],
@@ -223,6 +234,7 @@ mod tests {
             session: "1-0",
             request: "7",
             tool: "file_operations",
+            sub_agent: None,
             operation: "read_file",
             effect: "read",
             subjects: &["/ws/a".into()],

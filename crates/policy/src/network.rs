@@ -105,6 +105,8 @@ impl NetworkAsk {
             session: &self.session,
             request: &self.request,
             tool: "terminal_operations",
+            // The command's own record names the sub-agent that ran it, when one did.
+            sub_agent: None,
             operation: "network",
             effect: "network",
             subjects: &subjects,

@@ -798,7 +798,8 @@ impl ServerHandler for Server {
         let refused = |outcome: &str| {
             let session = self.session_for(&context.meta);
             let operation = named.as_deref().unwrap_or_default();
-            self.shared.audit.refused(&session.id, &context.id.to_string(), &request.name, operation, outcome);
+            let who = (session.id.as_str(), self.delegated.as_ref().map(|limits| limits.number));
+            self.shared.audit.refused(who, &context.id.to_string(), &request.name, operation, outcome);
         };
         let (operation, siblings) = match toolbelt_mcp_tools::dispatch(config.tool_layout, &request.name, &mut args) {
             Ok(Some(found)) => found,

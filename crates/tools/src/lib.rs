@@ -467,6 +467,7 @@ fn audit<O: Operation>(
         session: &context.session.id,
         request: &context.signals.request,
         tool: &context.signals.tool,
+        sub_agent: context.sub_agent,
         operation: O::NAME,
         effect: verdict.effect,
         subjects: &verdict.subjects,
