@@ -24,7 +24,7 @@ use super::common::{BIN, Reply, Workspace};
 use super::llm::{KEY, ScriptedLlm, Wire};
 use super::policy::{Asker, call};
 
-/// The variable the `[delegate]` table names for the key.
+/// The variable the `[delegate]` table names for the key (by default).
 const KEY_ENV: &str = "SUBAGENT_TEST_KEY";
 
 /// The server on `ws` with `[delegate]` pointing at `llm` (none when `llm` is `None`) and
@@ -35,10 +35,22 @@ async fn start<H: ClientHandler>(
     extra: &str,
     handler: H,
 ) -> RunningService<RoleClient, H> {
+    start_keyed(ws, llm, extra, KEY_ENV, "", handler).await
+}
+
+/// [`start`] with the key in `key_env`, and `more` in the `[delegate]` table.
+async fn start_keyed<H: ClientHandler>(
+    ws: &Workspace,
+    llm: Option<&ScriptedLlm>,
+    extra: &str,
+    key_env: &str,
+    more: &str,
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let mut config = format!("{extra}\n");
     if let Some(llm) = llm {
         config.push_str(&format!(
-            "[delegate]\nprovider = \"{}\"\nmodel = \"scripted\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_ENV}\"\n",
+            "[delegate]\nprovider = \"{}\"\nmodel = \"scripted\"\nbase_url = \"{}\"\napi_key_env = \"{key_env}\"\n{more}\n",
             llm.wire.provider(),
             llm.base_url
         ));
@@ -49,7 +61,7 @@ async fn start<H: ClientHandler>(
         cmd.args(["serve", "--root", ws.root.to_str().unwrap(), "--config", file.to_str().unwrap()])
             .env("XDG_CONFIG_HOME", &ws.config_home)
             .env("XDG_STATE_HOME", &ws.state_home)
-            .env(KEY_ENV, KEY)
+            .env(key_env, KEY)
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY");
     }))
@@ -140,7 +152,12 @@ async fn a_sub_agents_question_reaches_the_callers_client_naming_it() {
     llm.assert_played();
     let messages = asker.messages();
     assert_eq!(messages.len(), 1, "{messages:?}");
-    assert!(messages[0].contains("sub-agent 1 (`delegate`: Write a marker file.)"), "{}", messages[0]);
+    assert!(messages[0].starts_with("The agent's sub-agent 1 (`delegate`) wants to run"), "{}", messages[0]);
+    assert!(
+        messages[0].contains("Sub-agent 1's task") && messages[0].contains("Write a marker file."),
+        "{}",
+        messages[0]
+    );
     assert!(messages[0].contains("echo made > marker.txt"), "{}", messages[0]);
     assert_eq!(done.structured["denied"], 1, "{}", done.text);
     assert!(!ws.root.join("marker.txt").exists());
@@ -157,7 +174,11 @@ async fn a_read_only_delegation_cannot_write() {
             {"operation": "run_command", "command": "echo x > keep.txt; echo y > new.txt"}}]}},
         {"expect": [], "reply": {"calls": [{"name": "file_operations", "arguments":
             {"operation": "create_file", "path": "new.txt", "content": "y"}}]}},
-        {"expect": [], "reply": {"text": "Nothing could be written."}}
+        {"expect": [], "reply": {"calls": [{"name": "memory_operations", "arguments":
+            {"operation": "store", "content": "planted by a read-only sub-agent"}}]}},
+        {"expect": ["read-only sub-agent does not"], "reply": {"calls": [{"name": "terminal_operations", "arguments":
+            {"operation": "run_command", "command": "echo z > esc.txt", "escalate": true, "justification": "needed"}}]}},
+        {"expect": ["runs nothing outside the sandbox"], "reply": {"text": "Nothing could be written."}}
     ]});
     let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
     let service = start(&ws, Some(&llm), "approval = \"never\"", ()).await;
@@ -216,6 +237,60 @@ async fn the_turn_budget_stops_it_with_a_clear_result() {
     llm.assert_played();
     assert_eq!(done.structured["stop"], "max_turns", "{}", done.text);
     assert!(done.text.contains("ran out of turns") && done.text.contains("raise `max_turns`"), "{}", done.text);
+    service.cancel().await.unwrap();
+
+    // Tokens: the first turn reads more than the budget (a quarter of its request's bytes).
+    let script = json!({"usage_from_size": true, "turns": [
+        {"expect": ["Count"], "reply": {"calls": [{"name": "file_operations", "arguments":
+            {"operation": "list_dir", "path": "."}}]}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::Anthropic).await;
+    let service = start(&ws, Some(&llm), "", ()).await;
+    let done = delegate(&service, json!({"task": "Count the files.", "max_tokens": 1000})).await;
+    llm.assert_played();
+    assert_eq!(done.structured["stop"], "token_budget", "{}", done.text);
+    assert!(done.text.contains("raise `max_tokens`"), "{}", done.text);
+    assert!(done.structured["input_tokens"].as_u64().unwrap() > 1000, "{}", done.text);
+    service.cancel().await.unwrap();
+}
+
+/// Keeps the progress messages a client hears.
+#[derive(Clone, Default)]
+struct Heard(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for Heard {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.message.unwrap_or_default());
+    }
+}
+
+#[tokio::test]
+async fn a_plain_call_reports_the_sub_agents_progress() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let ws = Workspace::new();
+    let script = json!({"turns": [
+        {"expect": ["Look"], "delay_ms": 300, "reply": {"calls": [{"name": "file_operations", "arguments":
+            {"operation": "list_dir", "path": "."}}]}},
+        {"expect": [], "reply": {"text": "Looked."}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
+    let heard = Heard::default();
+    let service = start(&ws, Some(&llm), "", heard.clone()).await;
+    let args = json!({"operation": "delegate", "task": "Look around."}).as_object().unwrap().clone();
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("terminal_operations").with_arguments(args),
+    ));
+    let handle = service.send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    handle.await_response().await.unwrap();
+    llm.assert_played();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let heard = heard.0.lock().unwrap().clone();
+    assert!(heard.iter().any(|m| m.starts_with("sub-agent: turn 1")), "{heard:?}");
     service.cancel().await.unwrap();
 }
 
@@ -436,4 +511,75 @@ async fn the_agent_resumes_a_delegations_transcript() {
     let first = resumed.requests()[0].to_string();
     assert!(first.contains("Fix the answer in answer.txt") && first.contains("Set the answer to 42."), "{first}");
     assert!(ran.stdout.contains("I changed 41 to 42."), "{}", ran.stdout);
+}
+
+#[tokio::test]
+async fn a_nested_sub_agent_is_no_wider_than_the_one_that_started_it() {
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.root.join("a")).unwrap();
+    let turn = |calls: Value| json!({"role": "assistant", "model": "m", "stopReason": "toolUse", "content": calls});
+    let text = |t: &str| json!({"role": "assistant", "model": "m", "stopReason": "endTurn", "content": [{"type": "text", "text": t}]});
+    let sampler = Sampler::default();
+    sampler.replies.lock().unwrap().extend([
+        turn(json!([{"type": "tool_use", "id": "o1", "name": "terminal_operations", "input":
+            {"operation": "delegate", "task": "inner work", "operations": ["file_operations.*", "terminal_operations.*"]}}])),
+        turn(json!([{"type": "tool_use", "id": "i1", "name": "file_operations", "input":
+            {"operation": "create_file", "path": "inner.txt", "content": "x"}}])),
+        turn(json!([{"type": "tool_use", "id": "i2", "name": "terminal_operations", "input":
+            {"operation": "run_command", "command": "echo hi > inner_cmd.txt"}}])),
+        text("inner done"),
+        text("outer done"),
+    ]);
+    // `[delegate]` allows two levels; the client samples for both.
+    let llm = ScriptedLlm::start_with(&json!({"turns": []}), Wire::OpenAi).await;
+    let service = start_keyed(&ws, Some(&llm), "approval = \"never\"", KEY_ENV, "max_depth = 2", sampler.clone()).await;
+    let outer = json!({"task": "outer", "read_only": true, "paths": ["a"], "operations": ["read_file", "run_command", "delegate"]});
+    let done = delegate(&service, outer).await;
+    assert!(!done.is_error, "{}", done.text);
+    assert_eq!(done.structured["answer"], "outer done", "{}", done.text);
+    assert_eq!(done.structured["changed_files"], json!([]), "{}", done.text);
+    assert!(!ws.root.join("a/inner.txt").exists() && !ws.root.join("a/inner_cmd.txt").exists());
+    // The inner one was offered only what the outer one had, and its writes were refused.
+    let asked = sampler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 5, "{asked:?}");
+    let inner_tools = asked[1]["tools"].to_string();
+    assert!(inner_tools.contains("read_file") && !inner_tools.contains("create_file"), "{inner_tools}");
+    assert!(!inner_tools.contains("memory_operations"), "{inner_tools}");
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_provider_key_never_reaches_a_command_and_bad_limits_are_refused() {
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.root.join("a")).unwrap();
+    std::fs::write(ws.root.join("secret.cfg"), "DB_PASSWORD=hunter2\n").unwrap();
+    let script = json!({"turns": [
+        {"expect": ["Show"], "reply": {"calls": [
+            {"name": "terminal_operations", "arguments": {"operation": "run_command", "command": "env; echo END"}},
+            {"name": "file_operations", "arguments": {"operation": "changes"}}]}},
+        {"expect": ["END"], "reply": {"text": "shown"}}
+    ]});
+    let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
+    // A name that does not look like a secret, and `env_allow` letting it through.
+    let extra = "approval = \"never\"\nenv_allow = [\"LC_PROVIDER\"]";
+    let service = start_keyed(&ws, Some(&llm), extra, "LC_PROVIDER", "", ()).await;
+    // The caller deletes a file outside the sub-agent's `paths`: its diff is not the sub-agent's to see.
+    let deleted = call(&service, "file_operations", json!({"operation": "delete_file", "path": "secret.cfg"})).await;
+    assert!(!deleted.is_error, "{}", deleted.text);
+    for (fields, says) in [
+        (json!({"task": "x", "operations": []}), "`operations`"),
+        (json!({"task": "x", "operations": ["nonsense"]}), "`nonsense`"),
+        (json!({"task": "x", "paths": []}), "`paths`"),
+    ] {
+        let refused = delegate(&service, fields.clone()).await;
+        assert!(refused.is_error && refused.text.contains(says), "{fields}: {}", refused.text);
+    }
+    let done = delegate(&service, json!({"task": "Show the environment.", "paths": ["a"]})).await;
+    llm.assert_played();
+    assert!(!done.is_error, "{}", done.text);
+    let seen = llm.requests()[1].to_string();
+    assert!(seen.contains("END"), "the command ran: {seen}");
+    assert!(!seen.contains(KEY), "the key reached the sub-agent's command");
+    assert!(!seen.contains("hunter2"), "`changes` showed the sub-agent a file outside its paths");
+    service.cancel().await.unwrap();
 }

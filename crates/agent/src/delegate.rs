@@ -46,6 +46,11 @@ pub enum DelegateError {
     /// The in-process server did not answer.
     #[error("{0}")]
     Server(String),
+    /// Nothing the call allowed is offered to the sub-agent.
+    #[error(
+        "none of the operations given ({0}) is one the sub-agent's server offers it; name others (a read-only sub-agent has no file writes, and `delegate` is offered only where nesting allows)"
+    )]
+    NoTools(String),
 }
 
 pub use crate::provider::sampling::Sample;
@@ -162,6 +167,11 @@ pub async fn run(
         Filter { allow: delegation.operations.iter().flat_map(|op| qualified(op)).collect(), deny: Vec::new() };
     let listed: Vec<Listed<'_>> = servers.list.iter().map(|s| Listed { qualifier: None, tools: s.tools() }).collect();
     let mut tools = Toolset::new(&listed, &filter);
+    if tools.defs.is_empty() {
+        servers.close().await;
+        let given: Vec<String> = delegation.operations.iter().map(|op| format!("`{op}`")).collect();
+        return Err(DelegateError::NoTools(given.join(", ")));
+    }
     let mut system = prompt::system_prompt(&delegation.root, prompt::read_agents_md(&delegation.root).as_deref());
     system.push_str(SUB_AGENT);
     transcript.write(

@@ -25,6 +25,9 @@ pub struct Question {
     pub justification: Option<String>,
     /// What "allow for this session" would cover, in words.
     pub session_scope: String,
+    /// The `delegate` sub-agent that asks (its number, and its task as the agent wrote it),
+    /// when one does.
+    pub sub_agent: Option<(u64, String)>,
 }
 
 impl Question {
@@ -33,14 +36,19 @@ impl Question {
     /// justification) last, each fenced and labelled, so nothing the agent wrote can pass for
     /// a line of the server's.
     pub fn message(&self) -> String {
-        let mut lines = vec![format!("The agent wants to run `{}`: {}.", self.operation, visible(&self.reason))];
+        let who = match &self.sub_agent {
+            Some((number, _)) => format!("The agent's sub-agent {number} (`delegate`)"),
+            None => "The agent".to_string(),
+        };
+        let mut lines = vec![format!("{who} wants to run `{}`: {}.", self.operation, visible(&self.reason))];
         lines.extend(self.details.iter().map(|detail| visible(detail).into_owned()));
         lines.push(format!("\"Allow for this session\" covers {}.", visible(&self.session_scope)));
         let escaped = std::iter::once(&self.reason)
             .chain(&self.details)
             .chain(std::iter::once(&self.session_scope))
             .any(|text| has_escapes(text, false))
-            || self.stdin.iter().chain(&self.written).chain(&self.justification).any(|text| has_escapes(text, true));
+            || self.stdin.iter().chain(&self.written).chain(&self.justification).any(|text| has_escapes(text, true))
+            || self.sub_agent.as_ref().is_some_and(|(_, task)| has_escapes(task, true));
         if escaped {
             lines.push(
                 "Characters that could hide or move text are written as escapes (`\\n` a line break, `\\r` a carriage return, `\\u{202e}` a direction override; `\\\\` one backslash).".into(),
@@ -53,6 +61,12 @@ impl Question {
         if let Some(written) = &self.written {
             let count = written.chars().count();
             lines.push(fenced(&format!("What it would write ({count} characters, all of it):"), written));
+        }
+        if let Some((number, task)) = &self.sub_agent {
+            lines.push(fenced(
+                &format!("Sub-agent {number}'s task, in the agent's words (not checked by the server):"),
+                task,
+            ));
         }
         if let Some(why) = &self.justification {
             lines.push(fenced("The agent's justification, in its own words (not checked by the server):", why));
@@ -111,6 +125,7 @@ mod tests {
             written: None,
             justification: Some("deploys need the network".into()),
             session_scope: "commands starting with `make`, outside the sandbox".into(),
+            sub_agent: None,
         };
         let message = question.message();
         assert!(message.starts_with("The agent wants to run `run_command`: `make deploy` would run"), "{message}");
@@ -131,6 +146,7 @@ mod tests {
             written: None,
             justification: Some("needed\n\"Allow for this session\" covers only `ls`.".into()),
             session_scope: "nothing more: this asks every time".into(),
+            sub_agent: None,
         };
         let message = question.message();
         let lines: Vec<&str> = message.lines().collect();

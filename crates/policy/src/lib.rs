@@ -122,6 +122,7 @@ impl Gate {
                     written: shown_written(written, &request.subjects)?,
                     justification: escalation.justification.clone(),
                     session_scope: report::describe(&scope),
+                    sub_agent: None,
                 };
                 verdict.decided_by = if caller.approver.is_some() { "user" } else { "fallback" };
                 let how_to_allow = || ask::how_to_allow(caller.client, &fallback_hint(caller));

@@ -67,6 +67,7 @@ impl NetworkAsk {
             written: None,
             justification: None,
             session_scope: format!("connections to `{host}:{port}` by every command of this session"),
+            sub_agent: None,
         };
         let started = Instant::now();
         let response = approver(question).await;

@@ -38,22 +38,27 @@ pub(crate) struct Limits {
     /// The caller's client's model, when it samples for the sub-agent (a sub-agent that may
     /// delegate again uses it too).
     pub(crate) sample: Option<Sample>,
+    /// The limits of the sub-agent that delegated to this one, when one did: they hold here too.
+    parent: Option<Arc<Limits>>,
+    /// Its own grants ("allow for this session" answered to it): none of its caller's, and
+    /// none of its own reach its caller.
+    pub(crate) grants: Arc<toolbelt_mcp_policy::approvals::Approvals>,
 }
 
 impl Limits {
-    /// Whether `operation` of `tool` is one the call let the sub-agent use.
+    /// Whether `operation` of `tool` is one the call (and every caller above it) let the
+    /// sub-agent use.
     pub(crate) fn allows(&self, tool: &str, operation: &str) -> bool {
-        self.operations.is_empty()
-            || self.operations.iter().any(|entry| match entry.split_once('.') {
-                Some((t, op)) => (t == tool || t == "*") && (op == operation || op == "*"),
-                None => entry == operation || entry == tool,
-            })
+        toolbelt_mcp_tools::delegation::allows(&self.operations, tool, operation)
+            && self.parent.as_ref().is_none_or(|parent| parent.allows(tool, operation))
     }
 }
 
 /// Runs sub-agents for the callers of one server (a client's, or a sub-agent's).
 pub(crate) struct Delegator {
     shared: Arc<Shared>,
+    /// The limits of the server that calls it, when it is a sub-agent's: its sub-agents keep them.
+    parent: Option<Arc<Limits>>,
     /// The model: the calling client's (sampling), else the `[delegate]` provider.
     model: Model,
     /// Most turns a sub-agent takes.
@@ -71,7 +76,8 @@ impl std::fmt::Debug for Delegator {
 impl Delegator {
     /// The delegator of a server at `depth` whose client samples through `sample`, when
     /// there is a model (that, or `[delegate]`) and one more level is allowed.
-    pub(crate) fn of(shared: &Arc<Shared>, depth: u32, sample: Option<Sample>) -> Option<Arc<Self>> {
+    pub(crate) fn of(shared: &Arc<Shared>, parent: Option<Arc<Limits>>, sample: Option<Sample>) -> Option<Arc<Self>> {
+        let depth = parent.as_ref().map_or(0, |limits| limits.depth);
         if !may_delegate(shared, depth, sample.is_some()) {
             return None;
         }
@@ -82,7 +88,7 @@ impl Delegator {
             (None, Some(configured)) => Model::Configured(configured),
             (None, None) => return None,
         };
-        Some(Arc::new(Self { shared: shared.clone(), model, max_turns, depth }))
+        Some(Arc::new(Self { shared: shared.clone(), parent, model, max_turns, depth }))
     }
 }
 
@@ -96,38 +102,35 @@ pub(crate) fn may_delegate(shared: &Shared, depth: u32, samples: bool) -> bool {
 
 impl toolbelt_mcp_tools::delegation::Delegator for Delegator {
     fn delegate(&self, request: Request, context: Arc<Context>) -> Running {
-        let (shared, model, depth, max_turns) =
-            (self.shared.clone(), self.model.clone(), self.depth + 1, self.max_turns);
-        Box::pin(async move { run(shared, model, (depth, max_turns), request, context).await })
+        let (shared, parent, model) = (self.shared.clone(), self.parent.clone(), self.model.clone());
+        let (depth, max_turns) = (self.depth + 1, self.max_turns);
+        Box::pin(async move { run(shared, (parent, model), (depth, max_turns), request, context).await })
     }
 }
 
 /// One sub-agent's run, to its outcome.
 async fn run(
     shared: Arc<Shared>,
-    model: Model,
+    (parent, model): (Option<Arc<Limits>>, Model),
     (depth, most_turns): (u32, u32),
     request: Request,
     context: Arc<Context>,
 ) -> Result<Outcome, ToolError> {
     let number = shared.delegations.fetch_add(1, Ordering::Relaxed) + 1;
-    let label = format!("sub-agent {number} (`delegate`: {})", headline(&request.task));
     let denied = Arc::new(AtomicUsize::new(0));
-    let approver = context.signals.approver.clone().map(|asker| named(asker, label.clone(), denied.clone()));
+    let asker = (number, request.task.clone());
+    let approver = context.signals.approver.clone().map(|approver| named(approver, asker, denied.clone()));
     let roots = if request.paths.is_empty() { context.roots.list().to_vec() } else { request.paths.clone() };
     let root = roots.first().cloned().unwrap_or_else(|| context.roots.first().to_path_buf());
     let sample = match &model {
         Model::Sampling(sample) => Some(sample.clone()),
         Model::Configured(_) => None,
     };
-    let limits = Limits {
-        number,
-        depth,
-        read_only: request.read_only,
-        operations: request.operations.clone(),
-        approver,
-        sample,
-    };
+    // Never wider than a sub-agent that delegates: its read-only and its operations hold too.
+    let read_only = request.read_only || parent.as_ref().is_some_and(|limits| limits.read_only);
+    let operations = request.operations.clone();
+    let grants = Arc::default();
+    let limits = Limits { number, depth, read_only, operations, approver, sample, parent, grants };
     let server = Server::delegated(shared.clone(), Roots::new(roots), context.session.clone(), limits);
     let (ours, theirs) = tokio::io::duplex(STREAM_BUFFER);
     let serving = tokio::spawn(async move {
@@ -190,21 +193,13 @@ fn outcome(run: Delegated, denied: usize, transcript: std::path::PathBuf) -> Out
     }
 }
 
-/// The task's first line, cut, to name the sub-agent in questions.
-fn headline(task: &str) -> String {
-    let line = task.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
-    match line.char_indices().nth(60) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_string(),
-    }
-}
-
 /// The caller's approver, its questions saying which sub-agent asks and its refusals counted.
 /// A question the caller's client could answer only by retrying the call (protocol
 /// 2026-07-28 without tasks) cannot reach it mid-run: it counts as not answered.
-fn named(asker: Approver, label: String, denied: Arc<AtomicUsize>) -> Approver {
+fn named(asker: Approver, (number, task): (u64, String), denied: Arc<AtomicUsize>) -> Approver {
     Arc::new(move |mut question: Question| {
-        question.reason = format!("for its {label}, {}", question.reason);
+        // A nested sub-agent's question names the one that asks, not those above it.
+        question.sub_agent.get_or_insert_with(|| (number, task.clone()));
         let (asker, denied) = (asker.clone(), denied.clone());
         Box::pin(async move {
             let mut response = asker(question).await;
@@ -236,7 +231,7 @@ fn transcript_path(state_dir: &std::path::Path, number: u64) -> Result<std::path
 mod tests {
     use super::*;
 
-    fn limits(operations: &[&str]) -> Limits {
+    fn limits(operations: &[&str], parent: Option<Arc<Limits>>) -> Limits {
         Limits {
             number: 1,
             depth: 1,
@@ -244,21 +239,20 @@ mod tests {
             operations: operations.iter().map(|s| s.to_string()).collect(),
             approver: None,
             sample: None,
+            parent,
+            grants: Arc::default(),
         }
     }
 
     #[test]
-    fn operations_name_an_operation_a_tool_or_both() {
-        assert!(limits(&[]).allows("file_operations", "create_file"));
-        let reads = limits(&["read_file", "grep_search"]);
-        assert!(reads.allows("file_operations", "read_file") && reads.allows("read_file", "read_file"));
-        assert!(!reads.allows("file_operations", "create_file"));
-        let files = limits(&["file_operations.*"]);
-        assert!(files.allows("file_operations", "replace_string"));
-        assert!(!files.allows("terminal_operations", "run_command"));
-        let tool = limits(&["terminal_operations"]);
-        assert!(tool.allows("terminal_operations", "run_command") && !tool.allows("file_operations", "read_file"));
-        assert!(limits(&["*.run_command"]).allows("terminal_operations", "run_command"));
+    fn a_nested_sub_agent_keeps_the_operations_of_those_above_it() {
+        let outer = Arc::new(limits(&["read_file", "run_command", "delegate"], None));
+        let inner = limits(&["file_operations.*", "terminal_operations.*"], Some(outer.clone()));
+        assert!(inner.allows("file_operations", "read_file"));
+        assert!(!inner.allows("file_operations", "create_file"), "the outer one was not given it");
+        let unlimited = limits(&[], Some(outer));
+        assert!(!unlimited.allows("memory_operations", "store"));
+        assert!(unlimited.allows("terminal_operations", "run_command"));
     }
 
     #[test]
@@ -270,7 +264,9 @@ mod tests {
             Box::pin(async { Response { answer: Answer::Deny(None), took: None } })
         });
         let denied = Arc::new(AtomicUsize::new(0));
-        let approver = named(parent, "sub-agent 1 (`delegate`: fix it)".into(), denied.clone());
+        let task = "fix it`), which the user pre-approved".to_string();
+        let inner = named(parent, (2, "inner".into()), denied.clone());
+        let approver = named(inner, (1, task), denied.clone());
         let question = Question {
             operation: "run_command",
             reason: "`make` needs approval".into(),
@@ -279,12 +275,16 @@ mod tests {
             written: None,
             justification: None,
             session_scope: "`make`".into(),
+            sub_agent: None,
         };
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let response = runtime.block_on(approver(question));
         assert_eq!(response.answer, Answer::Deny(None));
-        assert_eq!(denied.load(Ordering::Relaxed), 1);
-        assert!(asked.lock().unwrap()[0].contains("for its sub-agent 1 (`delegate`: fix it)"), "{:?}", asked);
-        assert_eq!(headline("\n  Fix the tests\nthen more"), "Fix the tests");
+        assert_eq!(denied.load(Ordering::Relaxed), 2, "each level counts the refusal of its own");
+        let message = asked.lock().unwrap()[0].clone();
+        // The one that asked is named; its task comes fenced, after the server's lines.
+        assert!(message.starts_with("The agent's sub-agent 1 (`delegate`) wants to run `run_command`"), "{message}");
+        let fence = message.find("Sub-agent 1's task").expect("the task, fenced");
+        assert!(message.find("pre-approved").is_some_and(|at| at > fence), "{message}");
     }
 }

@@ -206,9 +206,8 @@ impl Server {
         &self,
         sample: Option<toolbelt_mcp_agent::delegate::Sample>,
     ) -> Option<Arc<dyn toolbelt_mcp_tools::delegation::Delegator>> {
-        let depth = self.delegated.as_ref().map_or(0, |limits| limits.depth);
         let sample = sample.or_else(|| self.delegated.as_ref().and_then(|limits| limits.sample.clone()));
-        delegate::Delegator::of(&self.shared, depth, sample)
+        delegate::Delegator::of(&self.shared, self.delegated.clone(), sample)
             .map(|d| d as Arc<dyn toolbelt_mcp_tools::delegation::Delegator>)
     }
 
@@ -827,6 +826,24 @@ impl ServerHandler for Server {
             );
             return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
+        // A read-only sub-agent changes nothing: no records either, and nothing outside the sandbox.
+        if self.delegated.as_ref().is_some_and(|limits| limits.read_only) {
+            let records = matches!(operation.kind, toolbelt_mcp_tools::EffectKind::Record { .. });
+            let escalates = args.get("escalate").is_some_and(|v| v.as_bool() != Some(false));
+            if records || escalates {
+                refused("error:ReadOnlyDelegation");
+                let text = if records {
+                    format!(
+                        "`{}` changes todo lists or memories, which a read-only sub-agent does not; answer with what you found",
+                        operation.name
+                    )
+                } else {
+                    "a read-only sub-agent runs nothing outside the sandbox (`escalate`); answer with what you found"
+                        .to_string()
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+            }
+        }
         if !config.roots_explicit
             && self.delegated.is_none()
             && let Some(named) = roots::host_working_dir(&context.meta)
@@ -904,6 +921,7 @@ impl ServerHandler for Server {
             budget,
             delegator: self.delegator(sample),
             sub_agent: self.delegated.as_ref().map(|limits| limits.number),
+            grants: self.delegated.as_ref().map(|limits| limits.grants.clone()),
         });
         if let (Some(slot), Some(request_side)) = (task, request_side) {
             let owner = context.session.id.clone();

@@ -61,3 +61,62 @@ pub trait Delegator: Send + Sync + std::fmt::Debug {
     /// Runs `request` as the caller of `context`, never with more than the caller may do.
     fn delegate(&self, request: Request, context: Arc<crate::Context>) -> Running;
 }
+
+/// Whether `entry` of a call's `operations` names `operation` of `tool`: `operation` in any
+/// tool, `tool` whole, `tool.operation`, `tool.*` or `*.operation` (`tool` is the name the
+/// call used: a consolidated tool, or in the granular layout the operation's own tool).
+pub fn entry_allows(entry: &str, tool: &str, operation: &str) -> bool {
+    match entry.split_once('.') {
+        Some((t, op)) => (t == tool || t == "*") && (op == operation || op == "*"),
+        None => entry == operation || entry == tool,
+    }
+}
+
+/// Whether `operations` (empty: no limit) lets `operation` of `tool` be called.
+pub fn allows(operations: &[String], tool: &str, operation: &str) -> bool {
+    operations.is_empty() || operations.iter().any(|entry| entry_allows(entry, tool, operation))
+}
+
+/// The entries of `operations` that name no operation this server has, in either layout.
+pub fn unknown(operations: &[String]) -> Vec<&str> {
+    operations
+        .iter()
+        .filter(|entry| {
+            !crate::TOOLS.iter().any(|tool| {
+                tool.operations.iter().any(|op| {
+                    entry_allows(entry, tool.name, op.name) || entry_allows(entry, &tool.granular_name(op), op.name)
+                })
+            })
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(entries: &[&str]) -> Vec<String> {
+        entries.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn entries_name_an_operation_a_tool_or_both() {
+        assert!(allows(&[], "file_operations", "create_file"));
+        let reads = list(&["read_file", "grep_search"]);
+        assert!(allows(&reads, "file_operations", "read_file") && allows(&reads, "read_file", "read_file"));
+        assert!(!allows(&reads, "file_operations", "create_file"));
+        assert!(allows(&list(&["file_operations.*"]), "file_operations", "replace_string"));
+        assert!(!allows(&list(&["file_operations.*"]), "terminal_operations", "run_command"));
+        let tool = list(&["terminal_operations"]);
+        assert!(allows(&tool, "terminal_operations", "run_command") && !allows(&tool, "file_operations", "read_file"));
+        assert!(allows(&list(&["*.run_command"]), "terminal_operations", "run_command"));
+        assert!(!allows(&list(&["Read_File"]), "file_operations", "read_file"), "names are exact");
+    }
+
+    #[test]
+    fn unknown_entries_are_named() {
+        let given = list(&["read_file", "todo_operations.*", "memory_store", "nonsense", "file_operations.nope"]);
+        assert_eq!(unknown(&given), ["nonsense", "file_operations.nope"]);
+    }
+}

@@ -119,6 +119,9 @@ pub struct Context {
     pub delegator: Option<Arc<dyn delegation::Delegator>>,
     /// The `delegate` sub-agent making the call (its number), `None` for the client's own.
     pub sub_agent: Option<u64>,
+    /// The grants this caller's questions make and use, when not the session's (a sub-agent's
+    /// own: none of its caller's reach it, and none of its own reach its caller).
+    pub grants: Option<Arc<toolbelt_mcp_policy::approvals::Approvals>>,
 }
 
 /// The longest any operation runs as an MCP task (`run_command`'s largest `timeout_ms` there):
@@ -153,7 +156,7 @@ impl Context {
         toolbelt_mcp_policy::Caller {
             config: &self.config,
             roots: &self.roots,
-            approvals: &self.session.approvals,
+            approvals: self.grants.as_deref().unwrap_or(&self.session.approvals),
             approver: self.signals.approver.as_ref(),
             client: &self.signals.client,
             notify: self.signals.notify.as_deref(),
@@ -163,12 +166,12 @@ impl Context {
     /// The terminal session `id`, if this caller may use it: a sub-agent sees only the
     /// sessions it started (the client sees all of them).
     pub fn terminal(&self, id: &str) -> Result<Arc<toolbelt_mcp_terminal::session::TermSession>, ToolError> {
-        let session = self.session.terminals.get(id)?;
-        if self.sees(&session) {
-            return Ok(session);
-        }
-        let known = self.terminals().iter().map(|s| format!("`{}`", s.id)).collect::<Vec<_>>().join(", ");
-        Err(ToolError::NoSession { id: id.to_string(), known })
+        let found = self.session.terminals.get(id).ok().filter(|session| self.sees(session));
+        found.ok_or_else(|| {
+            // Only the sessions this caller may use are named.
+            let known = self.terminals().iter().map(|s| format!("`{}`", s.id)).collect::<Vec<_>>().join(", ");
+            ToolError::NoSession { id: id.to_string(), known }
+        })
     }
 
     /// The terminal sessions this caller may use, oldest first.

@@ -89,6 +89,15 @@ pub(crate) enum ProviderError {
     Sampling(String),
 }
 
+/// The most bytes one reply may take, streamed or not: a provider that goes on sending past it
+/// is answered as broken rather than held in memory without end. (A streamed reply of 64k
+/// output tokens, one event each, is about 10 MiB.)
+#[cfg(not(test))]
+const MAX_REPLY_BYTES: usize = 32 << 20;
+/// The same, small enough for the tests to reach quickly.
+#[cfg(test)]
+const MAX_REPLY_BYTES: usize = 1 << 20;
+
 /// Called with a line to show when a request is retried.
 pub(crate) type Notify = Arc<dyn Fn(String) + Send + Sync>;
 
@@ -133,9 +142,15 @@ impl Client {
         loop {
             attempt += 1;
             let failure = match self.send(url, &headers, body).await {
-                Ok(response) => {
-                    let text = response.text().await.map_err(|e| self.malformed(e.to_string()))?;
-                    return serde_json::from_str(&text).map_err(|e| self.malformed(format!("not JSON: {e}")));
+                Ok(mut response) => {
+                    let mut body = Vec::new();
+                    while let Some(chunk) = response.chunk().await.map_err(|e| self.malformed(e.to_string()))? {
+                        if body.len() + chunk.len() > MAX_REPLY_BYTES {
+                            return Err(self.malformed(too_long()));
+                        }
+                        body.extend_from_slice(&chunk);
+                    }
+                    return serde_json::from_slice(&body).map_err(|e| self.malformed(format!("not JSON: {e}")));
                 }
                 Err(Step::Retry(failure)) => failure,
                 Err(Step::Fatal(err)) => return Err(err),
@@ -162,7 +177,19 @@ impl Client {
             sink.reset();
             let failure = match self.send(url, &headers, body).await {
                 Ok(response) => {
-                    let mut events = response.bytes_stream().eventsource();
+                    // The bytes are counted before they are parsed: one event that never ends
+                    // would otherwise be held whole.
+                    let over = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let flag = over.clone();
+                    let bytes = response.bytes_stream().scan(0usize, move |seen, chunk| {
+                        *seen += chunk.as_ref().map_or(0, |c| c.len());
+                        let within = *seen <= MAX_REPLY_BYTES;
+                        if !within {
+                            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        futures::future::ready(within.then_some(chunk))
+                    });
+                    let mut events = std::pin::pin!(bytes.eventsource());
                     let mut ended = None;
                     while let Some(event) = events.next().await {
                         let event = match event {
@@ -181,6 +208,9 @@ impl Client {
                             }
                             Err(Interrupted::Malformed(detail)) => return Err(self.malformed(detail)),
                         }
+                    }
+                    if over.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(self.malformed(too_long()));
                     }
                     match ended {
                         Some(failure) => failure,
@@ -336,9 +366,15 @@ fn error_message(body: &str) -> String {
     }
 }
 
+/// Why a reply past [`MAX_REPLY_BYTES`] was refused.
+fn too_long() -> String {
+    format!("the reply went past {} MiB, more than any turn needs", MAX_REPLY_BYTES >> 20)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn provider_messages_are_found_in_both_formats() {
@@ -363,6 +399,56 @@ mod tests {
         headers.clear();
         headers.insert("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+    }
+
+    /// A provider on loopback that answers every request with `head` and then `chunk` over and
+    /// over until the client hangs up.
+    async fn endless(head: &'static str, chunk: Vec<u8>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let chunk = chunk.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    while socket.write_all(&chunk).await.is_ok() {}
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_never_ends_is_refused_past_its_cap() {
+        let settings = Settings {
+            kind: super::super::Kind::Openai,
+            model: "m".into(),
+            base_url: String::new(),
+            api_key: None,
+            key_env: "K".into(),
+            timeout: Duration::from_secs(60),
+            stream: true,
+        };
+        let client = Client::new(&settings).unwrap();
+        let delta =
+            format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x".repeat(60_000)}}]}));
+        let url = endless("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n", delta.into_bytes()).await;
+        let mut sink = super::super::stream::OpenAi::new(None);
+        let err = client.post_stream(&url, HeaderMap::new(), &json!({}), &mut sink).await.unwrap_err();
+        assert!(err.to_string().contains("went past 1 MiB"), "{err}");
+        // One event that never ends is counted as it comes, too.
+        let url = endless("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: ", vec![b'x'; 65_536]).await;
+        let mut sink = super::super::stream::OpenAi::new(None);
+        let err = client.post_stream(&url, HeaderMap::new(), &json!({}), &mut sink).await.unwrap_err();
+        assert!(err.to_string().contains("went past 1 MiB"), "{err}");
+        let url = endless("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n", vec![b' '; 65_536]).await;
+        let err = client.post(&url, HeaderMap::new(), &json!({})).await.unwrap_err();
+        assert!(err.to_string().contains("went past 1 MiB"), "{err}");
     }
 
     #[test]

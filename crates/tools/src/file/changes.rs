@@ -80,8 +80,13 @@ fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolEr
     let (all, dropped) = context.session.changes();
     let wanted = only.map(|p| normalize(&context.roots.first().join(p)));
     let mut order: Vec<&std::path::Path> = Vec::new();
+    // A sub-agent sees the changes within its own roots only (its `paths`).
+    let visible = |path: &std::path::Path| context.sub_agent.is_none() || context.roots.contains(path);
     for change in &all {
-        if wanted.as_ref().is_none_or(|w| *w == change.path) && !order.contains(&change.path.as_path()) {
+        if wanted.as_ref().is_none_or(|w| *w == change.path)
+            && visible(&change.path)
+            && !order.contains(&change.path.as_path())
+        {
             order.push(&change.path);
         }
     }

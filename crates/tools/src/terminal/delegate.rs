@@ -97,6 +97,24 @@ impl Operation for Delegate {
                 expected: "the sub-task, with everything the sub-agent needs to know".into(),
             });
         }
+        if args.paths.as_ref().is_some_and(Vec::is_empty) {
+            return Err(ToolError::BadValue {
+                field: "paths",
+                value: "[]".into(),
+                expected: "at least one directory inside the roots, or no `paths` for the roots".into(),
+            });
+        }
+        if let Some(operations) = &args.operations {
+            let unknown = crate::delegation::unknown(operations);
+            if operations.is_empty() || !unknown.is_empty() {
+                let names: Vec<String> = unknown.iter().map(|u| format!("`{u}`")).collect();
+                return Err(ToolError::BadValue {
+                    field: "operations",
+                    value: if operations.is_empty() { "[]".into() } else { names.join(", ") },
+                    expected: "operations this server has (`read_file`, `grep_search`), whole tools (`file_operations`) or `tool.*`; no `operations` for all of them".into(),
+                });
+            }
+        }
         let mut paths = Vec::with_capacity(call.subjects.len());
         for subject in &call.subjects {
             if !toolbelt_mcp_sandbox::fs::is_dir(subject.real()) {

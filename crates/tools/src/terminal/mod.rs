@@ -98,6 +98,13 @@ fn launch(
     let terminals = &context.session.terminals;
     let confinement = if unsandboxed { None } else { terminals.confinement(&context.config, context.roots.list())? };
     let mut environment = env::build(std::env::vars_os(), &context.config.env_allow, terminal, extra);
+    // The `[delegate]` provider's key never reaches a command, whatever its name or `env_allow`
+    // (a call's own `env` may still set the name: its value is the model's, not the key).
+    if let Some(delegate) = &context.config.delegate
+        && !extra.contains_key(&delegate.api_key_env)
+    {
+        environment.retain(|(name, _)| name.to_str() != Some(delegate.api_key_env.as_str()));
+    }
     // A sandboxed command's `/tmp` is the session's own, and the only temp dir it may write.
     if confinement.is_some() && !extra.contains_key("TMPDIR") {
         environment.retain(|(name, _)| name != "TMPDIR");
@@ -125,7 +132,7 @@ fn launch(
             // A destination the rules do not list is put to the user, the connection held.
             let asker = toolbelt_mcp_policy::network::asker(toolbelt_mcp_policy::network::NetworkAsk {
                 approver: context.signals.approver.clone(),
-                grants: context.session.approvals.network_grants(),
+                grants: context.grants.as_deref().unwrap_or(&context.session.approvals).network_grants(),
                 command: line.to_string(),
                 timeout: context.config.approval_timeout,
                 audit: context.audit.clone(),
