@@ -21,7 +21,7 @@ pub(super) struct Args {
     pub task: String,
     /// Directories it may work in (inside the roots). Default: the roots.
     pub paths: Option<Vec<String>>,
-    /// Only reads: no file writes, commands in the read-only sandbox.
+    /// Only reads: no file, todo or memory writes; commands in the read-only sandbox, none outside it.
     pub read_only: Option<bool>,
     /// Operations it may call, e.g. `read_file`, `grep_search`, `file_operations.*`. Default: all.
     pub operations: Option<Vec<String>>,
