@@ -123,6 +123,51 @@ impl Version {
         let time = |(secs, nanos): (i64, i64)| Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
         time(self.mtime) < limit && time(self.ctime) < limit
     }
+
+    /// How long after this version's last change another change could still get the same
+    /// timestamps: twice the coarser of the tick of the clock the kernel stamps files with
+    /// (Linux: the coarse real-time clock's resolution, 1–10 ms; elsewhere taken as 10 ms) and
+    /// the filesystem's own granularity as its stamps show it (stamps with no sub-second part
+    /// come from a filesystem that keeps whole seconds, or FAT's two; one that keeps 10 ms
+    /// leaves six zeros). Windows: 2 s, its stamps lag writes made through a mapping.
+    pub fn racy_window(&self) -> Duration {
+        const WHOLE_SECONDS: Duration = Duration::from_secs(2);
+        if cfg!(windows) {
+            return WHOLE_SECONDS;
+        }
+        let granularity = decimal_granularity(self.mtime.1).min(decimal_granularity(self.ctime.1));
+        if granularity >= 1_000_000_000 {
+            return WHOLE_SECONDS;
+        }
+        (clock_tick().max(Duration::from_nanos(granularity)) * 2).min(WHOLE_SECONDS)
+    }
+}
+
+/// The largest power of ten (at most 10⁹) that divides `nanos`: the finest granularity that
+/// stamps of this sub-second part could have been kept at.
+fn decimal_granularity(nanos: i64) -> u64 {
+    let mut granularity = 1u64;
+    while granularity < 1_000_000_000 && (nanos as u64).is_multiple_of(granularity * 10) {
+        granularity *= 10;
+    }
+    granularity
+}
+
+/// The tick of the clock file timestamps are read from (measured once).
+fn clock_tick() -> Duration {
+    static TICK: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *TICK.get_or_init(|| {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let res = rustix::time::clock_getres(rustix::time::ClockId::RealtimeCoarse);
+            let measured = Duration::new(res.tv_sec.max(0) as u64, res.tv_nsec.clamp(0, 999_999_999) as u32);
+            measured.clamp(Duration::from_millis(1), Duration::from_secs(1))
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            Duration::from_millis(10)
+        }
+    })
 }
 
 /// The permission bits of `meta` (Windows: `0o444` when read-only, else `0o666`).
@@ -160,6 +205,26 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn the_racy_window_follows_the_stamps_granularity() {
+        let at = |mtime: (i64, i64), ctime: (i64, i64)| Version { dev: 1, ino: 2, size: 3, mtime, ctime };
+        assert_eq!(decimal_granularity(123_456_789), 1);
+        assert_eq!(decimal_granularity(120_000_000), 10_000_000);
+        assert_eq!(decimal_granularity(0), 1_000_000_000);
+        let whole_seconds = at((100, 0), (100, 0));
+        assert_eq!(whole_seconds.racy_window(), Duration::from_secs(2), "a filesystem of whole seconds");
+        let fine = at((100, 123_456_789), (100, 123_456_789));
+        if cfg!(windows) {
+            assert_eq!(fine.racy_window(), Duration::from_secs(2));
+        } else {
+            let window = fine.racy_window();
+            assert!(window >= Duration::from_millis(2) && window <= Duration::from_millis(40), "{window:?}");
+            assert_eq!(window, clock_tick() * 2);
+            let ten_ms = at((100, 120_000_000), (100, 340_000_000));
+            assert_eq!(ten_ms.racy_window(), clock_tick().max(Duration::from_millis(10)) * 2, "exFAT's 10 ms");
+        }
+    }
 
     #[test]
     fn names_in_a_held_directory() {

@@ -1,8 +1,9 @@
 //! `read_file`: a window of numbered lines, streamed so a huge file is never held in memory
 //! (`scan.rs`), the next pages of a file read before only from the nearest checkpoint
-//! (`index.rs`); images as image content; other binaries refused with their type and size.
+//! (`index.rs`, `pages.rs`), whether it is settled, just written or growing; images as image
+//! content; other binaries refused with their type and size.
 
-use std::io::{BufReader, Read, Seek};
+use std::io::Read;
 
 use base64::Engine;
 use schemars::JsonSchema;
@@ -10,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 mod index;
+mod pages;
 mod scan;
 
-use scan::{Pass, Scan, Window};
+use scan::{Scan, Window};
 
 use crate::file::human_size;
 use crate::{Call, Effect, EffectKind, Image, Lean, Operation, Reply, blocking_unless_short};
@@ -192,44 +194,9 @@ fn read(
     let window =
         Window { offset: args.offset.unwrap_or(1).max(1), limit: args.limit.unwrap_or(DEFAULT_LIMIT).max(1), budget };
     let identity = index::Identity::of(meta);
-    let scan = match index::get(&identity) {
-        // A later page of a file read before: only from the nearest checkpoint to the window.
-        Some(known) => {
-            let (first_line, byte) = known.start_for(window.offset);
-            // The sniffed head is read already: start in it when the window does.
-            match usize::try_from(byte).ok().filter(|&at| at <= head.len()) {
-                Some(at) => drop(head.drain(..at)),
-                None => {
-                    head.clear();
-                    handle.seek(std::io::SeekFrom::Start(byte)).map_err(io_err)?;
-                }
-            }
-            let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
-            let pass = Pass::Window { first_line };
-            let window_scan = scan::scan(reader, &window, pass, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
-            if let Some((line, from_start)) = window_scan.resume {
-                index::resume_at(identity, line, byte + from_start);
-            }
-            Scan {
-                total: known.summary.total,
-                crlf: known.summary.crlf,
-                lf: known.summary.lf,
-                missing_final_newline: known.summary.missing_final_newline,
-                sha256: known.summary.sha256.clone(),
-                ..window_scan
-            }
-        }
-        None => {
-            let began = std::time::SystemTime::now();
-            let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(handle));
-            let scan = scan::scan(reader, &window, Pass::Full, stop).map_err(io_err)?.ok_or(ToolError::Cancelled)?;
-            index::put(identity, index::Summary::of(&scan), began);
-            if let Some((line, byte)) = scan.resume {
-                index::resume_at(identity, line, byte);
-            }
-            scan
-        }
-    };
+    let scan = pages::scan_text(file.real(), handle, head, identity, &window, stop)
+        .map_err(io_err)?
+        .ok_or(ToolError::Cancelled)?;
     if scan.total > 0 && window.offset > scan.total {
         return Err(ToolError::OffsetPastEnd { path: shown, offset: window.offset, total: scan.total });
     }

@@ -1,11 +1,13 @@
 //! One streaming pass over a text file: the window's numbered lines, and over the whole file
 //! (a full pass) the line count, line-ending census, sha256 and where every
 //! [`CHECKPOINT_LINES`]th line starts; or, when those are known (`index.rs`), a pass from the
-//! nearest checkpoint that stops after the window.
+//! nearest checkpoint that stops after the window. A full pass may begin where an earlier one
+//! left a file that has grown since ([`Start`]).
 
 use std::io::BufRead;
 
 use sha2::{Digest, Sha256};
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::{Lines, RESERVE, push_decimal};
 
@@ -44,15 +46,74 @@ pub(super) struct Scan {
     /// Byte offsets where lines `k * CHECKPOINT_LINES + 1` start (k = 1, 2, …): full pass only.
     pub checkpoints: Vec<u64>,
     /// The line after the last one shown, and where it starts counted from the pass's first
-    /// byte: where the next page begins.
+    /// byte (a full pass's: the file's): where the next page begins.
     pub resume: Option<(u64, u64)>,
+    /// Where a later pass can take the file up if it grows: full pass only.
+    pub tail: Option<Tail>,
 }
 
-/// The whole file (`first_line` 1) or, from a checkpoint, only as far as the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a full pass begins: the file's first byte, or the start of the last line an earlier
+/// pass did not see end, with what that pass knew of the bytes before it.
+#[derive(Clone)]
+pub(super) struct Start {
+    /// The byte it begins at.
+    pub byte: u64,
+    /// Lines before it.
+    pub lines: u64,
+    /// CRLF line endings before it.
+    pub crlf: u64,
+    /// LF line endings before it.
+    pub lf: u64,
+    /// The sha256 of the bytes before it, not yet finished.
+    pub sha256: Sha256,
+    /// Their xxh3, not yet finished.
+    pub xxh3: Xxh3,
+    /// Byte offsets where lines `k * CHECKPOINT_LINES + 1` start, before it.
+    pub checkpoints: Vec<u64>,
+}
+
+/// The hasher that checks a file's bytes unchanged: xxh3 with a seed drawn once per process,
+/// so bytes cannot be made ahead of time to collide with others under it.
+pub(super) fn checked_hasher() -> Xxh3 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        std::collections::hash_map::RandomState::new().build_hasher().finish()
+    });
+    Xxh3::with_seed(seed)
+}
+
+impl Default for Start {
+    fn default() -> Self {
+        Self {
+            byte: 0,
+            lines: 0,
+            crlf: 0,
+            lf: 0,
+            sha256: Sha256::new(),
+            xxh3: checked_hasher(),
+            checkpoints: Vec::new(),
+        }
+    }
+}
+
+/// How a full pass left the file: what a later one checks the file against before trusting
+/// anything of this one, and where it starts if the file grew.
+#[derive(Clone)]
+pub(super) struct Tail {
+    /// Bytes read: the file's size then.
+    pub len: u64,
+    /// Their xxh3-128.
+    pub xxh3: u128,
+    /// The start of the last line when no newline ended it (the next bytes may continue it),
+    /// else the end. Its `checkpoints` are left empty: the summary holds them.
+    pub resume: Start,
+}
+
+/// The whole file (from [`Start`]) or, from a checkpoint, only as far as the window.
 pub(super) enum Pass {
-    /// Every byte: hashed, every line counted.
-    Full,
+    /// Every byte from `Start` on: hashed, every line counted.
+    Full(Box<Start>),
     /// From the start of line `first_line` to the end of the window.
     Window { first_line: u64 },
 }
@@ -65,14 +126,21 @@ pub(super) fn scan(
     pass: Pass,
     stop: &dyn Fn() -> bool,
 ) -> std::io::Result<Option<Scan>> {
-    let full = pass == Pass::Full;
     let mut since_look = 0usize;
     let mut consumed = 0u64;
-    let mut hasher = Sha256::new();
     let mut out = Scan { lines: Lines::new(window.budget.saturating_sub(RESERVE)), ..Scan::default() };
-    if let Pass::Window { first_line } = pass {
-        out.total = first_line.saturating_sub(1);
+    // A full pass's hashes, and the last line's start as it was when the line began.
+    let mut hashes = None;
+    let mut line_start: Option<Start> = None;
+    match pass {
+        Pass::Window { first_line } => out.total = first_line.saturating_sub(1),
+        Pass::Full(start) => {
+            let Start { byte, lines, crlf, lf, sha256, xxh3, checkpoints } = *start;
+            (consumed, out.total, out.crlf, out.lf, out.checkpoints) = (byte, lines, crlf, lf, checkpoints);
+            hashes = Some((sha256, xxh3));
+        }
     }
+    let full = hashes.is_some();
     let mut line: Vec<u8> = Vec::new();
     let mut line_len: usize = 0;
     let last = window.offset.saturating_add(window.limit - 1);
@@ -113,8 +181,16 @@ pub(super) fn scan(
             Some(i) => (i + 1, true),
             None => (buf.len(), false),
         };
-        if full {
-            hasher.update(&buf[..take]);
+        if let Some((sha256, xxh3)) = hashes.as_mut() {
+            if line_len == 0 && !complete {
+                // A line the buffer does not hold whole: if the file ends in it, a grown
+                // file's pass starts here.
+                let (lines, crlf, lf) = (out.total, out.crlf, out.lf);
+                let (sha256, xxh3) = (sha256.clone(), xxh3.clone());
+                line_start = Some(Start { byte: consumed, lines, crlf, lf, sha256, xxh3, checkpoints: Vec::new() });
+            }
+            sha256.update(&buf[..take]);
+            xxh3.update(&buf[..take]);
         }
         let room = MAX_LINE_BYTES.saturating_sub(line.len());
         line.extend_from_slice(&buf[..take.min(room)]);
@@ -141,11 +217,25 @@ pub(super) fn scan(
             }
         }
     }
-    if line_len > 0 {
+    let ended_mid_line = line_len > 0;
+    if ended_mid_line {
         finish_line(&mut line, &mut line_len, &mut out);
     }
-    if full {
-        out.sha256 = hex::encode(hasher.finalize());
+    if let Some((sha256, xxh3)) = hashes {
+        let resume = match line_start.filter(|_| ended_mid_line) {
+            Some(start) => start,
+            None => Start {
+                byte: consumed,
+                lines: out.total,
+                crlf: out.crlf,
+                lf: out.lf,
+                sha256: sha256.clone(),
+                xxh3: xxh3.clone(),
+                checkpoints: Vec::new(),
+            },
+        };
+        out.tail = Some(Tail { len: consumed, xxh3: xxh3.digest128(), resume });
+        out.sha256 = hex::encode(sha256.finalize());
     }
     Ok(Some(out))
 }
@@ -200,7 +290,9 @@ mod tests {
     }
 
     fn scan_str(text: &str, offset: u64, limit: u64, budget: usize) -> Scan {
-        scan(text.as_bytes(), &Window { offset, limit, budget }, Pass::Full, &|| false).unwrap().unwrap()
+        scan(text.as_bytes(), &Window { offset, limit, budget }, Pass::Full(Box::default()), &|| false)
+            .unwrap()
+            .unwrap()
     }
 
     #[test]
@@ -248,10 +340,14 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_lossy_and_noted() {
-        let s =
-            scan(&b"ok\n\xff\xfe bad\n"[..], &Window { offset: 1, limit: 10, budget: 10_000 }, Pass::Full, &|| false)
-                .unwrap()
-                .unwrap();
+        let s = scan(
+            &b"ok\n\xff\xfe bad\n"[..],
+            &Window { offset: 1, limit: 10, budget: 10_000 },
+            Pass::Full(Box::default()),
+            &|| false,
+        )
+        .unwrap()
+        .unwrap();
         assert!(s.lossy && s.lines.text().contains('\u{fffd}'));
     }
 }
