@@ -556,7 +556,8 @@ async fn the_provider_key_never_reaches_a_command_and_bad_limits_are_refused() {
     let script = json!({"turns": [
         {"expect": ["Show"], "reply": {"calls": [
             {"name": "terminal_operations", "arguments": {"operation": "run_command", "command": "env; echo END"}},
-            {"name": "file_operations", "arguments": {"operation": "changes"}}]}},
+            {"name": "file_operations", "arguments": {"operation": "changes"}},
+            {"name": "file_operations", "arguments": {"operation": "undo", "steps": 1}}]}},
         {"expect": ["END"], "reply": {"text": "shown"}}
     ]});
     let llm = ScriptedLlm::start_with(&script, Wire::OpenAi).await;
@@ -570,6 +571,7 @@ async fn the_provider_key_never_reaches_a_command_and_bad_limits_are_refused() {
         (json!({"task": "x", "operations": []}), "`operations`"),
         (json!({"task": "x", "operations": ["nonsense"]}), "`nonsense`"),
         (json!({"task": "x", "paths": []}), "`paths`"),
+        (json!({"task": "x", "paths": ["a", ""]}), "none of them blank"),
     ] {
         let refused = delegate(&service, fields.clone()).await;
         assert!(refused.is_error && refused.text.contains(says), "{fields}: {}", refused.text);
@@ -581,5 +583,7 @@ async fn the_provider_key_never_reaches_a_command_and_bad_limits_are_refused() {
     assert!(seen.contains("END"), "the command ran: {seen}");
     assert!(!seen.contains(KEY), "the key reached the sub-agent's command");
     assert!(!seen.contains("hunter2"), "`changes` showed the sub-agent a file outside its paths");
+    assert!(seen.contains("outside this session's roots"), "the caller's step is not the sub-agent's to undo: {seen}");
+    assert!(!ws.root.join("secret.cfg").exists(), "the sub-agent's undo put the caller's deletion back");
     service.cancel().await.unwrap();
 }

@@ -113,6 +113,10 @@ async fn read_only_mode_blocks_writes_in_the_root_but_keeps_a_private_temp() {
     assert_eq!(files.annotations.as_ref().unwrap().read_only_hint, Some(true));
     let edit = client.file(json!({"operation": "create_file", "path": "x.txt", "content": "x"})).await;
     assert!(edit.is_error, "{}", edit.text);
+    // The session's history is read, not written: `changes` answers in a read-only sandbox.
+    assert!(listed.contains("\"changes\""), "{listed}");
+    let changes = client.file(json!({"operation": "changes"})).await;
+    assert!(!changes.is_error, "{}", changes.text);
     client.close().await;
 }
 

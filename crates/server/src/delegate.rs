@@ -52,6 +52,15 @@ impl Limits {
         toolbelt_mcp_tools::delegation::allows(&self.operations, tool, operation)
             && self.parent.as_ref().is_none_or(|parent| parent.allows(tool, operation))
     }
+
+    /// The operations the nearest sub-agent that named some was given (empty: none did), what
+    /// a sub-agent that names none is offered.
+    fn nearest_operations(&self) -> &[String] {
+        match &self.parent {
+            Some(parent) if self.operations.is_empty() => parent.nearest_operations(),
+            _ => &self.operations,
+        }
+    }
 }
 
 /// Runs sub-agents for the callers of one server (a client's, or a sub-agent's).
@@ -129,6 +138,12 @@ async fn run(
     // Never wider than a sub-agent that delegates: its read-only and its operations hold too.
     let read_only = request.read_only || parent.as_ref().is_some_and(|limits| limits.read_only);
     let operations = request.operations.clone();
+    // What its model is offered: its own operations, or those of the sub-agent above it that
+    // named some (the server refuses the rest either way).
+    let offered = match &parent {
+        Some(parent) if request.operations.is_empty() => parent.nearest_operations().to_vec(),
+        _ => request.operations.clone(),
+    };
     let grants = Arc::default();
     let limits = Limits { number, depth, read_only, operations, approver, sample, parent, grants };
     let server = Server::delegated(shared.clone(), Roots::new(roots), context.session.clone(), limits);
@@ -147,7 +162,7 @@ async fn run(
         stream: theirs,
         max_turns: request.max_turns.map_or(most_turns, |asked| asked.min(most_turns)),
         max_tokens: request.max_tokens,
-        operations: request.operations,
+        operations: offered,
         transcript: transcript.clone(),
         cancel: context.signals.cancel.clone(),
         progress: Arc::new(move |line: &str| {
@@ -250,9 +265,14 @@ mod tests {
         let inner = limits(&["file_operations.*", "terminal_operations.*"], Some(outer.clone()));
         assert!(inner.allows("file_operations", "read_file"));
         assert!(!inner.allows("file_operations", "create_file"), "the outer one was not given it");
-        let unlimited = limits(&[], Some(outer));
+        let unlimited = limits(&[], Some(outer.clone()));
         assert!(!unlimited.allows("memory_operations", "store"));
         assert!(unlimited.allows("terminal_operations", "run_command"));
+        // Offered what the nearest one that named operations was given.
+        assert_eq!(unlimited.nearest_operations(), outer.operations.as_slice());
+        assert_eq!(limits(&[], Some(Arc::new(unlimited))).nearest_operations(), outer.operations.as_slice());
+        assert_eq!(inner.nearest_operations(), inner.operations.as_slice());
+        assert!(limits(&[], None).nearest_operations().is_empty());
     }
 
     #[test]

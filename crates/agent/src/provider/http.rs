@@ -177,18 +177,12 @@ impl Client {
             sink.reset();
             let failure = match self.send(url, &headers, body).await {
                 Ok(response) => {
-                    // The bytes are counted before they are parsed: one event that never ends
-                    // would otherwise be held whole.
+                    // The bytes are counted before they are held, and cut into lines before
+                    // the parser sees them (`sse_lines.rs`): one event that never ends would
+                    // otherwise be held whole, and parsed again for every chunk.
                     let over = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-                    let flag = over.clone();
-                    let bytes = response.bytes_stream().scan(0usize, move |seen, chunk| {
-                        *seen += chunk.as_ref().map_or(0, |c| c.len());
-                        let within = *seen <= MAX_REPLY_BYTES;
-                        if !within {
-                            flag.store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        futures::future::ready(within.then_some(chunk))
-                    });
+                    let bytes =
+                        super::sse_lines::lines(Box::pin(response.bytes_stream()), MAX_REPLY_BYTES, over.clone());
                     let mut events = std::pin::pin!(bytes.eventsource());
                     let mut ended = None;
                     while let Some(event) = events.next().await {

@@ -5,6 +5,7 @@ pub(crate) mod anthropic;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod sampling;
+mod sse_lines;
 pub(crate) mod stream;
 
 use futures::future::BoxFuture;

@@ -66,8 +66,10 @@ impl Operation for Changes {
         one_file_diff: false,
     };
 
+    /// A read of the first root, whatever `path` names (a deleted file's history too): the
+    /// session's records are read, nothing is written, so a read-only sandbox allows it.
     fn effect(_args: &Args) -> Effect {
-        Effect::History
+        Effect::Read(vec![".".into()])
     }
 
     async fn run(args: Args, call: Call) -> Result<Reply<Output>, ToolError> {

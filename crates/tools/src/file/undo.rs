@@ -100,6 +100,12 @@ fn revert_all(changes: &[Change], force: bool, context: &Context) -> Result<Repl
     // can land between the check and the revert (and be overwritten by it).
     let mut checked: Vec<Option<Target>> = Vec::with_capacity(changes.len());
     for change in changes {
+        if !context.roots.contains(&change.path) {
+            return Err(ToolError::EditFailed(format!(
+                "`{}` lies outside this session's roots (a sub-agent's are its `paths`), so its change is not this agent's to revert; nothing was reverted. Undo that step from the agent that started this one",
+                change.shown
+            )));
+        }
         Gate::check_protected(&change.path, &change.shown, &context.caller())?;
         if let ChangeKind::RemovedTree { dirs, files, links } = &change.kind {
             // Each path the tree puts back is judged as a write now (the place may have become

@@ -97,11 +97,11 @@ impl Operation for Delegate {
                 expected: "the sub-task, with everything the sub-agent needs to know".into(),
             });
         }
-        if args.paths.as_ref().is_some_and(Vec::is_empty) {
+        if let Some(paths) = args.paths.as_ref().filter(|p| p.is_empty() || p.iter().any(|p| p.trim().is_empty())) {
             return Err(ToolError::BadValue {
                 field: "paths",
-                value: "[]".into(),
-                expected: "at least one directory inside the roots, or no `paths` for the roots".into(),
+                value: if paths.is_empty() { "[]".into() } else { "\"\"".into() },
+                expected: "directories inside the roots, none of them blank (`.` for the first root), or no `paths` for the roots".into(),
             });
         }
         if let Some(operations) = &args.operations {
