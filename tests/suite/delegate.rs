@@ -119,6 +119,13 @@ async fn a_delegated_edit_is_the_callers_to_see_and_undo() {
         assert!(transcript.starts_with(ws.state_home.to_str().unwrap()), "{transcript}");
         let kept = std::fs::read_to_string(transcript).unwrap();
         assert!(kept.contains("\"type\":\"end\"") && kept.contains("Set the answer to 42."), "{kept}");
+        // What the sub-agent read is in it: the user's alone to read.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(transcript).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{transcript}");
+        }
         // The audit log names the sub-agent on its calls.
         let audit = std::fs::read_to_string(ws.state_home.join("toolbelt-mcp/audit.jsonl")).unwrap();
         let by_sub_agent =

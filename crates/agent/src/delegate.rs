@@ -157,7 +157,7 @@ pub async fn run(
             (built, label)
         }
     };
-    let mut transcript = Transcript::create(Some(&delegation.transcript))
+    let mut transcript = Transcript::create_private(&delegation.transcript)
         .map_err(|error| DelegateError::Transcript { path: delegation.transcript.clone(), error })?;
     let denied = Arc::new(AtomicUsize::new(0));
     // Its server asks the caller's client itself: nothing reaches this handler to answer.

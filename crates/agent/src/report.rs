@@ -167,6 +167,12 @@ impl Transcript {
         Ok(Self { file })
     }
 
+    /// A new private transcript at `path` (mode 0600, never through a symlink or over a file
+    /// that is there): a sub-agent's, in the server's state dir.
+    pub(crate) fn create_private(path: &Path) -> std::io::Result<Self> {
+        Ok(Self { file: Some(toolbelt_mcp_sandbox::fs::create_private_file(path)?) })
+    }
+
     /// A transcript appended to `path` (a resumed run's own transcript); a last line cut off
     /// by a crash is ended first, so the next record starts a line of its own.
     pub(crate) fn append(path: &Path) -> std::io::Result<Self> {

@@ -436,6 +436,12 @@ pub fn is_write_protected(path: &Path) -> bool {
     }
 }
 
+/// Creates a new private file (mode 0600) to write, failing if anything is at `path` (a
+/// planted symlink is not followed): a sub-agent's transcript in the state dir.
+pub fn create_private_file(path: &Path) -> io::Result<File> {
+    private(OpenOptions::new().write(true).create_new(true)).open(path)
+}
+
 /// Creates a new private file (mode 0600) for reading and appending: spilled command output
 /// (appended, so reading at an offset never moves where the next write lands).
 pub fn create_spill_file(path: &Path) -> io::Result<File> {
@@ -503,5 +509,32 @@ mod tests {
         assert!(process_alive(std::process::id()));
         // The state follows the last `)`: a command name may hold both.
         assert!(is_zombie("42 (a) Z) Z 1 2") && !is_zombie("42 (Z) S 1 2"));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod private_file_tests {
+    use super::*;
+
+    #[test]
+    fn a_private_file_is_new_and_never_made_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, "kept").unwrap();
+        let planted = dir.path().join("planted.jsonl");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        #[cfg(unix)]
+        assert_eq!(create_private_file(&planted).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept", "the link's target is untouched");
+        assert_eq!(create_private_file(&target).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        let fresh = dir.path().join("fresh.jsonl");
+        create_private_file(&fresh).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o600);
+        }
     }
 }

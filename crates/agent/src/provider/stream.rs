@@ -19,6 +19,22 @@ fn parse(data: &str) -> Result<Option<Value>, Interrupted> {
     serde_json::from_str(data).map(Some).map_err(|e| Interrupted::Malformed(format!("an event that is not JSON: {e}")))
 }
 
+/// Most content blocks or tool calls one reply may have: an index past it, or one that skips
+/// ahead of those seen, is refused (a reply of a few bytes naming index 4294967295 would
+/// otherwise make room for that many).
+const MAX_PARTS: usize = 512;
+
+/// The slot for part `index` of a reply with `len` parts so far, if it is the next one or one
+/// seen before.
+fn slot(index: u64, len: usize, what: &str) -> Result<usize, Interrupted> {
+    match usize::try_from(index) {
+        Ok(index) if index <= len && index < MAX_PARTS => Ok(index),
+        _ => Err(Interrupted::Malformed(format!(
+            "a {what} with index `{index}` after {len} of them (indexes count up from 0, at most {MAX_PARTS})"
+        ))),
+    }
+}
+
 fn error_event(value: &Value) -> Interrupted {
     let message = value.pointer("/error/message").and_then(Value::as_str).unwrap_or("an error event");
     Interrupted::Retry(format!("the stream reported: {message}"))
@@ -51,8 +67,8 @@ impl Anthropic {
         let index = value
             .get("index")
             .and_then(Value::as_u64)
-            .ok_or_else(|| Interrupted::Malformed("a content block event without `index`".into()))?
-            as usize;
+            .ok_or_else(|| Interrupted::Malformed("a content block event without `index`".into()))?;
+        let index = slot(index, self.content.len(), "content block")?;
         if self.content.len() <= index {
             self.content.resize(index + 1, Value::Null);
             self.inputs.resize(index + 1, String::new());
@@ -186,7 +202,8 @@ impl Sink for OpenAi {
             self.text.push_str(text);
         }
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let index = call.get("index").and_then(Value::as_u64).unwrap_or(self.calls.len() as u64) as usize;
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(self.calls.len() as u64);
+            let index = slot(index, self.calls.len(), "tool call")?;
             if self.calls.len() <= index {
                 self.calls.resize(index + 1, Default::default());
             }
@@ -286,5 +303,37 @@ mod tests {
         sink.reset();
         assert_eq!(sink.answer()["choices"][0]["message"]["content"], Value::Null);
         assert!(matches!(sink.event("", "{not json"), Err(Interrupted::Malformed(_))));
+    }
+
+    #[test]
+    fn an_index_that_skips_ahead_is_refused_not_made_room_for() {
+        let call = |index: u64| {
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "id": "c", "function": {"name": "f"}}]}}]})
+                .to_string()
+        };
+        let mut sink = OpenAi::new(None);
+        assert_eq!(sink.event("", &call(0)), Ok(false));
+        assert_eq!(sink.event("", &call(1)), Ok(false));
+        assert_eq!(sink.event("", &call(0)), Ok(false), "one seen before");
+        for far in [3, 1_000_000, u64::from(u32::MAX), u64::MAX] {
+            assert!(
+                matches!(sink.event("", &call(far)), Err(Interrupted::Malformed(m)) if m.contains("index")),
+                "{far}"
+            );
+        }
+        assert!(sink.calls.len() == 2);
+        let mut sink = Anthropic::new(None);
+        let block = |index: u64| {
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+                .to_string()
+        };
+        assert_eq!(sink.event("", &block(0)), Ok(false));
+        assert!(matches!(sink.event("", &block(4_294_967_295)), Err(Interrupted::Malformed(_))));
+        assert_eq!(sink.content.len(), 1);
+        let mut many = OpenAi::new(None);
+        for index in 0..MAX_PARTS as u64 {
+            assert_eq!(many.event("", &call(index)), Ok(false));
+        }
+        assert!(matches!(many.event("", &call(MAX_PARTS as u64)), Err(Interrupted::Malformed(_))), "at most MAX_PARTS");
     }
 }
