@@ -522,11 +522,12 @@ mod private_file_tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("target.txt");
         std::fs::write(&target, "kept").unwrap();
-        let planted = dir.path().join("planted.jsonl");
         #[cfg(unix)]
-        std::os::unix::fs::symlink(&target, &planted).unwrap();
-        #[cfg(unix)]
-        assert_eq!(create_private_file(&planted).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        {
+            let planted = dir.path().join("planted.jsonl");
+            std::os::unix::fs::symlink(&target, &planted).unwrap();
+            assert_eq!(create_private_file(&planted).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept", "the link's target is untouched");
         assert_eq!(create_private_file(&target).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
         let fresh = dir.path().join("fresh.jsonl");
