@@ -124,11 +124,9 @@ fn checked(handle: &mut File, known: Known, stop: &dyn Fn() -> bool) -> std::io:
             return Ok(Checked::Stopped);
         }
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let read = match handle.read(&mut buf[..want]) {
-            Ok(0) => return Ok(Checked::Changed),
-            Ok(read) => read,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
+        let read = match read_some(handle, &mut buf[..want])? {
+            0 => return Ok(Checked::Changed),
+            read => read,
         };
         hasher.update(&buf[..read]);
         left -= read as u64;
