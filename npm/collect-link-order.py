@@ -9,6 +9,11 @@ keeping its symbols, then collect from that binary (and any other build's, e.g. 
         cargo build --profile dist --locked --target x86_64-unknown-linux-musl
     python3 npm/collect-link-order.py /tmp/toolbelt-symbols
 
+With `--merge`, the functions already listed are kept (each in its part, start-up or session) and
+those the given binaries run are added: how the list covers a build that is not at hand, e.g. the
+glibc `release` build collected with the musl one's names kept (`.cargo/config.toml` links
+`cargo build --release` on x86-64 Linux with the same layout).
+
 (`touch src/main.rs` first if that build is up to date: the program must be linked again.)
 An unstripped build works as well (`CARGO_PROFILE_DIST_STRIP=false`), at the cost of
 rebuilding every crate.
@@ -139,9 +144,19 @@ def collect(binary: str) -> tuple[list[str], list[str]]:
     return groups[0], groups[1]
 
 
-def main(binaries: list[str]) -> int:
-    start: list[str] = []
-    session: list[str] = []
+def listed_before() -> tuple[list[str], list[str]]:
+    """The list as it stands: its start-up part (the count its header gives) and the rest."""
+    lines = ORDER.read_text(encoding="utf-8").splitlines()
+    names = [line for line in lines if line and not line.startswith("#")]
+    counts = [re.match(r"^# (\d+) run to start", line) for line in lines]
+    first = next((int(m.group(1)) for m in counts if m), 0)
+    return names[:first], names[first:]
+
+
+def main(arguments: list[str]) -> int:
+    merge = "--merge" in arguments
+    binaries = [argument for argument in arguments if argument != "--merge"]
+    start, session = listed_before() if merge else ([], [])
     for binary in binaries:
         started, used = collect(binary)
         start += started
@@ -159,6 +174,6 @@ def main(binaries: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    if len([argument for argument in sys.argv[1:] if argument != "--merge"]) < 1:
         sys.exit(__doc__)
     sys.exit(main(sys.argv[1:]))

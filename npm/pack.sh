@@ -57,7 +57,7 @@ triple="${target:-$(rustc -vV | sed -n 's/^host: //p')}"
 link_env=()
 case "$profile-$triple" in
   debug-*) ;;
-  *-x86_64-unknown-linux-*) link_env=("CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<< "$triple")_LINKER=$repo/npm/link-ordered.py") ;;
+  *-x86_64-unknown-linux-*) link_env=(TOOLBELT_LAYOUT_STRICT=1 "CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<< "$triple")_LINKER=$repo/npm/link-ordered.py") ;;
 esac
 
 case "$target" in

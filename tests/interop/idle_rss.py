@@ -8,7 +8,8 @@ Starts the server in a temporary workspace, speaks the handshake and `tools/list
 waits half a second, and reads its resident set from /proc (Linux). Prints the total and its
 largest parts (the binary's code, its other segments, the heap), the median of five starts,
 and exits 1 when that median is over MAX_MIB (default 8): the packaged binary keeps its
-start-up code together (npm/link-ordered.py), and a stale layout shows up here.
+start-up code together (npm/link-ordered.py; the `release` build too, through
+.cargo/config.toml), and a stale layout shows up here.
 """
 
 from __future__ import annotations

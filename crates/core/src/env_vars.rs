@@ -188,6 +188,13 @@ pub const REAL_LINKER: EnvVar = EnvVar {
     values: "a program",
     audience: Audience::Tests,
 };
+/// Whether `npm/link-ordered.py` fails a link it cannot lay out.
+pub const LAYOUT_STRICT: EnvVar = EnvVar {
+    name: "TOOLBELT_LAYOUT_STRICT",
+    doc: "`1`: `npm/link-ordered.py` fails a link whose start-up layout cannot be made (stale list, no lld) instead of linking plainly (the packaged builds set it)",
+    values: "`1`",
+    audience: Audience::Tests,
+};
 
 /// All of them, in the README's order.
 pub const ALL: &[EnvVar] = &[
@@ -214,6 +221,7 @@ pub const ALL: &[EnvVar] = &[
     CONFORMANCE_CACHE,
     KEEP_SYMBOLS,
     REAL_LINKER,
+    LAYOUT_STRICT,
 ];
 
 /// The README's table of them: one row per variable, `| name | doc |`.
