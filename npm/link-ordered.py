@@ -129,7 +129,10 @@ def main(argv: list[str]) -> int:
         lld = lld_flags(args)
     except (OSError, subprocess.CalledProcessError, StopIteration) as err:
         return fail(f"cannot find Rust's lld for the ordered link: {err}", real, args)
-    names = wanted()
+    try:
+        names = wanted()
+    except OSError as err:
+        return fail(f"cannot read the list of start-up functions `{ORDER}`: {err}", real, args)
     with tempfile.TemporaryDirectory(prefix="toolbelt-link-") as scratch:
         probe = str(Path(scratch) / "probe")
         first = [arg for arg in args if arg not in STRIP_FLAGS]
