@@ -297,8 +297,17 @@ async fn a_dev_server_writing_beside_a_foreground_command_is_recorded_and_undone
     assert!(changes.text.contains("by `sleep 0.5; sed -i"), "{}", changes.text);
     assert!(changes.text.contains("by `i=0; while true"), "{}", changes.text);
     assert!(changes.text.contains("+pub fn edited_parse"), "{}", changes.text);
-    // Others see the background command's writes at each fold.
-    let seen = std::fs::read_to_string(ws.root.join("served.txt")).unwrap();
+    // Others see the background command's writes at each fold (one may catch the file
+    // between the shell's truncation and its write: the next fold brings the write).
+    let mut seen = std::fs::read_to_string(ws.root.join("served.txt")).unwrap();
+    for _ in 0..10 {
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        client.file(json!({"operation": "changes"})).await;
+        seen = std::fs::read_to_string(ws.root.join("served.txt")).unwrap();
+    }
     assert!(seen.starts_with("served "), "{seen}");
     let killed = client.term("kill_session", json!({"session_id": id})).await;
     assert!(!killed.is_error, "{}", killed.text);
@@ -340,4 +349,87 @@ async fn a_vi_edit_in_a_terminal_session_is_recorded_and_undone() {
     assert!(!undone.is_error, "{}", undone.text);
     assert_eq!(std::fs::read_to_string(&doc).unwrap(), "old line\nsecond\n");
     client.close().await;
+}
+
+/// A terminal session that wrote files and then waits: what others write at those paths after
+/// a fold took the session's copies stands (the agent's edit, the user's), at every later fold,
+/// live or the last; what the session writes or removes later is still applied.
+#[tokio::test]
+async fn a_running_commands_old_write_never_overwrites_a_later_one() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("gone.txt"), "old\n").unwrap();
+    let client = Client::start(&ws, &[]).await;
+    let shell = client.term("start_session", json!({})).await;
+    let sh = shell.structured["session_id"].as_str().unwrap().to_string();
+    let type_in = async |line: &str, marker: &str| {
+        let mut seen =
+            client.term("send_input", json!({"session_id": sh, "input": line, "wait_ms": 500})).await.joined("output");
+        for _ in 0..20 {
+            if seen.contains(marker) {
+                return;
+            }
+            seen.push_str(
+                &client.term("read_output", json!({"session_id": sh, "wait_ms": 500})).await.joined("output"),
+            );
+        }
+        panic!("`{marker}` never came: {seen}");
+    };
+    type_in(
+        "echo from-command > shared.txt; rm gone.txt; mkdir fresh; echo f > fresh/f.txt; echo step-$((0+1))",
+        "step-1",
+    )
+    .await;
+    changes_listing(&client, "fresh/f.txt").await;
+    assert_eq!(std::fs::read_to_string(ws.root.join("shared.txt")).unwrap(), "from-command\n");
+    assert!(!ws.root.join("gone.txt").exists());
+    // Others write the same paths after the fold.
+    let content =
+        json!({"operation": "create_file", "path": "shared.txt", "content": "from-agent\n", "overwrite": true});
+    let wrote = client.file(content).await;
+    assert!(!wrote.is_error, "{}", wrote.text);
+    std::fs::write(ws.root.join("gone.txt"), "made again by hand\n").unwrap();
+    std::fs::write(ws.root.join("fresh/by-hand.txt"), "mine\n").unwrap();
+    // The session goes on: it removes a file it made (the overlay leaves no whiteout in a
+    // directory it made) and writes another.
+    type_in("rm fresh/f.txt; echo g > fresh/g.txt; echo step-$((1+1))", "step-2").await;
+    let expect = || {
+        assert_eq!(std::fs::read_to_string(ws.root.join("shared.txt")).unwrap(), "from-agent\n");
+        assert_eq!(std::fs::read_to_string(ws.root.join("gone.txt")).unwrap(), "made again by hand\n");
+        assert_eq!(std::fs::read_to_string(ws.root.join("fresh/by-hand.txt")).unwrap(), "mine\n");
+        assert!(!ws.root.join("fresh/f.txt").exists());
+    };
+    changes_listing(&client, "fresh/g.txt").await;
+    for _ in 0..3 {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        client.file(json!({"operation": "changes"})).await;
+        expect();
+    }
+    let killed = client.term("kill_session", json!({"session_id": sh})).await;
+    assert!(!killed.is_error, "{}", killed.text);
+    client.file(json!({"operation": "changes"})).await;
+    expect();
+    assert_eq!(std::fs::read_to_string(ws.root.join("fresh/g.txt")).unwrap(), "g\n");
+    client.close().await;
+}
+
+/// A server `SIGKILL`ed while a background command it folded runs: the next start's fold of
+/// that command leaves what others wrote after the live fold.
+#[tokio::test]
+async fn a_killed_servers_running_command_does_not_overwrite_a_later_write() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let command = "echo from-command > shared.txt; sleep 60";
+    let started = client.term("run_command", json!({"command": command, "background": true, "wait_ms": 500})).await;
+    assert!(!started.is_error, "{}", started.text);
+    changes_listing(&client, "shared.txt").await;
+    std::fs::write(ws.root.join("shared.txt"), "by hand\n").unwrap();
+    let pid = client.pid.unwrap();
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::KILL)
+        .unwrap();
+    assert!(super::common::wait_gone(pid, 10).await);
+    drop(client);
+    let next = Client::start(&ws, &[]).await;
+    next.file(json!({"operation": "changes"})).await;
+    assert_eq!(std::fs::read_to_string(ws.root.join("shared.txt")).unwrap(), "by hand\n");
+    next.close().await;
 }

@@ -80,6 +80,10 @@ struct Staging {
     last_sweep: Mutex<Option<Instant>>,
     /// A live fold is under way: a call that finds one does not wait for it.
     folding: std::sync::atomic::AtomicBool,
+    /// Held while ended groups are folded a last time: a call that finds such a fold under
+    /// way (a group's watcher started it) waits for it, so its result and the history hold
+    /// every group that had ended before it answered.
+    finishing: tokio::sync::Mutex<()>,
     /// The most old content one fold's record for undo keeps (the session's undo cap).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     undo_cap: u64,
@@ -531,6 +535,7 @@ impl Staging {
     /// Takes the tracked groups that ended out of the list and folds (or checks) them a last
     /// time.
     async fn finish_ended(&self) {
+        let _finishing = self.finishing.lock().await;
         let ended: Vec<Tracked> = {
             let mut tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
             let (ended, running) = std::mem::take(&mut *tracked).into_iter().partition(|t| !group_alive(t.pgid));
@@ -542,6 +547,7 @@ impl Staging {
 
     /// Folds (or checks) every tracked group a last time (the server is shutting down).
     async fn finish_all(&self) {
+        let _finishing = self.finishing.lock().await;
         let all = std::mem::take(&mut *self.tracked.lock().unwrap_or_else(|p| p.into_inner()));
         self.finish(all).await;
     }

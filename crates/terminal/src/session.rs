@@ -310,6 +310,12 @@ impl TermSession {
         if group_alive(self.pgid) {
             signal_group(self.pgid, Signal::KILL);
         }
+        // The group's end is what its last fold waits for: the caller's reply (and the undo
+        // history) then holds what it wrote up to its end.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while group_alive(self.pgid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         self.status()
     }
 

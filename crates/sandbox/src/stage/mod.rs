@@ -22,6 +22,7 @@ mod probe;
 pub mod record;
 pub mod snapshot;
 mod submodules;
+pub mod taken;
 pub mod tree;
 pub mod view;
 
@@ -44,6 +45,8 @@ const DONE: &str = ".done";
 /// removes the stage instead of folding it again (a fold that kills its server must not kill
 /// every later one).
 const RECOVERING: &str = ".recovering";
+/// In each layer's directory: what live folds took from its upper layer (`taken.rs`).
+const TAKEN: &str = "taken";
 
 pub use crate::contract::StageLayer as Layer;
 
@@ -54,8 +57,17 @@ pub struct Stage {
     layers: Vec<Layer>,
     /// The command it stages and when it started, for its records.
     command: Command,
-    /// The next number in the old area, and a lock that keeps folds of this stage apart.
-    next_old: Mutex<u64>,
+    /// What folds keep between them, under a lock that keeps them apart.
+    folds: Mutex<Folds>,
+}
+
+/// What a stage's folds keep between them.
+#[derive(Debug)]
+struct Folds {
+    /// The next number in the old area.
+    next_old: u64,
+    /// What earlier folds took from each layer.
+    taken: Vec<taken::Taken>,
 }
 
 impl Stage {
@@ -81,7 +93,8 @@ impl Stage {
         crate::fs::write_private(&dir, &dir.join(MANIFEST), &manifest)?;
         let command = Command { line: line.to_string(), started: std::time::SystemTime::now() };
         crate::fs::write_private(&dir, &dir.join(COMMAND), command.to_text().as_bytes())?;
-        Ok(Self { dir, layers, command, next_old: Mutex::new(0) })
+        let taken = layers.iter().map(|_| taken::Taken::default()).collect();
+        Ok(Self { dir, layers, command, folds: Mutex::new(Folds { next_old: 0, taken }) })
     }
 
     /// The stage left at `dir` by a server that is gone.
@@ -101,7 +114,8 @@ impl Stage {
                 line: "(a command of an earlier server)".into(),
                 started: std::time::UNIX_EPOCH,
             });
-        Some(Self { dir: dir.to_path_buf(), layers, command, next_old: Mutex::new(next) })
+        let taken = (0..layers.len()).map(|i| taken::Taken::load(&dir.join(i.to_string()).join(TAKEN))).collect();
+        Some(Self { dir: dir.to_path_buf(), layers, command, folds: Mutex::new(Folds { next_old: next, taken }) })
     }
 
     /// The command it stages and when that started.
@@ -116,7 +130,9 @@ impl Stage {
 
     /// Judges what the command wrote so far and applies what passes (see the module doc).
     pub fn fold(&self, rules: &Rules, mode: Mode) -> Folded {
-        let mut next = self.next_old.lock().unwrap_or_else(|p| p.into_inner());
+        let since = std::time::SystemTime::now();
+        let mut folds = self.folds.lock().unwrap_or_else(|p| p.into_inner());
+        let Folds { next_old, taken } = &mut *folds;
         let mut folded = Folded::default();
         let old_path = self.dir.join("old");
         let old = match DirHandle::open(&old_path) {
@@ -126,23 +142,24 @@ impl Stage {
                 return folded;
             }
         };
-        for layer in &self.layers {
-            let area = fold::OldArea { dir: &old, path: &old_path, next: &mut next };
-            if mode == Mode::Final {
+        for (i, (layer, taken)) in self.layers.iter().zip(taken.iter_mut()).enumerate() {
+            let area = fold::OldArea { dir: &old, path: &old_path, next: &mut *next_old };
+            if mode == Mode::Final && taken.is_empty() {
                 fold::fold_layer(&layer.root, &layer.upper, area, rules, &mut folded);
                 continue;
             }
             // A running command keeps writing its layer: what it changed is taken out first,
-            // and that copy is what is judged and applied.
+            // and that copy is what is judged and applied. So is an ended one's when earlier
+            // folds took from it: what they took and it left as it was is not applied again.
             let snap = self.dir.join("snapshot");
             remove_dir(&snap);
-            let taken = crate::fs::create_private_dir(&snap).and_then(|()| {
+            let took = crate::fs::create_private_dir(&snap).and_then(|()| {
                 // Readable handles (`open` only names a directory).
                 let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
                 let (upper, real, into) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&snap)?);
-                snapshot::take(&upper, &real, &into)
+                snapshot::take(&upper, &real, &into, taken, since)
             });
-            match taken {
+            match took {
                 Ok(()) => fold::fold_layer(&layer.root, &snap, area, rules, &mut folded),
                 Err(err) => folded.failed.push(format!(
                     "cannot take the changes of a running command under `{}`: {err}",
@@ -150,6 +167,12 @@ impl Stage {
                 )),
             }
             remove_dir(&snap);
+            let layer_dir = self.dir.join(i.to_string());
+            if mode == Mode::Live
+                && let Err(err) = taken.save(&layer_dir, &layer_dir.join(TAKEN))
+            {
+                tracing::warn!("cannot keep what a fold took from `{}`: {err}", layer.upper.display());
+            }
         }
         folded
     }

@@ -10,78 +10,176 @@
 
 use std::ffi::OsStr;
 use std::io;
+use std::path::Path;
+use std::time::SystemTime;
 
 use rustix::fs::{FileType, Mode};
 
 use super::fold::{MAX_DEPTH, changed};
+use super::taken::{Stamp, Taken};
 use super::tree;
 use super::view::{Upper, upper_in};
 use crate::handle::{DirHandle, Kind};
 
-/// Copies the changes of the upper layer `upper` (over the root `real`) into the new, empty
-/// directory `into`, in the overlay's own format (whiteouts, opaque directories).
-pub fn take(upper: &DirHandle, real: &DirHandle, into: &DirHandle) -> io::Result<()> {
-    take_dir(upper, Some(real), into, 0, false)
+/// How a directory's entries are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The real tree has the directory: an entry is taken when it differs from the real one.
+    Compare,
+    /// It has not: every entry is taken.
+    New,
+    /// The directory replaces the real one whole (an opaque one, taken the first time): every
+    /// entry is taken, even one taken before.
+    Replace,
 }
 
-fn take_dir(
+/// Copies the changes of the upper layer `upper` (over the root `real`) into the new, empty
+/// directory `into`, in the overlay's own format (whiteouts, opaque directories). What `taken`
+/// says earlier folds took, and the command has not written since, is left out (what others
+/// wrote there since stands); what the command removed of what they took, where the overlay
+/// left no whiteout, is taken as a whiteout. `taken` then holds what this take copied;
+/// `since` is when the fold began.
+pub fn take(
     upper: &DirHandle,
-    real: Option<&DirHandle>,
+    real: &DirHandle,
     into: &DirHandle,
-    depth: usize,
-    whole: bool,
+    taken: &mut Taken,
+    since: SystemTime,
 ) -> io::Result<()> {
-    for name in upper.entries()? {
-        let real_kind = real.and_then(|r| r.stat(&name).ok()).map(|s| s.kind);
-        match upper_in(upper, &name) {
-            Upper::Absent => {}
-            Upper::Whiteout => {
-                if real_kind.is_some() || whole {
-                    whiteout(into, &name)?;
+    Take { taken, since }.dir(upper, Some(real), into, Path::new(""), 0, Scope::Compare)
+}
+
+struct Take<'a> {
+    taken: &'a mut Taken,
+    since: SystemTime,
+}
+
+impl Take<'_> {
+    fn dir(
+        &mut self,
+        upper: &DirHandle,
+        real: Option<&DirHandle>,
+        into: &DirHandle,
+        rel: &Path,
+        depth: usize,
+        scope: Scope,
+    ) -> io::Result<()> {
+        let names = upper.entries()?;
+        for name in &names {
+            let (name, at) = (name.as_os_str(), rel.join(name));
+            let real_kind = real.and_then(|r| r.stat(name).ok()).map(|s| s.kind);
+            match upper_in(upper, name) {
+                Upper::Absent => {}
+                Upper::Whiteout => {
+                    if scope != Scope::Replace && self.taken.unchanged(&at, upper, name) {
+                        continue;
+                    }
+                    if real_kind.is_some() || scope != Scope::Compare {
+                        let before = Stamp::of(upper, name);
+                        whiteout(into, name)?;
+                        self.taken.note(&at, before, upper, name, into, self.since);
+                    }
                 }
-            }
-            Upper::Dir { opaque } => {
-                let Ok(inner) = upper.open_dir(&name) else { continue };
-                into.create_dir(&name)?;
-                if let Ok((_, mode)) = tree::mtime_and_mode(upper, &name) {
-                    let _ = tree::set_mode(into, &name, mode | 0o700);
+                Upper::Dir { opaque } => {
+                    self.subdir(upper, real, real_kind, into, name, &at, depth, (scope, opaque))?
                 }
-                let copy = into.open_dir(&name)?;
-                if opaque {
-                    mark_opaque(&copy)?;
-                }
-                // One level past the deepest applied, so the fold sees what it refuses.
-                if depth > MAX_DEPTH {
-                    continue;
-                }
-                let real_inner = if real_kind == Some(Kind::Dir) && !opaque {
-                    real.and_then(|r| r.open_dir(&name).ok())
-                } else {
-                    None
-                };
-                take_dir(&inner, real_inner.as_ref(), &copy, depth + 1, whole || opaque || real_inner.is_none())?;
-                let unchanged_mode = real_kind == Some(Kind::Dir)
-                    && matches!((tree::mtime_and_mode(upper, &name), real.map(|r| tree::mtime_and_mode(r, &name))),
-                        (Ok((_, a)), Some(Ok((_, b)))) if a == b);
-                // A directory that holds no change and is as the real one was: left out, so a
-                // large tree applied before costs nothing the next time.
-                if !opaque && unchanged_mode && copy.entries()?.is_empty() {
-                    drop(copy);
-                    into.remove_dir(&name)?;
-                    continue;
-                }
-                if let Ok((_, mode)) = tree::mtime_and_mode(upper, &name) {
-                    let _ = tree::set_mode(into, &name, mode);
-                }
-            }
-            Upper::Other(kind) => {
-                if whole || changed(upper, &name, real, real_kind, kind) {
-                    copy_entry(upper, &name, into)?;
+                Upper::Other(kind) => {
+                    if scope != Scope::Replace && self.taken.unchanged(&at, upper, name) {
+                        continue;
+                    }
+                    if scope != Scope::Compare || changed(upper, name, real, real_kind, kind) {
+                        let before = Stamp::of(upper, name);
+                        copy_entry(upper, name, into)?;
+                        self.taken.note(&at, before, upper, name, into, self.since);
+                    }
                 }
             }
         }
+        if scope == Scope::Compare && self.taken.holds_in(rel) {
+            let names: std::collections::HashSet<&OsStr> = names.iter().map(|n| n.as_os_str()).collect();
+            self.removed(&names, real, into, rel)?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Takes the upper directory `name` (at `at`); `scope` is its parent's, `opaque` its own.
+    #[allow(clippy::too_many_arguments)]
+    fn subdir(
+        &mut self,
+        upper: &DirHandle,
+        real: Option<&DirHandle>,
+        real_kind: Option<Kind>,
+        into: &DirHandle,
+        name: &OsStr,
+        at: &Path,
+        depth: usize,
+        (scope, opaque): (Scope, bool),
+    ) -> io::Result<()> {
+        let Ok(inner) = upper.open_dir(name) else { return Ok(()) };
+        // An opaque directory replaces the real one the first time; once taken, what others
+        // put in it since stands, and it is compared like any other.
+        let again = scope != Scope::Replace && self.taken.same_dir(at, upper, name);
+        let replaces = scope == Scope::Replace || (opaque && !again);
+        into.create_dir(name)?;
+        if let Ok((_, mode)) = tree::mtime_and_mode(upper, name) {
+            let _ = tree::set_mode(into, name, mode | 0o700);
+        }
+        let copy = into.open_dir(name)?;
+        if replaces && opaque {
+            mark_opaque(&copy)?;
+        }
+        // One level past the deepest applied, so the fold sees what it refuses.
+        if depth > MAX_DEPTH {
+            return Ok(());
+        }
+        let real_inner =
+            if real_kind == Some(Kind::Dir) && !replaces { real.and_then(|r| r.open_dir(name).ok()) } else { None };
+        let inner_scope = match (replaces, &real_inner) {
+            (true, _) => Scope::Replace,
+            (false, None) => Scope::New,
+            (false, Some(_)) => Scope::Compare,
+        };
+        self.dir(&inner, real_inner.as_ref(), &copy, at, depth + 1, inner_scope)?;
+        let unchanged_mode = real_kind == Some(Kind::Dir)
+            && matches!((tree::mtime_and_mode(upper, name), real.map(|r| tree::mtime_and_mode(r, name))),
+                (Ok((_, a)), Some(Ok((_, b)))) if a == b);
+        let empty = copy.entries()?.is_empty();
+        // A directory that holds no change and is as the real one was: left out, so a large
+        // tree applied before costs nothing the next time. One taken before that others
+        // removed since is not made again unless the command wrote beneath it.
+        let removed_by_others = real_kind.is_none() && again;
+        if !replaces && empty && (unchanged_mode || removed_by_others) {
+            drop(copy);
+            return into.remove_dir(name);
+        }
+        if let Ok((_, mode)) = tree::mtime_and_mode(upper, name) {
+            let _ = tree::set_mode(into, name, mode);
+        }
+        let stamp = Stamp::of(upper, name);
+        self.taken.note(at, stamp, upper, name, into, self.since);
+        Ok(())
+    }
+
+    /// Whiteouts for what earlier folds took into the real directory `rel` that the command
+    /// has removed since without the overlay leaving a whiteout (it made the directory, so
+    /// the overlay sees nothing beneath it to hide): absent from the upper directory's `names`.
+    fn removed(
+        &mut self,
+        names: &std::collections::HashSet<&OsStr>,
+        real: Option<&DirHandle>,
+        into: &DirHandle,
+        rel: &Path,
+    ) -> io::Result<()> {
+        let Some(real) = real else { return Ok(()) };
+        for name in real.entries()? {
+            let at = rel.join(&name);
+            if !names.contains(name.as_os_str()) && self.taken.has(&at) {
+                whiteout(into, &name)?;
+                self.taken.forget(&at);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Copies one non-directory entry; one that vanished or changed kind meanwhile is left for a
