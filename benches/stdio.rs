@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench --bench stdio -- [--bin PATH] [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
 //!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS] [--http-calls N]
-//!                                [--agent-base PATH] [--scale-sizes N,N]
+//!                                [--agent-base PATH] [--scale-sizes N,N] [--list-dir REL]
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
@@ -32,6 +32,9 @@
 //!   cp -r /usr/include include && cp -r "$(python3 -c 'import os;print(os.path.dirname(os.__file__))')" py`,
 //!   or with network `git clone --depth 1` any big repository (e.g. rust-lang/rust).
 //!   Count mismatches with rg are printed loudly and make the program exit 1.
+//! * `--list-dir REL`: with `--tree`, a big directory beneath it listed by us and by the
+//!   `--compare-cmd` peer (default `kernel`, the Linux tree's, 131 entries in 20 subdirectories):
+//!   the peer's one listing, and its calls for the same information (one more per subdirectory).
 //! * `--compare-cmd "CMD ARGS"`: another MCP server measured in the same run (cold start and warm
 //!   calls). The command is split on whitespace (no shell quoting); `{root}` is replaced by the
 //!   bench workspace, else the workspace path is appended. Prefer a direct command over `npx`, e.g.
@@ -53,6 +56,8 @@
 
 #[path = "stdio/agent.rs"]
 mod agent;
+#[path = "stdio/bigdir.rs"]
+mod bigdir;
 // The HTTP and terminal sections signal the server and open PTYs: Unix only.
 #[cfg(unix)]
 #[path = "stdio/http.rs"]
@@ -99,6 +104,7 @@ const TREE_RUNS: usize = 5;
 struct Opts {
     bin: PathBuf,
     tree: Option<PathBuf>,
+    list_dir: String,
     runs: usize,
     calls: usize,
     compare: Option<String>,
@@ -113,6 +119,7 @@ fn parse_opts() -> Opts {
     let mut o = Opts {
         bin: PathBuf::from(env!("CARGO_BIN_EXE_toolbelt-mcp")),
         tree: None,
+        list_dir: "kernel".into(),
         runs: 30,
         calls: 1000,
         compare: None,
@@ -129,6 +136,7 @@ fn parse_opts() -> Opts {
             "--bench" => {} // appended by `cargo bench`
             "--bin" => o.bin = PathBuf::from(val()),
             "--tree" => o.tree = Some(PathBuf::from(val())),
+            "--list-dir" => o.list_dir = val(),
             "--runs" => o.runs = val().parse().expect("--runs takes a number"),
             "--calls" => o.calls = val().parse().expect("--calls takes a number"),
             "--compare-cmd" => o.compare = Some(val()),
@@ -579,6 +587,9 @@ fn main() {
         scale::scale(&o.bin, &ws.0, &o.scale_sizes, o.calls);
     }
     let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
+    if let Some(tree) = &o.tree {
+        bigdir::big_dir(&o.bin, o.compare.as_deref(), &tree.canonicalize().expect("--tree must exist"), &o.list_dir);
+    }
     drop(ws);
     if !counts_ok {
         println!("\n**COUNT MISMATCH between toolbelt-mcp and rg: see the table above.**");

@@ -92,6 +92,13 @@ pub fn walk(
     let (outer, global) =
         if options.respect_gitignore { (outer_rules(root, walked)?, global_rules()) } else { (Vec::new(), None) };
     let top = root.open_dir_at(walked.real()).map_err(|_| Declined::Unusual("the directory cannot be opened"))?;
+    // Only hidden paths beneath the walked directory (or above it) can hide an entry: the
+    // rest are not compared with every entry.
+    let mut options = options;
+    let here = walked.real();
+    let hidden: Vec<_> =
+        options.hidden.iter().filter(|h| h.starts_with(here) || here.starts_with(h)).cloned().collect();
+    options.hidden = std::sync::Arc::from(hidden);
     let max_depth = options.max_depth.unwrap_or(usize::MAX);
     let left = budget.unwrap_or(usize::MAX);
     let mut walk = Walk { options, max_depth, chain: Vec::new(), outer, global, left, stop, visit };

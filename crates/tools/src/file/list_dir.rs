@@ -187,7 +187,8 @@ impl Walked {
     /// Counts one more entry in `parent`.
     fn count_child_of(&mut self, parent: &Path) {
         match &mut self.counting {
-            Some((dir, count)) if dir.as_path() == parent => *count += 1,
+            // Both are the walked path joined with names: their bytes tell them apart.
+            Some((dir, count)) if dir.as_os_str() == parent.as_os_str() => *count += 1,
             counting => {
                 if let Some((dir, count)) = counting.replace((parent.to_path_buf(), 1)) {
                     *self.children.entry(dir).or_default() += count;
