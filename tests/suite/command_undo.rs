@@ -389,10 +389,13 @@ async fn a_running_commands_old_write_never_overwrites_a_later_one() {
     assert!(!wrote.is_error, "{}", wrote.text);
     std::fs::write(ws.root.join("gone.txt"), "made again by hand\n").unwrap();
     std::fs::write(ws.root.join("fresh/by-hand.txt"), "mine\n").unwrap();
+    std::fs::set_permissions(ws.root.join("fresh"), std::fs::Permissions::from_mode(0o750)).unwrap();
     // The session goes on: it removes a file it made (the overlay leaves no whiteout in a
-    // directory it made) and writes another.
-    type_in("rm fresh/f.txt; echo g > fresh/g.txt; echo step-$((1+1))", "step-2").await;
+    // directory it made), writes another, and touches one (no change of content).
+    type_in("rm fresh/f.txt; echo g > fresh/g.txt; touch shared.txt; echo step-$((1+1))", "step-2").await;
     let expect = || {
+        let mode = std::fs::metadata(ws.root.join("fresh")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o750, "the user's mode of a directory the session made stands");
         assert_eq!(std::fs::read_to_string(ws.root.join("shared.txt")).unwrap(), "from-agent\n");
         assert_eq!(std::fs::read_to_string(ws.root.join("gone.txt")).unwrap(), "made again by hand\n");
         assert_eq!(std::fs::read_to_string(ws.root.join("fresh/by-hand.txt")).unwrap(), "mine\n");

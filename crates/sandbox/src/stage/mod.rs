@@ -157,10 +157,14 @@ impl Stage {
                 // Readable handles (`open` only names a directory).
                 let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
                 let (upper, real, into) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&snap)?);
-                snapshot::take(&upper, &real, &into, taken, since)
+                snapshot::take(&upper, &real, &into, taken, (since, mode == Mode::Final))
             });
+            let applied_before = folded.applied.len();
             match took {
-                Ok(()) => fold::fold_layer(&layer.root, &snap, area, rules, &mut folded),
+                Ok(()) => {
+                    fold::fold_layer(&layer.root, &snap, area, rules, &mut folded);
+                    note_applied(taken, &layer.root, &folded.applied[applied_before..]);
+                }
                 Err(err) => folded.failed.push(format!(
                     "cannot take the changes of a running command under `{}`: {err}",
                     layer.root.display()
@@ -189,6 +193,22 @@ impl Stage {
             Err(_) => self.dir,
         };
         let _ = std::thread::Builder::new().name("stage-discard".into()).spawn(move || remove_dir(&dir));
+    }
+}
+
+/// Notes in `taken` the real entries beneath `root` as the fold applied them (`applied`).
+fn note_applied(taken: &mut taken::Taken, root: &Path, applied: &[fold::Applied]) {
+    let Ok(real) = DirHandle::open(root) else { return };
+    for applied in applied {
+        let Ok(rel) = applied.path.strip_prefix(root) else { continue };
+        // A directory made whole brings what was taken beneath it.
+        let made = if applied.kind == crate::handle::Kind::Dir { taken.beneath(rel) } else { vec![rel.to_path_buf()] };
+        for rel in made {
+            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else { continue };
+            if let Ok(dir) = real.open_beneath(parent) {
+                taken.applied(&rel, &dir, name);
+            }
+        }
     }
 }
 

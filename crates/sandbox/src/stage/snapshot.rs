@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use rustix::fs::{FileType, Mode};
 
 use super::fold::{MAX_DEPTH, changed};
-use super::taken::{Stamp, Taken};
+use super::taken::{Again, Stamp, Taken};
 use super::tree;
 use super::view::{Upper, upper_in};
 use crate::handle::{DirHandle, Kind};
@@ -37,24 +37,32 @@ enum Scope {
 /// directory `into`, in the overlay's own format (whiteouts, opaque directories). What `taken`
 /// says earlier folds took, and the command has not written since, is left out (what others
 /// wrote there since stands); what the command removed of what they took, where the overlay
-/// left no whiteout, is taken as a whiteout. `taken` then holds what this take copied;
-/// `since` is when the fold began.
+/// left no whiteout, is taken as a whiteout; a removal only while the real entry is still what
+/// a fold put there. `taken` then holds what this take copied; `since` is when the fold began;
+/// `last`: the command has ended.
 pub fn take(
     upper: &DirHandle,
     real: &DirHandle,
     into: &DirHandle,
     taken: &mut Taken,
-    since: SystemTime,
+    (since, last): (SystemTime, bool),
 ) -> io::Result<()> {
-    Take { taken, since }.dir(upper, Some(real), into, Path::new(""), 0, Scope::Compare)
+    Take { taken, since, last }.dir(upper, Some(real), into, Path::new(""), 0, Scope::Compare)
 }
 
 struct Take<'a> {
     taken: &'a mut Taken,
     since: SystemTime,
+    last: bool,
 }
 
 impl Take<'_> {
+    /// What the command did to an entry a fold took before (in a directory that replaces the
+    /// real one, every entry is taken as new).
+    fn again(&self, scope: Scope, at: &Path, upper: &DirHandle, name: &OsStr) -> Again {
+        if scope == Scope::Replace { Again::New } else { self.taken.again(at, upper, name, self.last) }
+    }
+
     fn dir(
         &mut self,
         upper: &DirHandle,
@@ -71,25 +79,35 @@ impl Take<'_> {
             match upper_in(upper, name) {
                 Upper::Absent => {}
                 Upper::Whiteout => {
-                    if scope != Scope::Replace && self.taken.unchanged(&at, upper, name) {
+                    let again = self.again(scope, &at, upper, name);
+                    if again == Again::Unchanged || (real_kind.is_none() && scope == Scope::Compare) {
                         continue;
                     }
-                    if real_kind.is_some() || scope != Scope::Compare {
-                        let before = Stamp::of(upper, name);
+                    let before = Stamp::of(upper, name);
+                    // What a fold put there and somebody wrote since is theirs: kept.
+                    if again == Again::New || real.is_none_or(|r| self.taken.real_is_ours(&at, r, name)) {
                         whiteout(into, name)?;
-                        self.taken.note(&at, before, upper, name, into, self.since);
                     }
+                    self.taken.note(&at, before, upper, name, into, self.since);
                 }
                 Upper::Dir { opaque } => {
                     self.subdir(upper, real, real_kind, into, name, &at, depth, (scope, opaque))?
                 }
                 Upper::Other(kind) => {
-                    if scope != Scope::Replace && self.taken.unchanged(&at, upper, name) {
-                        continue;
-                    }
-                    if scope != Scope::Compare || changed(upper, name, real, real_kind, kind) {
-                        let before = Stamp::of(upper, name);
+                    let again = self.again(scope, &at, upper, name);
+                    let before = Stamp::of(upper, name);
+                    let take = match again {
+                        Again::Unchanged => false,
+                        // Only the mode changed: not over what somebody wrote since.
+                        Again::Mode => real.is_some_and(|r| self.taken.real_is_ours(&at, r, name)),
+                        Again::New | Again::Changed => {
+                            scope != Scope::Compare || changed(upper, name, real, real_kind, kind)
+                        }
+                    };
+                    if take {
                         copy_entry(upper, name, into)?;
+                        self.taken.note(&at, before, upper, name, into, self.since);
+                    } else if again == Again::Mode {
                         self.taken.note(&at, before, upper, name, into, self.since);
                     }
                 }
@@ -140,9 +158,12 @@ impl Take<'_> {
             (false, Some(_)) => Scope::Compare,
         };
         self.dir(&inner, real_inner.as_ref(), &copy, at, depth + 1, inner_scope)?;
-        let unchanged_mode = real_kind == Some(Kind::Dir)
-            && matches!((tree::mtime_and_mode(upper, name), real.map(|r| tree::mtime_and_mode(r, name))),
-                (Ok((_, a)), Some(Ok((_, b)))) if a == b);
+        // A mode the command left as a fold took it is not applied again over the real one's
+        // (somebody may have changed that since).
+        let real_mode = real.filter(|_| real_kind == Some(Kind::Dir)).and_then(|r| tree::mtime_and_mode(r, name).ok());
+        let keep_real_mode = real_mode.is_some() && !replaces && self.taken.mode_kept(at, upper, name);
+        let unchanged_mode = keep_real_mode
+            || matches!((tree::mtime_and_mode(upper, name), real_mode), (Ok((_, a)), Some((_, b))) if a == b);
         let empty = copy.entries()?.is_empty();
         // A directory that holds no change and is as the real one was: left out, so a large
         // tree applied before costs nothing the next time. One taken before that others
@@ -152,7 +173,12 @@ impl Take<'_> {
             drop(copy);
             return into.remove_dir(name);
         }
-        if let Ok((_, mode)) = tree::mtime_and_mode(upper, name) {
+        let mode = if keep_real_mode {
+            real_mode.map(|(_, mode)| mode)
+        } else {
+            tree::mtime_and_mode(upper, name).ok().map(|(_, mode)| mode)
+        };
+        if let Some(mode) = mode {
             let _ = tree::set_mode(into, name, mode);
         }
         let stamp = Stamp::of(upper, name);
@@ -173,10 +199,14 @@ impl Take<'_> {
         let Some(real) = real else { return Ok(()) };
         for name in real.entries()? {
             let at = rel.join(&name);
-            if !names.contains(name.as_os_str()) && self.taken.has(&at) {
-                whiteout(into, &name)?;
-                self.taken.forget(&at);
+            if names.contains(name.as_os_str()) || !self.taken.has(&at) {
+                continue;
             }
+            // What a fold put there and somebody wrote since is theirs: kept.
+            if self.taken.real_is_ours(&at, real, &name) {
+                whiteout(into, &name)?;
+            }
+            self.taken.forget(&at);
         }
         Ok(())
     }

@@ -1,13 +1,17 @@
-//! What the folds of a running command took from its upper layer, entry by entry: the entry's
-//! identity and change time when it was copied (and, for one changed in the last second, a
-//! digest of what was copied: file systems keep coarse clocks, so a write just after the copy
-//! may leave the change time as it was). A later fold skips an entry the command has not
-//! written since, so what others wrote there after a fold stands (the agent's edit, the
-//! user's, an undo); and it knows what the command removed of what it had made, where the
-//! overlay leaves no whiteout. Kept in the stage's `taken` file too, a line per entry, for a
-//! later start that folds the stage of a server that died.
+//! What the folds of a running command took from its upper layer, entry by entry: the upper
+//! entry's identity and change time when it was copied, a digest of what was copied (a file's
+//! bytes, a link's target), and the real entry's stamp once the fold applied it. A later fold
+//! takes an entry again only when the command changed it since: its content, kind or mode (a
+//! `touch` or a new hard link alone is no change). The stamp answers cheaply on a live fold
+//! (file systems keep coarse clocks, so an entry changed within a second of the fold, and every
+//! entry at the final fold, is checked by its digest: a write through a memory mapping to a page
+//! still dirty moves no timestamp). So what others wrote at such a path after a fold stands
+//! (the agent's edit, the user's, an undo). A removal of something taken, by a whiteout or
+//! where the overlay leaves none (the command made the directory), is applied only while the
+//! real entry is still what the fold put there. Kept in the stage's `taken` file too, a line
+//! per entry, for a later start that folds the stage of a server that died.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -16,11 +20,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{AtFlags, StatxFlags};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::handle::{DirHandle, Kind};
 
-/// An entry whose change time lies this close to the fold is racy: its content is hashed too.
+/// An entry whose change time lies this close to the fold is racy: its digest is checked too.
 const RACY: Duration = Duration::from_secs(1);
 
 /// Who an entry is and when it last changed.
@@ -57,14 +60,32 @@ impl Stamp {
         let Ok(secs) = u64::try_from(self.ctime.0) else { return false };
         UNIX_EPOCH + Duration::new(secs, self.ctime.1) + RACY >= since
     }
+
+    fn is_dir(&self) -> bool {
+        u32::from(self.mode) & libc::S_IFMT == libc::S_IFDIR
+    }
+
+    /// The same entry, as a fold left it: a directory by its inode and birth (its times move
+    /// with what is put in it), anything else by the whole stamp.
+    fn same_as(&self, other: &Self) -> bool {
+        if self.is_dir() { self.ino == other.ino && self.btime == other.btime } else { self == other }
+    }
 }
 
 /// What a fold took at one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Seen {
-    stamp: Stamp,
-    /// The digest of what was taken, when its stamp was racy (a file's bytes, a link's target).
-    digest: Option<[u8; 32]>,
+    /// The upper entry's stamp when it was copied (`None`: it changed or went during the copy,
+    /// so the next fold takes it again).
+    stamp: Option<Stamp>,
+    /// Its mode then (the permission bits and kind).
+    mode: u16,
+    /// Its stamp was racy: the digest decides.
+    racy: bool,
+    /// The xxh3-128 of what was taken (a file's bytes, a link's target; `None` for others).
+    digest: Option<u128>,
+    /// The real entry's stamp once the fold applied it (`None`: not applied).
+    real: Option<Stamp>,
 }
 
 /// A line of the `taken` file: a path (its bytes) and what was taken there (`None`: forgotten).
@@ -74,10 +95,23 @@ struct Line {
     seen: Option<Seen>,
 }
 
+/// Whether a fold takes an entry again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// Not taken before: judged as it is.
+    New,
+    /// Taken, and the command has not changed it since.
+    Unchanged,
+    /// Taken, and the command changed its content (or kind) since.
+    Changed,
+    /// Taken, and the command changed only its mode since.
+    Mode,
+}
+
 /// What earlier folds of one layer took, by path relative to the root.
 #[derive(Debug, Default)]
 pub struct Taken {
-    seen: HashMap<PathBuf, Seen>,
+    seen: BTreeMap<PathBuf, Seen>,
     /// The directories holding something taken (where a fold looks for what the command
     /// removed).
     parents: HashSet<PathBuf>,
@@ -101,26 +135,55 @@ impl Taken {
         self.parents.contains(rel)
     }
 
-    /// Whether the entry `name` of the upper directory `dir` (at `rel`) is what a fold took:
-    /// the command has not written it since.
-    pub fn unchanged(&self, rel: &Path, dir: &DirHandle, name: &OsStr) -> bool {
-        let Some(seen) = self.seen.get(rel) else { return false };
-        if Stamp::of(dir, name) != Some(seen.stamp) {
-            return false;
+    /// What the command did to the entry `name` of the upper directory `dir` (at `rel`) since a
+    /// fold took it. `last`: the command has ended (every taken file's digest is checked).
+    pub fn again(&self, rel: &Path, dir: &DirHandle, name: &OsStr, last: bool) -> Again {
+        let Some(seen) = self.seen.get(rel) else { return Again::New };
+        let Some(now) = Stamp::of(dir, name) else { return Again::Changed };
+        let same_stamp = seen.stamp == Some(now);
+        if same_stamp && !seen.racy && (!last || seen.digest.is_none()) {
+            return Again::Unchanged;
         }
-        seen.digest.is_none() || digest(dir, name).ok().flatten() == seen.digest
+        if (u32::from(now.mode) ^ u32::from(seen.mode)) & libc::S_IFMT != 0 {
+            return Again::Changed;
+        }
+        let same_content = match seen.digest {
+            Some(digest) => digest_of(dir, name).ok().flatten() == Some(digest),
+            // A whiteout, a FIFO: nothing but its stamp to tell.
+            None => same_stamp,
+        };
+        match (same_content, now.mode == seen.mode) {
+            (true, true) => Again::Unchanged,
+            (true, false) => Again::Mode,
+            (false, _) => Again::Changed,
+        }
     }
 
-    /// Whether the upper directory `name` of `dir` (at `rel`) is the one a fold took, not one
-    /// made again at its place (by its inode and birth; without a birth, never).
+    /// Whether the directory `name` of `dir` (at `rel`) is the one a fold took, not one made
+    /// again at its place (by its inode and birth; without a birth, never).
     pub fn same_dir(&self, rel: &Path, dir: &DirHandle, name: &OsStr) -> bool {
+        let Some(seen) = self.seen.get(rel).and_then(|seen| seen.stamp) else { return false };
+        let Some(now) = Stamp::of(dir, name) else { return false };
+        seen.btime.is_some() && seen.ino == now.ino && seen.btime == now.btime
+    }
+
+    /// Whether the command has left the mode of the directory `name` of `dir` (at `rel`) as a
+    /// fold took it.
+    pub fn mode_kept(&self, rel: &Path, dir: &DirHandle, name: &OsStr) -> bool {
         let (Some(seen), Some(now)) = (self.seen.get(rel), Stamp::of(dir, name)) else { return false };
-        seen.stamp.btime.is_some() && seen.stamp.ino == now.ino && seen.stamp.btime == now.btime
+        seen.mode == now.mode
+    }
+
+    /// Whether the real entry `name` of `real` (at `rel`) is still what a fold put there:
+    /// nobody wrote it since (a directory: the same one).
+    pub fn real_is_ours(&self, rel: &Path, real: &DirHandle, name: &OsStr) -> bool {
+        let Some(ours) = self.seen.get(rel).and_then(|seen| seen.real) else { return false };
+        Stamp::of(real, name).is_some_and(|now| now.same_as(&ours))
     }
 
     /// Notes that a fold took `name` of the upper directory `dir` (at `rel`), copied to `copy`
-    /// in `into`: `before` is its stamp from before the copy. An entry written during the copy
-    /// is forgotten (the next fold takes it again); a racy one keeps the copy's digest.
+    /// in `into`: `before` is its stamp from before the copy. An entry written or gone during
+    /// the copy keeps no stamp (the next fold takes it again) but stays known as taken.
     pub fn note(
         &mut self,
         rel: &Path,
@@ -130,22 +193,36 @@ impl Taken {
         into: &DirHandle,
         since: SystemTime,
     ) {
-        let stable = before.filter(|before| Stamp::of(dir, name) == Some(*before));
-        let seen = stable.and_then(|stamp| {
-            let digest = if stamp.racy(since) { digest(into, name).ok()? } else { None };
-            Some(Seen { stamp, digest })
-        });
-        self.set(rel, seen);
+        let now = Stamp::of(dir, name);
+        let stamp = before.filter(|before| now == Some(*before));
+        let Some(mode) = stamp.or(now).or(before).map(|s| s.mode) else { return };
+        let digest = digest_of(into, name).ok().flatten();
+        let racy = stamp.is_none_or(|stamp| stamp.racy(since));
+        self.set(rel, Some(Seen { stamp, mode, racy, digest, real: None }));
+    }
+
+    /// Notes the real entry `name` of `real` (at `rel`) as a fold applied it.
+    pub fn applied(&mut self, rel: &Path, real: &DirHandle, name: &OsStr) {
+        let Some(mut seen) = self.seen.get(rel).cloned() else { return };
+        seen.real = Stamp::of(real, name);
+        self.set(rel, Some(seen));
+    }
+
+    /// The paths taken beneath `rel`, `rel` first when taken.
+    pub fn beneath(&self, rel: &Path) -> Vec<PathBuf> {
+        let under = self.seen.range(rel.to_path_buf()..).map(|(path, _)| path);
+        under.take_while(|path| path.starts_with(rel)).cloned().collect()
     }
 
     /// Forgets `rel` and what lies beneath it (the command removed it).
     pub fn forget(&mut self, rel: &Path) {
-        let Some(seen) = self.seen.get(rel) else { return };
-        if u32::from(seen.stamp.mode) & libc::S_IFMT != libc::S_IFDIR {
-            self.set(rel, None);
-            return;
-        }
-        let gone: Vec<PathBuf> = self.seen.keys().filter(|path| path.starts_with(rel)).cloned().collect();
+        let gone: Vec<PathBuf> = self
+            .seen
+            .range(rel.to_path_buf()..)
+            .map(|(path, _)| path)
+            .take_while(|path| path.starts_with(rel))
+            .cloned()
+            .collect();
         for path in gone {
             self.set(&path, None);
         }
@@ -195,13 +272,13 @@ impl Taken {
     }
 }
 
-/// The digest of a regular file's bytes or a symlink's target; `None` for anything else.
-fn digest(dir: &DirHandle, name: &OsStr) -> io::Result<Option<[u8; 32]>> {
-    let mut hasher = Sha256::new();
+/// The xxh3-128 of a regular file's bytes or a symlink's target; `None` for anything else.
+fn digest_of(dir: &DirHandle, name: &OsStr) -> io::Result<Option<u128>> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     match dir.stat(name)?.kind {
         Kind::File => {
             let mut file = dir.open_read(name)?;
-            let mut buf = vec![0u8; 64 * 1024];
+            let mut buf = vec![0u8; 256 * 1024];
             loop {
                 let n = file.read(&mut buf)?;
                 if n == 0 {
@@ -213,7 +290,7 @@ fn digest(dir: &DirHandle, name: &OsStr) -> io::Result<Option<[u8; 32]>> {
         Kind::Link => hasher.update(dir.read_link(name)?.as_os_str().as_bytes()),
         Kind::Dir | Kind::Other => return Ok(None),
     }
-    Ok(Some(hasher.finalize().into()))
+    Ok(Some(hasher.digest128()))
 }
 
 #[cfg(test)]
@@ -228,23 +305,43 @@ mod tests {
     }
 
     #[test]
-    fn a_rewrite_is_seen_even_within_the_clocks_grain() {
+    fn a_rewrite_is_seen_and_a_touch_is_not() {
         let tmp = tempfile::tempdir().unwrap();
         let (upper, into) = (tmp.path().join("upper"), tmp.path().join("into"));
         std::fs::create_dir_all(&upper).unwrap();
         std::fs::create_dir_all(&into).unwrap();
         std::fs::write(upper.join("a"), "one\n").unwrap();
         std::fs::write(into.join("a"), "one\n").unwrap();
-        let (up, snap) = (dir(&upper), dir(&into));
+        let (up, snap, a) = (dir(&upper), dir(&into), OsStr::new("a"));
         let mut taken = Taken::default();
         let rel = Path::new("a");
-        let before = Stamp::of(&up, OsStr::new("a"));
-        taken.note(rel, before, &up, OsStr::new("a"), &snap, SystemTime::now());
-        assert!(taken.unchanged(rel, &up, OsStr::new("a")));
+        taken.note(rel, Stamp::of(&up, a), &up, a, &snap, SystemTime::now());
+        assert_eq!(taken.again(rel, &up, a, false), Again::Unchanged);
+        assert_eq!(taken.again(rel, &up, a, true), Again::Unchanged);
         // Same size, at once: the digest tells it apart even if the clock did not move.
         std::fs::write(upper.join("a"), "two\n").unwrap();
-        assert!(!taken.unchanged(rel, &up, OsStr::new("a")));
-        assert!(!taken.unchanged(Path::new("b"), &up, OsStr::new("a")));
+        assert_eq!(taken.again(rel, &up, a, false), Again::Changed);
+        std::fs::write(upper.join("a"), "one\n").unwrap();
+        assert_eq!(taken.again(rel, &up, a, false), Again::Unchanged, "written back: a touch");
+        std::fs::set_permissions(upper.join("a"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert_eq!(taken.again(rel, &up, a, false), Again::Mode);
+        assert_eq!(taken.again(Path::new("b"), &up, a, false), Again::New);
+    }
+
+    #[test]
+    fn a_real_entry_is_ours_until_somebody_writes_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("x"), "x\n").unwrap();
+        let here = dir(tmp.path());
+        let (x, rel) = (OsStr::new("x"), Path::new("x"));
+        let mut taken = Taken::default();
+        taken.note(rel, Stamp::of(&here, x), &here, x, &here, SystemTime::now());
+        assert!(!taken.real_is_ours(rel, &here, x), "not applied yet");
+        taken.applied(rel, &here, x);
+        assert!(taken.real_is_ours(rel, &here, x));
+        std::fs::remove_file(tmp.path().join("x")).unwrap();
+        std::fs::write(tmp.path().join("x"), "another\n").unwrap();
+        assert!(!taken.real_is_ours(rel, &here, x));
     }
 
     #[test]
@@ -254,16 +351,20 @@ mod tests {
         std::fs::create_dir(tmp.path().join("d")).unwrap();
         let here = dir(tmp.path());
         let mut taken = Taken::default();
+        let x = OsStr::new("x");
         let an_hour_on = SystemTime::now() + Duration::from_secs(3600);
-        taken.note(Path::new("d/x"), Stamp::of(&here, OsStr::new("x")), &here, OsStr::new("x"), &here, an_hour_on);
-        taken.note(Path::new("gone"), Stamp::of(&here, OsStr::new("x")), &here, OsStr::new("x"), &here, an_hour_on);
+        taken.note(Path::new("d/x"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
+        taken.note(Path::new("gone"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
+        taken.note(Path::new("gone/deeper"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
+        taken.note(Path::new("gone2"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
         taken.forget(Path::new("gone"));
+        assert!(taken.has(Path::new("gone2")), "only what lies beneath is forgotten");
         let file = tmp.path().join("taken");
         taken.save(tmp.path(), &file).unwrap();
         std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(b"{\"path\":[1,").unwrap();
         let back = Taken::load(&file);
-        assert!(back.has(Path::new("d/x")) && !back.has(Path::new("gone")));
+        assert!(back.has(Path::new("d/x")) && !back.has(Path::new("gone")) && !back.has(Path::new("gone/deeper")));
         assert!(back.holds_in(Path::new("d")));
-        assert!(back.unchanged(Path::new("d/x"), &here, OsStr::new("x")));
+        assert_eq!(back.again(Path::new("d/x"), &here, x, false), Again::Unchanged);
     }
 }
