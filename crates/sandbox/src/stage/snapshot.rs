@@ -47,7 +47,36 @@ pub fn take(
     taken: &mut Taken,
     (since, last): (SystemTime, bool),
 ) -> io::Result<()> {
-    Take { taken, since, last }.dir(upper, Some(real), into, Path::new(""), 0, Scope::Compare)
+    let into = Target { made: std::cell::OnceCell::from(into.open_beneath(Path::new(""))?), parent: None };
+    Take { taken, since, last }.dir(upper, Some(real), &into, Path::new(""), 0, Scope::Compare)
+}
+
+/// A directory of the snapshot, made when the first change beneath it is copied: a directory
+/// that holds no change and is as the real one is costs no `mkdir` and `rmdir` at each fold.
+struct Target<'p> {
+    made: std::cell::OnceCell<DirHandle>,
+    /// Its parent, its name there, and its mode until it is final.
+    parent: Option<(&'p Target<'p>, &'p OsStr, u32)>,
+}
+
+impl Target<'_> {
+    /// The directory, made (with its parents) when it is not there yet.
+    fn dir(&self) -> io::Result<&DirHandle> {
+        if let Some(made) = self.made.get() {
+            return Ok(made);
+        }
+        let Some((parent, name, mode)) = self.parent else { return Err(io::Error::other("a snapshot without a top")) };
+        let parent = parent.dir()?;
+        parent.create_dir(name)?;
+        let _ = tree::set_mode(parent, name, mode | 0o700);
+        let opened = parent.open_dir(name)?;
+        Ok(self.made.get_or_init(|| opened))
+    }
+
+    /// The directory if it was made.
+    fn made(&self) -> Option<&DirHandle> {
+        self.made.get()
+    }
 }
 
 struct Take<'a> {
@@ -67,7 +96,7 @@ impl Take<'_> {
         &mut self,
         upper: &DirHandle,
         real: Option<&DirHandle>,
-        into: &DirHandle,
+        into: &Target<'_>,
         rel: &Path,
         depth: usize,
         scope: Scope,
@@ -86,9 +115,9 @@ impl Take<'_> {
                     let before = Stamp::of(upper, name);
                     // What a fold put there and somebody wrote since is theirs: kept.
                     if again == Again::New || real.is_none_or(|r| self.taken.real_is_ours(&at, r, name)) {
-                        whiteout(into, name)?;
+                        whiteout(into.dir()?, name)?;
                     }
-                    self.taken.note(&at, before, upper, name, into, self.since);
+                    self.taken.note(&at, before, upper, name, into.made(), self.since);
                 }
                 Upper::Dir { opaque } => {
                     self.subdir(upper, real, real_kind, into, name, &at, depth, (scope, opaque))?
@@ -105,10 +134,10 @@ impl Take<'_> {
                         }
                     };
                     if take {
-                        copy_entry(upper, name, into)?;
-                        self.taken.note(&at, before, upper, name, into, self.since);
+                        copy_entry(upper, name, into.dir()?)?;
+                        self.taken.note(&at, before, upper, name, into.made(), self.since);
                     } else if again == Again::Mode {
-                        self.taken.note(&at, before, upper, name, into, self.since);
+                        self.taken.note(&at, before, upper, name, None, self.since);
                     }
                 }
             }
@@ -127,7 +156,7 @@ impl Take<'_> {
         upper: &DirHandle,
         real: Option<&DirHandle>,
         real_kind: Option<Kind>,
-        into: &DirHandle,
+        into: &Target<'_>,
         name: &OsStr,
         at: &Path,
         depth: usize,
@@ -138,17 +167,29 @@ impl Take<'_> {
         // put in it since stands, and it is compared like any other.
         let again = scope != Scope::Replace && self.taken.same_dir(at, upper, name);
         let replaces = scope == Scope::Replace || (opaque && !again);
-        into.create_dir(name)?;
-        if let Ok((_, mode)) = tree::mtime_and_mode(upper, name) {
-            let _ = tree::set_mode(into, name, mode | 0o700);
-        }
-        let copy = into.open_dir(name)?;
-        if replaces && opaque {
-            mark_opaque(&copy)?;
+        let upper_mode = tree::mtime_and_mode(upper, name).ok().map(|(_, mode)| mode);
+        // A mode the command left as a fold took it is not applied again over the real one's
+        // (somebody may have changed that since).
+        let real_mode = real.filter(|_| real_kind == Some(Kind::Dir)).and_then(|r| tree::mtime_and_mode(r, name).ok());
+        let real_mode = real_mode.map(|(_, mode)| mode);
+        let keep_real_mode = real_mode.is_some() && !replaces && self.taken.mode_kept(at, upper, name);
+        let unchanged_mode = keep_real_mode || (upper_mode.is_some() && upper_mode == real_mode);
+        // One taken before that others removed since is not made again unless the command
+        // wrote beneath it.
+        let removed_by_others = real_kind.is_none() && again;
+        // A directory that is a change itself is made at once; one that holds no change and is
+        // as the real one is (or was removed by others) only when something beneath it is.
+        let itself = replaces || !(unchanged_mode || removed_by_others);
+        let copy = Target { made: std::cell::OnceCell::new(), parent: Some((into, name, upper_mode.unwrap_or(0o700))) };
+        if itself {
+            let made = copy.dir()?;
+            if replaces && opaque {
+                mark_opaque(made)?;
+            }
         }
         // One level past the deepest applied, so the fold sees what it refuses.
         if depth > MAX_DEPTH {
-            return Ok(());
+            return copy.dir().map(|_| ());
         }
         let real_inner =
             if real_kind == Some(Kind::Dir) && !replaces { real.and_then(|r| r.open_dir(name).ok()) } else { None };
@@ -158,31 +199,15 @@ impl Take<'_> {
             (false, Some(_)) => Scope::Compare,
         };
         self.dir(&inner, real_inner.as_ref(), &copy, at, depth + 1, inner_scope)?;
-        // A mode the command left as a fold took it is not applied again over the real one's
-        // (somebody may have changed that since).
-        let real_mode = real.filter(|_| real_kind == Some(Kind::Dir)).and_then(|r| tree::mtime_and_mode(r, name).ok());
-        let keep_real_mode = real_mode.is_some() && !replaces && self.taken.mode_kept(at, upper, name);
-        let unchanged_mode = keep_real_mode
-            || matches!((tree::mtime_and_mode(upper, name), real_mode), (Ok((_, a)), Some((_, b))) if a == b);
-        let empty = copy.entries()?.is_empty();
-        // A directory that holds no change and is as the real one was: left out, so a large
-        // tree applied before costs nothing the next time. One taken before that others
-        // removed since is not made again unless the command wrote beneath it.
-        let removed_by_others = real_kind.is_none() && again;
-        if !replaces && empty && (unchanged_mode || removed_by_others) {
-            drop(copy);
-            return into.remove_dir(name);
+        if copy.made().is_none() {
+            return Ok(());
         }
-        let mode = if keep_real_mode {
-            real_mode.map(|(_, mode)| mode)
-        } else {
-            tree::mtime_and_mode(upper, name).ok().map(|(_, mode)| mode)
-        };
+        let mode = if keep_real_mode { real_mode } else { upper_mode };
         if let Some(mode) = mode {
-            let _ = tree::set_mode(into, name, mode);
+            let _ = tree::set_mode(into.dir()?, name, mode);
         }
         let stamp = Stamp::of(upper, name);
-        self.taken.note(at, stamp, upper, name, into, self.since);
+        self.taken.note(at, stamp, upper, name, Some(into.dir()?), self.since);
         Ok(())
     }
 
@@ -193,7 +218,7 @@ impl Take<'_> {
         &mut self,
         names: &std::collections::HashSet<&OsStr>,
         real: Option<&DirHandle>,
-        into: &DirHandle,
+        into: &Target<'_>,
         rel: &Path,
     ) -> io::Result<()> {
         let Some(real) = real else { return Ok(()) };
@@ -204,7 +229,7 @@ impl Take<'_> {
             }
             // What a fold put there and somebody wrote since is theirs: kept.
             if self.taken.real_is_ours(&at, real, &name) {
-                whiteout(into, &name)?;
+                whiteout(into.dir()?, &name)?;
             }
             self.taken.forget(&at);
         }

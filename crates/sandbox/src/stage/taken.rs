@@ -181,8 +181,8 @@ impl Taken {
         Stamp::of(real, name).is_some_and(|now| now.same_as(&ours))
     }
 
-    /// Notes that a fold took `name` of the upper directory `dir` (at `rel`), copied to `copy`
-    /// in `into`: `before` is its stamp from before the copy. An entry written or gone during
+    /// Notes that a fold took `name` of the upper directory `dir` (at `rel`), copied to `name`
+    /// in `into` (`None`: not copied): `before` is its stamp from before the copy. An entry written or gone during
     /// the copy keeps no stamp (the next fold takes it again) but stays known as taken.
     pub fn note(
         &mut self,
@@ -190,13 +190,13 @@ impl Taken {
         before: Option<Stamp>,
         dir: &DirHandle,
         name: &OsStr,
-        into: &DirHandle,
+        into: Option<&DirHandle>,
         since: SystemTime,
     ) {
         let now = Stamp::of(dir, name);
         let stamp = before.filter(|before| now == Some(*before));
         let Some(mode) = stamp.or(now).or(before).map(|s| s.mode) else { return };
-        let digest = digest_of(into, name).ok().flatten();
+        let digest = into.and_then(|into| digest_of(into, name).ok().flatten());
         let racy = stamp.is_none_or(|stamp| stamp.racy(since));
         self.set(rel, Some(Seen { stamp, mode, racy, digest, real: None }));
     }
@@ -315,7 +315,7 @@ mod tests {
         let (up, snap, a) = (dir(&upper), dir(&into), OsStr::new("a"));
         let mut taken = Taken::default();
         let rel = Path::new("a");
-        taken.note(rel, Stamp::of(&up, a), &up, a, &snap, SystemTime::now());
+        taken.note(rel, Stamp::of(&up, a), &up, a, Some(&snap), SystemTime::now());
         assert_eq!(taken.again(rel, &up, a, false), Again::Unchanged);
         assert_eq!(taken.again(rel, &up, a, true), Again::Unchanged);
         // Same size, at once: the digest tells it apart even if the clock did not move.
@@ -335,7 +335,7 @@ mod tests {
         let here = dir(tmp.path());
         let (x, rel) = (OsStr::new("x"), Path::new("x"));
         let mut taken = Taken::default();
-        taken.note(rel, Stamp::of(&here, x), &here, x, &here, SystemTime::now());
+        taken.note(rel, Stamp::of(&here, x), &here, x, Some(&here), SystemTime::now());
         assert!(!taken.real_is_ours(rel, &here, x), "not applied yet");
         taken.applied(rel, &here, x);
         assert!(taken.real_is_ours(rel, &here, x));
@@ -353,10 +353,10 @@ mod tests {
         let mut taken = Taken::default();
         let x = OsStr::new("x");
         let an_hour_on = SystemTime::now() + Duration::from_secs(3600);
-        taken.note(Path::new("d/x"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
-        taken.note(Path::new("gone"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
-        taken.note(Path::new("gone/deeper"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
-        taken.note(Path::new("gone2"), Stamp::of(&here, x), &here, x, &here, an_hour_on);
+        taken.note(Path::new("d/x"), Stamp::of(&here, x), &here, x, Some(&here), an_hour_on);
+        taken.note(Path::new("gone"), Stamp::of(&here, x), &here, x, Some(&here), an_hour_on);
+        taken.note(Path::new("gone/deeper"), Stamp::of(&here, x), &here, x, Some(&here), an_hour_on);
+        taken.note(Path::new("gone2"), Stamp::of(&here, x), &here, x, Some(&here), an_hour_on);
         taken.forget(Path::new("gone"));
         assert!(taken.has(Path::new("gone2")), "only what lies beneath is forgotten");
         let file = tmp.path().join("taken");
