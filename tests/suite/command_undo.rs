@@ -436,3 +436,35 @@ async fn a_killed_servers_running_command_does_not_overwrite_a_later_write() {
     assert_eq!(std::fs::read_to_string(ws.root.join("shared.txt")).unwrap(), "by hand\n");
     next.close().await;
 }
+
+/// A command that only copies files up (`touch`, a `sed -i` that matches nothing) and goes on
+/// running: the user's later edits of those files stand at every fold, live and final, since
+/// the command's copies are older than them.
+#[tokio::test]
+async fn a_copy_the_command_left_never_overwrites_a_later_edit() {
+    let ws = Workspace::new();
+    for name in ["p.txt", "q.txt"] {
+        std::fs::write(ws.root.join(name), "orig\n").unwrap();
+    }
+    let client = Client::start(&ws, &[]).await;
+    let command = "touch p.txt; sed -i 's/zzz/y/' q.txt; echo marker > m.txt; sleep 30";
+    let started = client.term("run_command", json!({"command": command, "background": true, "wait_ms": 500})).await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    changes_listing(&client, "m.txt").await;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    for name in ["p.txt", "q.txt"] {
+        std::fs::write(ws.root.join(name), "the user's edit\n").unwrap();
+    }
+    for _ in 0..3 {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        client.file(json!({"operation": "changes"})).await;
+    }
+    let killed = client.term("kill_session", json!({"session_id": id})).await;
+    assert!(!killed.is_error, "{}", killed.text);
+    client.file(json!({"operation": "changes"})).await;
+    for name in ["p.txt", "q.txt"] {
+        assert_eq!(std::fs::read_to_string(ws.root.join(name)).unwrap(), "the user's edit\n", "{name}");
+    }
+    client.close().await;
+}

@@ -213,7 +213,7 @@ impl Fold<'_> {
             match upper_in(upper, &name) {
                 Upper::Absent => {}
                 Upper::Whiteout => {
-                    if real_kind.is_some() {
+                    if real_kind.is_some() && real.is_some_and(|r| super::taken::newer(upper, r, &name)) {
                         out.push(Change { path, after: None });
                     }
                 }
@@ -241,7 +241,7 @@ impl Fold<'_> {
                     self.scan(&inner, real_inner.as_ref(), &path, out, deep);
                 }
                 Upper::Other(kind) => {
-                    if changed(upper, &name, real, real_kind, kind) {
+                    if differs(upper, &name, real, real_kind, kind) {
                         out.push(Change { path, after: Some(kind) });
                     }
                 }
@@ -398,7 +398,9 @@ impl Fold<'_> {
             match upper_in(upper, &name) {
                 Upper::Absent => {}
                 Upper::Whiteout => {
-                    if let Some(kind) = real_kind {
+                    if let Some(kind) = real_kind
+                        && super::taken::newer(upper, real, &name)
+                    {
                         self.delete(real, &name, &path, kind);
                     }
                 }
@@ -438,7 +440,7 @@ impl Fold<'_> {
                     }
                 }
                 Upper::Other(kind) => {
-                    if self.is_refused(&path) || !changed(upper, &name, Some(real), real_kind, kind) {
+                    if self.is_refused(&path) || !differs(upper, &name, Some(real), real_kind, kind) {
                         continue;
                     }
                     self.put(upper, &name, real, &path, real_kind, kind);
@@ -552,6 +554,14 @@ impl Fold<'_> {
         }
         Some(lines.join("\n"))
     }
+}
+
+/// What a fold lists and applies (both ask this, so nothing is applied unjudged): an entry
+/// that differs from the real one ([`changed`]) and changed at or after it (a write older than
+/// the real entry's last change, such as a copy a command made and left while somebody edited
+/// the file, is not put over it).
+fn differs(upper: &DirHandle, name: &OsStr, real: Option<&DirHandle>, real_kind: Option<Kind>, kind: Kind) -> bool {
+    changed(upper, name, real, real_kind, kind) && real.is_none_or(|r| super::taken::newer(upper, r, name))
 }
 
 /// Whether the upper entry `name` (of `kind`) differs from what the real directory holds:

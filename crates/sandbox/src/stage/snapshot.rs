@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use rustix::fs::{FileType, Mode};
 
 use super::fold::{MAX_DEPTH, changed};
-use super::taken::{Again, Stamp, Taken};
+use super::taken::{Again, Stamp, Taken, newer};
 use super::tree;
 use super::view::{Upper, upper_in};
 use crate::handle::{DirHandle, Kind};
@@ -88,7 +88,7 @@ struct Take<'a> {
 impl Take<'_> {
     /// What the command did to an entry a fold took before (in a directory that replaces the
     /// real one, every entry is taken as new).
-    fn again(&self, scope: Scope, at: &Path, upper: &DirHandle, name: &OsStr) -> Again {
+    fn again(&mut self, scope: Scope, at: &Path, upper: &DirHandle, name: &OsStr) -> Again {
         if scope == Scope::Replace { Again::New } else { self.taken.again(at, upper, name, self.last) }
     }
 
@@ -113,8 +113,10 @@ impl Take<'_> {
                         continue;
                     }
                     let before = Stamp::of(upper, name);
-                    // What a fold put there and somebody wrote since is theirs: kept.
-                    if again == Again::New || real.is_none_or(|r| self.taken.real_is_ours(&at, r, name)) {
+                    // A real entry somebody wrote after the removal is theirs: kept (one a fold
+                    // put there and nobody wrote since is the command's to remove).
+                    let ours = real.is_some_and(|r| self.taken.real_is_ours(&at, r, name));
+                    if real.is_none_or(|r| ours || newer(upper, r, name)) {
                         whiteout(into.dir()?, name)?;
                     }
                     self.taken.note(&at, before, upper, name, into.made(), self.since);
@@ -129,8 +131,12 @@ impl Take<'_> {
                         Again::Unchanged => false,
                         // Only the mode changed: not over what somebody wrote since.
                         Again::Mode => real.is_some_and(|r| self.taken.real_is_ours(&at, r, name)),
+                        // Not over a real entry somebody changed after the command's write.
                         Again::New | Again::Changed => {
-                            scope != Scope::Compare || changed(upper, name, real, real_kind, kind)
+                            scope != Scope::Compare
+                                || (changed(upper, name, real, real_kind, kind)
+                                    && real
+                                        .is_none_or(|r| newer(upper, r, name) || self.taken.real_is_ours(&at, r, name)))
                         }
                     };
                     if take {

@@ -137,7 +137,20 @@ impl Taken {
 
     /// What the command did to the entry `name` of the upper directory `dir` (at `rel`) since a
     /// fold took it. `last`: the command has ended (every taken file's digest is checked).
-    pub fn again(&self, rel: &Path, dir: &DirHandle, name: &OsStr, last: bool) -> Again {
+    pub fn again(&mut self, rel: &Path, dir: &DirHandle, name: &OsStr, last: bool) -> Again {
+        let again = self.again_of(rel, dir, name, last);
+        // A racy entry found unchanged once its second is over is settled: its stamp answers.
+        if again == Again::Unchanged
+            && let Some(seen) = self.seen.get_mut(rel)
+            && seen.racy
+            && seen.stamp.is_some_and(|stamp| !stamp.racy(SystemTime::now()))
+        {
+            seen.racy = false;
+        }
+        again
+    }
+
+    fn again_of(&self, rel: &Path, dir: &DirHandle, name: &OsStr, last: bool) -> Again {
         let Some(seen) = self.seen.get(rel) else { return Again::New };
         let Some(now) = Stamp::of(dir, name) else { return Again::Changed };
         let same_stamp = seen.stamp == Some(now);
@@ -175,10 +188,18 @@ impl Taken {
     }
 
     /// Whether the real entry `name` of `real` (at `rel`) is still what a fold put there:
-    /// nobody wrote it since (a directory: the same one).
+    /// nobody wrote it since. A directory is the same one (by the stamp taken once it was
+    /// applied); anything else has the size, mode and modification time of what was copied
+    /// (kept by the copy and the move), so a write during the fold itself is told apart too.
     pub fn real_is_ours(&self, rel: &Path, real: &DirHandle, name: &OsStr) -> bool {
-        let Some(ours) = self.seen.get(rel).and_then(|seen| seen.real) else { return false };
-        Stamp::of(real, name).is_some_and(|now| now.same_as(&ours))
+        let Some(seen) = self.seen.get(rel) else { return false };
+        let Some(now) = Stamp::of(real, name) else { return false };
+        if now.is_dir() {
+            return seen.real.is_some_and(|ours| now.same_as(&ours));
+        }
+        seen.stamp.is_some_and(|copied| {
+            seen.real.is_some() && (copied.size, copied.mode, copied.mtime) == (now.size, now.mode, now.mtime)
+        })
     }
 
     /// Notes that a fold took `name` of the upper directory `dir` (at `rel`), copied to `name`
@@ -272,6 +293,17 @@ impl Taken {
     }
 }
 
+/// Whether the upper entry `name` of `upper` changed at or after the real entry `name` of
+/// `real` (by their change times, which nobody sets): a command's write older than the real
+/// entry's last change is not put over it. True when the real one is not there.
+pub fn newer(upper: &DirHandle, real: &DirHandle, name: &OsStr) -> bool {
+    match (Stamp::of(upper, name), Stamp::of(real, name)) {
+        (Some(upper), Some(real)) => upper.ctime >= real.ctime,
+        (_, None) => true,
+        (None, Some(_)) => false,
+    }
+}
+
 /// The xxh3-128 of a regular file's bytes or a symlink's target; `None` for anything else.
 fn digest_of(dir: &DirHandle, name: &OsStr) -> io::Result<Option<u128>> {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
@@ -362,7 +394,7 @@ mod tests {
         let file = tmp.path().join("taken");
         taken.save(tmp.path(), &file).unwrap();
         std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(b"{\"path\":[1,").unwrap();
-        let back = Taken::load(&file);
+        let mut back = Taken::load(&file);
         assert!(back.has(Path::new("d/x")) && !back.has(Path::new("gone")) && !back.has(Path::new("gone/deeper")));
         assert!(back.holds_in(Path::new("d")));
         assert_eq!(back.again(Path::new("d/x"), &here, x, false), Again::Unchanged);
