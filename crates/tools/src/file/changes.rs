@@ -81,21 +81,25 @@ impl Operation for Changes {
 fn report(only: Option<&str>, context: &Context) -> Result<Reply<Output>, ToolError> {
     let (all, dropped) = context.session.changes();
     let wanted = only.map(|p| normalize(&context.roots.first().join(p)));
+    // Each path's changes, oldest first, the paths in the order of their first change (a
+    // command that wrote 20,000 files is listed in one pass, not one per path).
     let mut order: Vec<&std::path::Path> = Vec::new();
+    let mut by_path: std::collections::HashMap<&std::path::Path, Vec<&Change>> = std::collections::HashMap::new();
     // A sub-agent sees the changes within its own roots only (its `paths`).
     let visible = |path: &std::path::Path| context.sub_agent.is_none() || context.roots.contains(path);
     for change in &all {
-        if wanted.as_ref().is_none_or(|w| *w == change.path)
-            && visible(&change.path)
-            && !order.contains(&change.path.as_path())
-        {
-            order.push(&change.path);
+        if wanted.as_ref().is_none_or(|w| *w == change.path) && visible(&change.path) {
+            let history = by_path.entry(change.path.as_path()).or_default();
+            if history.is_empty() {
+                order.push(&change.path);
+            }
+            history.push(change);
         }
     }
     let mut files = Vec::new();
     let mut shown = Lines::new(context.budget.saturating_sub(RESERVE));
     for path in order {
-        let history: Vec<&Change> = all.iter().filter(|c| c.path == path).collect();
+        let history = by_path.remove(path).unwrap_or_default();
         let (Some(first), Some(last)) = (history.first(), history.last()) else { continue };
         let count = history.len() as u64;
         let mut commands: Vec<String> = Vec::new();
