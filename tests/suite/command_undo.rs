@@ -247,6 +247,13 @@ async fn a_killed_servers_command_outside_the_next_ones_roots_is_said_not_offere
 }
 
 /// Undoes step after step until nothing is left; each must succeed.
+/// Starts `command` in the background; its session's id.
+async fn background(client: &Client, command: &str) -> String {
+    let started = client.term("run_command", json!({"command": command, "background": true, "wait_ms": 300})).await;
+    assert!(!started.is_error, "{}", started.text);
+    started.structured["session_id"].as_str().unwrap().to_string()
+}
+
 async fn undo_all(client: &Client) {
     for _ in 0..500 {
         let undone = client.file(undo(false)).await;
@@ -288,9 +295,7 @@ async fn a_dev_server_writing_beside_a_foreground_command_is_recorded_and_undone
     let before = std::fs::read(&lib).unwrap();
     let client = Client::start(&ws, &[]).await;
     let server = "i=0; while true; do i=$((i+1)); echo \"served $i\" > served.txt; sleep 0.1; done";
-    let started = client.term("run_command", json!({"command": server, "background": true, "wait_ms": 300})).await;
-    assert!(!started.is_error, "{}", started.text);
-    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    let id = background(&client, server).await;
     let edited = client.run("sleep 0.5; sed -i 's/fn /fn edited_/' src/lib.rs; sleep 0.5").await;
     assert!(!edited.is_error, "{}", edited.text);
     let changes = changes_listing(&client, "served.txt").await;
@@ -421,9 +426,7 @@ async fn a_running_commands_old_write_never_overwrites_a_later_one() {
 async fn a_killed_servers_running_command_does_not_overwrite_a_later_write() {
     let ws = Workspace::new();
     let client = Client::start(&ws, &[]).await;
-    let command = "echo from-command > shared.txt; sleep 60";
-    let started = client.term("run_command", json!({"command": command, "background": true, "wait_ms": 500})).await;
-    assert!(!started.is_error, "{}", started.text);
+    background(&client, "echo from-command > shared.txt; sleep 60").await;
     changes_listing(&client, "shared.txt").await;
     std::fs::write(ws.root.join("shared.txt"), "by hand\n").unwrap();
     let pid = client.pid.unwrap();
@@ -447,10 +450,7 @@ async fn a_copy_the_command_left_never_overwrites_a_later_edit() {
         std::fs::write(ws.root.join(name), "orig\n").unwrap();
     }
     let client = Client::start(&ws, &[]).await;
-    let command = "touch p.txt; sed -i 's/zzz/y/' q.txt; echo marker > m.txt; sleep 30";
-    let started = client.term("run_command", json!({"command": command, "background": true, "wait_ms": 500})).await;
-    assert!(!started.is_error, "{}", started.text);
-    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    let id = background(&client, "touch p.txt; sed -i 's/zzz/y/' q.txt; echo marker > m.txt; sleep 30").await;
     changes_listing(&client, "m.txt").await;
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     for name in ["p.txt", "q.txt"] {

@@ -331,9 +331,7 @@ impl Terminals {
             // The end of the group is a defined point: folded then, not at the next call.
             let staging = self.staging.clone();
             tokio::spawn(async move {
-                while group_alive(pgid) {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                crate::process::wait_group_gone(pgid, Duration::from_millis(50), None).await;
                 staging.finish_ended().await;
             });
         }

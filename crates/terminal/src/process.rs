@@ -310,6 +310,19 @@ pub fn signal_group(pgid: u32, signal: Signal) -> bool {
     rustix::process::kill_process_group(pid, signal).is_ok() || rustix::process::kill_process(pid, signal).is_ok()
 }
 
+/// Waits until no process of group `pgid` is left, looking every `poll`, for at most `within`
+/// (`None`: as long as it takes); true when it is gone.
+pub async fn wait_group_gone(pgid: u32, poll: std::time::Duration, within: Option<std::time::Duration>) -> bool {
+    let deadline = within.map(|within| tokio::time::Instant::now() + within);
+    while group_alive(pgid) {
+        if deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
+            return false;
+        }
+        tokio::time::sleep(poll).await;
+    }
+    true
+}
+
 /// Whether any process of group `pgid` is still there.
 #[cfg(unix)]
 pub fn group_alive(pgid: u32) -> bool {

@@ -312,10 +312,7 @@ impl TermSession {
         }
         // The group's end is what its last fold waits for: the caller's reply (and the undo
         // history) then holds what it wrote up to its end.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-        while group_alive(self.pgid) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::process::wait_group_gone(self.pgid, Duration::from_millis(10), Some(Duration::from_secs(1))).await;
         self.status()
     }
 

@@ -198,6 +198,9 @@ impl Stage {
 
 /// Notes in `taken` the real entries beneath `root` as the fold applied them (`applied`).
 fn note_applied(taken: &mut taken::Taken, root: &Path, applied: &[fold::Applied]) {
+    if applied.is_empty() {
+        return;
+    }
     let Ok(real) = DirHandle::open(root) else { return };
     for applied in applied {
         let Ok(rel) = applied.path.strip_prefix(root) else { continue };

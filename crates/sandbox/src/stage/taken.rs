@@ -65,10 +65,10 @@ impl Stamp {
         u32::from(self.mode) & libc::S_IFMT == libc::S_IFDIR
     }
 
-    /// The same entry, as a fold left it: a directory by its inode and birth (its times move
-    /// with what is put in it), anything else by the whole stamp.
-    fn same_as(&self, other: &Self) -> bool {
-        if self.is_dir() { self.ino == other.ino && self.btime == other.btime } else { self == other }
+    /// The same directory (its times move with what is put in it): by its inode and birth;
+    /// without a birth, never (one removed and made again may get the same inode).
+    fn same_dir(&self, other: &Self) -> bool {
+        self.btime.is_some() && self.ino == other.ino && self.btime == other.btime
     }
 }
 
@@ -84,7 +84,8 @@ struct Seen {
     racy: bool,
     /// The xxh3-128 of what was taken (a file's bytes, a link's target; `None` for others).
     digest: Option<u128>,
-    /// The real entry's stamp once the fold applied it (`None`: not applied).
+    /// The real entry's stamp once the fold applied it (`None`: not applied); a directory is
+    /// told by it, anything else by the copy's `stamp` (see [`Taken::real_is_ours`]).
     real: Option<Stamp>,
 }
 
@@ -176,8 +177,7 @@ impl Taken {
     /// again at its place (by its inode and birth; without a birth, never).
     pub fn same_dir(&self, rel: &Path, dir: &DirHandle, name: &OsStr) -> bool {
         let Some(seen) = self.seen.get(rel).and_then(|seen| seen.stamp) else { return false };
-        let Some(now) = Stamp::of(dir, name) else { return false };
-        seen.btime.is_some() && seen.ino == now.ino && seen.btime == now.btime
+        Stamp::of(dir, name).is_some_and(|now| seen.same_dir(&now))
     }
 
     /// Whether the command has left the mode of the directory `name` of `dir` (at `rel`) as a
@@ -195,7 +195,7 @@ impl Taken {
         let Some(seen) = self.seen.get(rel) else { return false };
         let Some(now) = Stamp::of(real, name) else { return false };
         if now.is_dir() {
-            return seen.real.is_some_and(|ours| now.same_as(&ours));
+            return seen.real.is_some_and(|ours| ours.same_dir(&now));
         }
         seen.stamp.is_some_and(|copied| {
             seen.real.is_some() && (copied.size, copied.mode, copied.mtime) == (now.size, now.mode, now.mtime)
@@ -203,8 +203,9 @@ impl Taken {
     }
 
     /// Notes that a fold took `name` of the upper directory `dir` (at `rel`), copied to `name`
-    /// in `into` (`None`: not copied): `before` is its stamp from before the copy. An entry written or gone during
-    /// the copy keeps no stamp (the next fold takes it again) but stays known as taken.
+    /// in `into` (`None`: not copied): `before` is its stamp from before the copy. An entry
+    /// written or gone during the copy keeps no stamp (the next fold takes it again) but stays
+    /// known as taken.
     pub fn note(
         &mut self,
         rel: &Path,
