@@ -502,9 +502,14 @@ impl Staging {
         mode: toolbelt_mcp_sandbox::stage::Mode,
         record: Option<u64>,
     ) -> (Vec<String>, Option<toolbelt_mcp_sandbox::stage::record::Recorded>) {
-        let rules = self.rules();
+        let own = self.own.clone();
         let ignored_too = self.undo_ignored;
         let folded = tokio::task::spawn_blocking(move || {
+            // The judge's rules: the server's own files, the home directory, `PATH`, the
+            // user's git configs (read again for each fold that has a change: the user may
+            // change them).
+            let rules =
+                toolbelt_mcp_sandbox::stage::LazyRules::new(|| toolbelt_mcp_sandbox::stage::Rules::new(own.clone()));
             let folded = stage.fold(&rules, mode);
             let recorded = record.map(|cap| stage.record(&folded, cap, ignored_too));
             if mode == toolbelt_mcp_sandbox::stage::Mode::Final {
@@ -521,13 +526,6 @@ impl Staging {
             Ok((folded, recorded)) => (describe_fold(&folded), recorded),
             Err(err) => (vec![format!("the fold of a command's writes failed: {err}")], None),
         }
-    }
-
-    /// The judge's rules: the server's own files, the home directory, `PATH`, the user's
-    /// git configs (read again for each fold: the user may change them).
-    #[cfg(target_os = "linux")]
-    fn rules(&self) -> toolbelt_mcp_sandbox::stage::Rules {
-        toolbelt_mcp_sandbox::stage::Rules::new(self.own.clone())
     }
 
     /// Takes the tracked groups that ended out of the list and folds (or checks) them a last
@@ -694,7 +692,7 @@ pub fn recover_stages(
     cap: u64,
     ignored_too: bool,
 ) -> toolbelt_mcp_sandbox::stage::Recovered {
-    let rules = toolbelt_mcp_sandbox::stage::Rules::new(own.to_vec());
+    let rules = toolbelt_mcp_sandbox::stage::LazyRules::new(|| toolbelt_mcp_sandbox::stage::Rules::new(own.to_vec()));
     let recover = |base: &Path| toolbelt_mcp_sandbox::stage::recover(base, &rules, cap, ignored_too);
     let mut out = recover(&state_dir.join("stage"));
     let sessions = fs::session_temp_base();

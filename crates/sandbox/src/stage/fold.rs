@@ -42,6 +42,31 @@ pub struct Rules {
     pub user_named: Vec<(PathBuf, String)>,
 }
 
+/// The rules of a fold, read from the environment and the user's configs only when it has a
+/// change to judge: most folds of a running command find nothing new.
+pub struct LazyRules<'a> {
+    rules: std::cell::OnceCell<Rules>,
+    make: Box<dyn Fn() -> Rules + 'a>,
+}
+
+impl<'a> LazyRules<'a> {
+    /// Rules that `make` gives when first needed.
+    pub fn new(make: impl Fn() -> Rules + 'a) -> Self {
+        Self { rules: std::cell::OnceCell::new(), make: Box::new(make) }
+    }
+
+    /// The rules, made the first time.
+    pub fn get(&self) -> &Rules {
+        self.rules.get_or_init(|| (self.make)())
+    }
+}
+
+impl From<Rules> for LazyRules<'static> {
+    fn from(rules: Rules) -> Self {
+        Self { rules: std::cell::OnceCell::from(rules), make: Box::new(Rules::default) }
+    }
+}
+
 impl Rules {
     /// The places protected where they lie, for links beneath `root` (see `links::Site`).
     pub fn places(&self, root: &Path) -> Vec<PathBuf> {
@@ -152,7 +177,7 @@ pub struct OldArea<'a> {
 }
 
 /// Folds the upper layer `upper` of the root `root` into it, judging by `rules`.
-pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, out: &mut Folded) {
+pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &LazyRules<'_>, out: &mut Folded) {
     let upper_path = upper;
     let opened = DirHandle::open(root).and_then(|r| Ok((r, DirHandle::open(upper)?)));
     let (real, upper) = match opened {
@@ -181,7 +206,9 @@ pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &Rules, ou
         fold.scan(&top, Some(fold.real.handle()), Path::new(""), &mut changes, &mut deep);
         fold.too_deep = deep;
     }
-    fold.judge(rules, &changes);
+    if !changes.is_empty() {
+        fold.judge(rules.get(), &changes);
+    }
     if let Ok(top) = fold.upper.open_beneath(Path::new("")) {
         let real_top = fold.real.handle().open_beneath(Path::new(""));
         match real_top {

@@ -30,7 +30,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-pub use fold::{Folded, Mode, Rules};
+pub use fold::{Folded, LazyRules, Mode, Rules};
 
 use crate::handle::DirHandle;
 
@@ -47,6 +47,8 @@ const DONE: &str = ".done";
 const RECOVERING: &str = ".recovering";
 /// In each layer's directory: what live folds took from its upper layer (`taken.rs`).
 const TAKEN: &str = "taken";
+/// Where a fold copies what a running command changed (`snapshot.rs`), in the stage's directory.
+const SNAPSHOT: &str = "snapshot";
 
 pub use crate::contract::StageLayer as Layer;
 
@@ -129,7 +131,7 @@ impl Stage {
     }
 
     /// Judges what the command wrote so far and applies what passes (see the module doc).
-    pub fn fold(&self, rules: &Rules, mode: Mode) -> Folded {
+    pub fn fold(&self, rules: &LazyRules<'_>, mode: Mode) -> Folded {
         let since = std::time::SystemTime::now();
         let mut folds = self.folds.lock().unwrap_or_else(|p| p.into_inner());
         let Folds { next_old, taken } = &mut *folds;
@@ -151,26 +153,39 @@ impl Stage {
             // A running command keeps writing its layer: what it changed is taken out first,
             // and that copy is what is judged and applied. So is an ended one's when earlier
             // folds took from it: what they took and it left as it was is not applied again.
-            let snap = self.dir.join("snapshot");
+            let snap = self.dir.join(SNAPSHOT);
             remove_dir(&snap);
-            let took = crate::fs::create_private_dir(&snap).and_then(|()| {
+            let took = {
                 // Readable handles (`open` only names a directory).
                 let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
-                let (upper, real, into) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&snap)?);
-                snapshot::take(&upper, &real, &into, taken, (since, mode == Mode::Final))
-            });
+                (|| {
+                    let (upper, real, stage) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&self.dir)?);
+                    snapshot::take(
+                        &upper,
+                        &real,
+                        (&stage, std::ffi::OsStr::new(SNAPSHOT)),
+                        taken,
+                        (since, mode == Mode::Final),
+                    )
+                })()
+            };
             let applied_before = folded.applied.len();
             match took {
-                Ok(()) => {
+                Ok(true) => {
                     fold::fold_layer(&layer.root, &snap, area, rules, &mut folded);
                     note_applied(taken, &layer.root, &folded.applied[applied_before..]);
+                    remove_dir(&snap);
                 }
-                Err(err) => folded.failed.push(format!(
-                    "cannot take the changes of a running command under `{}`: {err}",
-                    layer.root.display()
-                )),
+                // Nothing new: nothing was written, nothing is to fold.
+                Ok(false) => {}
+                Err(err) => {
+                    folded.failed.push(format!(
+                        "cannot take the changes of a running command under `{}`: {err}",
+                        layer.root.display()
+                    ));
+                    remove_dir(&snap);
+                }
             }
-            remove_dir(&snap);
             let layer_dir = self.dir.join(i.to_string());
             if mode == Mode::Live
                 && let Err(err) = taken.save(&layer_dir, &layer_dir.join(TAKEN))
@@ -267,7 +282,7 @@ pub struct Recovered {
 /// Folds the stages that servers which are gone left under `base` (each judged as any fold
 /// is), records what each applied (old content at most `cap` bytes, git-ignored paths too
 /// when `ignored_too`), then removes them.
-pub fn recover(base: &Path, rules: &Rules, cap: u64, ignored_too: bool) -> Recovered {
+pub fn recover(base: &Path, rules: &LazyRules<'_>, cap: u64, ignored_too: bool) -> Recovered {
     let mut out = Recovered::default();
     for name in crate::fs::file_names(base) {
         let text = name.to_string_lossy();

@@ -33,22 +33,25 @@ enum Scope {
     Replace,
 }
 
-/// Copies the changes of the upper layer `upper` (over the root `real`) into the new, empty
-/// directory `into`, in the overlay's own format (whiteouts, opaque directories). What `taken`
+/// Copies the changes of the upper layer `upper` (over the root `real`) into the directory
+/// `name` of `parent`, made when the first change is copied (a fold that finds nothing new
+/// writes nothing), in the overlay's own format (whiteouts, opaque directories). What `taken`
 /// says earlier folds took, and the command has not written since, is left out (what others
 /// wrote there since stands); what the command removed of what they took, where the overlay
 /// left no whiteout, is taken as a whiteout; a removal only while the real entry is still what
 /// a fold put there. `taken` then holds what this take copied; `since` is when the fold began;
-/// `last`: the command has ended.
+/// `last`: the command has ended. Returns whether the snapshot was made.
 pub fn take(
     upper: &DirHandle,
     real: &DirHandle,
-    into: &DirHandle,
+    (parent, name): (&DirHandle, &OsStr),
     taken: &mut Taken,
     (since, last): (SystemTime, bool),
-) -> io::Result<()> {
-    let into = Target { made: std::cell::OnceCell::from(into.open_beneath(Path::new(""))?), parent: None };
-    Take { taken, since, last }.dir(upper, Some(real), &into, Path::new(""), 0, Scope::Compare)
+) -> io::Result<bool> {
+    let parent = Target { made: std::cell::OnceCell::from(parent.open_beneath(Path::new(""))?), parent: None };
+    let into = Target { made: std::cell::OnceCell::new(), parent: Some((&parent, name, 0o700)) };
+    Take { taken, since, last }.dir(upper, Some(real), &into, Path::new(""), 0, Scope::Compare)?;
+    Ok(into.made().is_some())
 }
 
 /// A directory of the snapshot, made when the first change beneath it is copied: a directory
