@@ -125,6 +125,7 @@ async fn two_servers_on_different_state_dirs_share_a_plan_and_hear_each_others_c
     #[allow(deprecated)]
     watcher.subscribe(SubscribeRequestParams::new("todo://default")).await.unwrap();
 
+    let mut delays = Vec::new();
     for n in 0..5 {
         let added = on_a.todo("add", json!({"todos": [{"title": format!("step {n}")}]})).await;
         let done = Instant::now();
@@ -134,9 +135,12 @@ async fn two_servers_on_different_state_dirs_share_a_plan_and_hear_each_others_c
             .expect("the other server's change")
             .unwrap();
         assert_eq!(uri, "todo://default");
-        let delay = heard.saturating_duration_since(done);
-        assert!(delay < Duration::from_millis(100), "heard {delay:?} after the change (polling would take ~1 s)");
+        delays.push(heard.saturating_duration_since(done));
     }
+    // Polling each second would put a round's delay anywhere in 0–1 s (three of five under
+    // 100 ms: under 1%); a loaded machine may hold back a round or two.
+    delays.sort();
+    assert!(delays[2] < Duration::from_millis(100), "heard {delays:?} after the changes (polling would take ~1 s)");
     let params = CallToolRequestParams::new("todo_operations")
         .with_arguments(op("read", json!({})).as_object().unwrap().clone());
     let seen = unpack(watcher.call_tool(params).await.unwrap());
