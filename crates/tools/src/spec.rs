@@ -132,6 +132,7 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
     schema::strip_defaults(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
+    identify(&mut output_schema);
     let mut description = format!("{}\nOperations:", tool.summary);
     for op in &operations {
         description.push_str(&format!("\n- {}: {}", op.name, first_sentence(op.description)));
@@ -192,6 +193,7 @@ fn granular(tool: &ToolDef, op: &OperationDef) -> Result<ToolSpec, SchemaError> 
     schema::strip_defaults(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
+    identify(&mut output_schema);
     Ok(ToolSpec {
         title: title_case(&name),
         name,
@@ -238,6 +240,16 @@ fn add_details(schema: &mut Map<String, Value>) {
 /// The first sentence of an operation's description: its line in a consolidated tool's.
 fn first_sentence(description: &str) -> &str {
     description.find(". ").map_or(description, |end| &description[..=end])
+}
+
+/// Names an output schema by its content (`$id`, a URN with its hash): a client that caches
+/// compiled schemas by `$id` (the TypeScript SDK's AJV validator does) compiles the four
+/// consolidated tools' one shared schema once, not four times, at each start (0.6 ms against
+/// 1.5–2.9 ms, `benches/ts`), and two different schemas never share a name.
+fn identify(schema: &mut Map<String, Value>) {
+    let text = Value::Object(schema.clone()).to_string();
+    let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+    schema.insert("$id".into(), json!(format!("urn:toolbelt-mcp:output:{hash:016x}")));
 }
 
 /// Adds `note`, which any result may carry (see `Reply::cut`).
