@@ -2,7 +2,8 @@
 //! this file is not compiled and the profile is covered by the generator's snapshot tests).
 //! Each protection is tried the way an agent would get around it: writes outside the roots,
 //! through a symlink, protected paths at the root and deeper, moving a protected directory
-//! away, a hidden path read, the shared temp dir, a new network connection.
+//! away, a hidden path read, the shared temp dir, a new network connection, one that does not
+//! go through the proxy.
 
 use super::common::{Client, Workspace};
 
@@ -109,5 +110,26 @@ async fn network_deny_keeps_commands_to_loopback() {
     let socket = allowed.run("python3 -c \"import socket; socket.socket(); print('socket ok')\"").await;
     assert_eq!(socket.joined("stdout"), "socket ok\n", "{}", socket.text);
     allowed.close().await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn network_allow_reaches_other_hosts_only_through_the_proxy() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &["--network", "allow"]).await;
+    // A connection of its own to another host is refused by the profile.
+    let direct =
+        client.run("python3 -c \"import socket; socket.create_connection(('192.0.2.1', 9), timeout=2)\"").await;
+    assert!(direct.is_error && direct.joined("stderr").contains("Operation not permitted"), "{}", direct.text);
+    // The proxy answers on the port the variables name, with the password they carry: a
+    // loopback destination is refused by its rules (403), and without the password by the
+    // proxy itself (407).
+    let through = client.run("curl -s -o /dev/null -w '%{http_code}' -x \"$HTTP_PROXY\" http://127.0.0.1:9/").await;
+    assert_eq!(through.joined("stdout"), "403", "{}", through.text);
+    assert!(through.text.contains("127.0.0.1:9"), "the result names what was refused: {}", through.text);
+    let bare = client
+        .run("curl -s -o /dev/null -w '%{http_code}' -x \"http://127.0.0.1:${HTTP_PROXY##*:}\" http://127.0.0.1:9/")
+        .await;
+    assert_eq!(bare.joined("stdout"), "407", "{}", bare.text);
     client.close().await;
 }

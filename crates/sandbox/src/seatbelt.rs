@@ -10,7 +10,9 @@
 //! the writable dirs and the session's temp dir; then denied again: the contract's read-only
 //! paths (`binds`), renaming or removing the protected paths, the directories that lead to
 //! them and the roots themselves, and the protected names of `protected.rs` anywhere beneath a
-//! writable dir. The network: all of it, or loopback and Unix sockets beneath the writable dirs.
+//! writable dir. The network: all of it (`host`), the proxy's loopback port (`allow` and
+//! `allowlist`: the proxy decides where it goes), or loopback (`deny`); Unix sockets beneath the
+//! writable dirs in the last two.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -46,6 +48,20 @@ const NETWORK_LOOPBACK: &str = r#"(allow network-bind (local ip "localhost:*"))
 (allow network-inbound (local ip "localhost:*"))
 (allow network-outbound (remote ip "localhost:*"))
 (allow system-socket (socket-domain AF_UNIX))
+"#;
+
+/// The network rules of a command that reaches other hosts through its proxy link (on the
+/// machine's loopback, `PORT` substituted): its own servers on loopback, and outbound only to
+/// the proxy's port, so names are resolved by the proxy, never by the command (no DNS, no
+/// `networkd`, no resolver configuration). The trust services stay, so TLS through the proxy
+/// verifies certificates.
+const NETWORK_PROXIED: &str = r#"(allow network-bind (local ip "localhost:*"))
+(allow network-inbound (local ip "localhost:*"))
+(allow network-outbound (remote ip "localhost:PORT"))
+(allow system-socket (socket-domain AF_UNIX))
+(allow mach-lookup
+  (global-name "com.apple.SecurityServer")
+  (global-name "com.apple.trustd.agent"))
 "#;
 
 /// A generated profile: its text and the values of the parameters it names.
@@ -123,20 +139,28 @@ pub fn profile(contract: &Contract) -> Profile {
     }
 
     profile.text.push_str("\n; network\n");
-    match contract.network {
-        // (The proxy is Linux's so far: on macOS `allow` and `allowlist` share the machine's
-        // network, as docs/SECURITY.md says.)
-        Network::Allow | Network::Allowlist | Network::Host => profile.text.push_str(NETWORK_ALLOWED),
-        Network::Deny => {
+    match (contract.network, &contract.proxy) {
+        (Network::Host, _) => profile.text.push_str(NETWORK_ALLOWED),
+        // `allow` and `allowlist` go through the command's proxy link; without one, nowhere.
+        (Network::Allow | Network::Allowlist, Some(link)) => {
+            profile.text.push_str(&NETWORK_PROXIED.replace("PORT", &link.port.to_string()));
+            unix_sockets(&mut profile, &writable);
+        }
+        (Network::Allow | Network::Allowlist, None) | (Network::Deny, _) => {
             profile.text.push_str(NETWORK_LOOPBACK);
-            let dirs: Vec<String> = writable.iter().map(|dir| profile.param("SOCKETS", dir)).collect();
-            for (action, side) in [("network-bind", "local"), ("network-outbound", "remote")] {
-                let filters: Vec<String> = dirs.iter().map(|d| format!("({side} unix-socket (subpath {d}))")).collect();
-                profile.text.push_str(&format!("(allow {action}\n  {})\n", filters.join("\n  ")));
-            }
+            unix_sockets(&mut profile, &writable);
         }
     }
     profile
+}
+
+/// Unix sockets beneath the writable dirs: bound and connected to.
+fn unix_sockets(profile: &mut Profile, writable: &[PathBuf]) {
+    let dirs: Vec<String> = writable.iter().map(|dir| profile.param("SOCKETS", dir)).collect();
+    for (action, side) in [("network-bind", "local"), ("network-outbound", "remote")] {
+        let filters: Vec<String> = dirs.iter().map(|d| format!("({side} unix-socket (subpath {d}))")).collect();
+        profile.text.push_str(&format!("(allow {action}\n  {})\n", filters.join("\n  ")));
+    }
 }
 
 /// The paths that cannot be renamed or removed: the protected paths (read-only or pinned),

@@ -103,7 +103,7 @@ struct Tracked {
     #[cfg(target_os = "linux")]
     stage: Option<Arc<toolbelt_mcp_sandbox::stage::Stage>>,
     /// Kept while the group runs: its proxy.
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     link: Option<Arc<toolbelt_mcp_sandbox::proxy::Link>>,
 }
 
@@ -256,19 +256,21 @@ impl Terminals {
         Ok(confinement)
     }
 
-    /// A new link to the proxy for one command, under the config's network rules.
-    #[cfg(target_os = "linux")]
+    /// A new link to the proxy for one command, under the config's network rules: on Linux
+    /// served on the command's own loopback (its listener handed over from its network
+    /// namespace), elsewhere on a port of the machine's loopback, behind a password.
+    #[cfg(unix)]
     pub fn proxy_link(
         &self,
         config: &Config,
         asker: Option<toolbelt_mcp_sandbox::proxy::Asker>,
     ) -> Result<Arc<toolbelt_mcp_sandbox::proxy::Link>, ToolError> {
-        let hub = toolbelt_mcp_sandbox::proxy::hub(&config.state_dir).map_err(|err| {
+        let failed = |err: std::io::Error| {
             ToolError::Sandbox(format!(
                 "cannot start the network proxy for commands ({err}); check that the state dir `{}` is writable, or run with `--network deny`",
                 config.state_dir.display()
             ))
-        })?;
+        };
         let defaults: &[&str] =
             if config.network == toolbelt_mcp_sandbox::mode::Network::Allowlist && config.network_allow_defaults {
                 toolbelt_mcp_sandbox::proxy::REGISTRIES
@@ -286,7 +288,10 @@ impl Terminals {
                 .collect(),
             own: toolbelt_mcp_sandbox::proxy::own_listeners(),
         };
-        Ok(hub.link(rules, asker))
+        #[cfg(target_os = "linux")]
+        return Ok(toolbelt_mcp_sandbox::proxy::hub(&config.state_dir).map_err(failed)?.link(rules, asker));
+        #[cfg(not(target_os = "linux"))]
+        toolbelt_mcp_sandbox::proxy::loopback_link(rules, asker).map_err(failed)
     }
 
     /// A new session id number (foreground commands reserve one for their spill files).
@@ -322,7 +327,7 @@ impl Terminals {
             confinement,
             #[cfg(target_os = "linux")]
             stage: launch.stage.clone(),
-            #[cfg(target_os = "linux")]
+            #[cfg(unix)]
             link: launch.link.clone(),
         };
         self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner()).push(tracked);
@@ -551,7 +556,7 @@ impl Staging {
     async fn finish(&self, ended: Vec<Tracked>) {
         let mut notes = Vec::new();
         for tracked in ended {
-            #[cfg(target_os = "linux")]
+            #[cfg(unix)]
             if let Some(link) = &tracked.link {
                 notes.extend(describe_refused(&link.refused()));
             }
@@ -607,7 +612,7 @@ impl Staging {
 }
 
 /// The destinations a command's proxy refused, as one line (nothing when none was).
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 pub fn describe_refused(refused: &[String]) -> Vec<String> {
     if refused.is_empty() {
         return Vec::new();

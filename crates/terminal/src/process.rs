@@ -43,7 +43,7 @@ pub struct Launch {
     pub stage: Option<Arc<toolbelt_mcp_sandbox::stage::Stage>>,
     /// Its way to other hosts (the proxy; `allow` and `allowlist` networks). Held as long as
     /// the command may run.
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     pub link: Option<Arc<toolbelt_mcp_sandbox::proxy::Link>>,
     /// The session's namespace holder, whose temp tmpfs the command joins.
     #[cfg(target_os = "linux")]
@@ -129,7 +129,12 @@ impl Launch {
                     stage: self.stage.as_ref().map_or_else(Vec::new, |stage| stage.layers().to_vec()),
                     proxy: self.link.as_ref().map(|link| link.contract()),
                 };
-                #[cfg(not(target_os = "linux"))]
+                #[cfg(all(unix, not(target_os = "linux")))]
+                let per_command = toolbelt_mcp_sandbox::contract::PerCommand {
+                    proxy: self.link.as_ref().map(|link| link.contract()),
+                    ..Default::default()
+                };
+                #[cfg(not(unix))]
                 let per_command = toolbelt_mcp_sandbox::contract::PerCommand::default();
                 let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, per_command);
                 (wrapped.program, wrapped.args, wrapped.env)
@@ -418,7 +423,7 @@ mod tests {
             confinement: None,
             #[cfg(target_os = "linux")]
             stage: None,
-            #[cfg(target_os = "linux")]
+            #[cfg(unix)]
             link: None,
             #[cfg(target_os = "linux")]
             join: None,

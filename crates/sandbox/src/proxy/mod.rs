@@ -201,6 +201,13 @@ impl Rules {
 pub struct Link {
     token: String,
     socket: PathBuf,
+    /// The port the command reaches the proxy on: [`PORT`] of its own loopback, or the one a
+    /// [`loopback_link`] listens on in the machine's.
+    port: u16,
+    /// On the machine's loopback, which every local process reaches: the password a
+    /// connection must give (HTTP `Proxy-Authorization: Basic`, SOCKS5 username and password;
+    /// it is in the command's proxy variables, and nowhere else).
+    secret: Option<String>,
     rules: Rules,
     /// Who is asked about unlisted destinations, if anyone.
     asker: Option<AskerSlot>,
@@ -269,7 +276,52 @@ impl Link {
     /// where the helper hands the listener over, the token it names the command by, and the
     /// port of the command's loopback to listen on.
     pub fn contract(&self) -> crate::contract::ProxyLink {
-        crate::contract::ProxyLink { socket: self.socket.clone(), token: self.token.clone(), port: PORT }
+        crate::contract::ProxyLink { socket: self.socket.clone(), token: self.token.clone(), port: self.port }
+    }
+
+    /// Whether a connection that gave `password` may use this link: any may on a command's
+    /// own loopback; on the machine's, only one that gave the link's secret.
+    fn admits(&self, password: Option<&[u8]>) -> bool {
+        match (&self.secret, password) {
+            (None, _) => true,
+            (Some(secret), Some(given)) => same_bytes(secret.as_bytes(), given),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Whether the link asks connections for its secret.
+    fn needs_password(&self) -> bool {
+        self.secret.is_some()
+    }
+
+    /// The environment that points a command's programs at this link: the upper- and
+    /// lower-case variables curl, git, pip, npm, cargo, Go and Node (with
+    /// `NODE_USE_ENV_PROXY`) read, and the local names that stay direct. On the machine's
+    /// loopback the URLs carry the link's secret (`http://toolbelt:SECRET@127.0.0.1:PORT`).
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let credentials = self.secret.as_ref().map(|secret| format!("{USER}:{secret}@")).unwrap_or_default();
+        let http = format!("http://{credentials}127.0.0.1:{}", self.port);
+        let socks = format!("socks5h://{credentials}127.0.0.1:{}", self.port);
+        let local = "localhost,127.0.0.1,::1".to_string();
+        vec![
+            ("HTTP_PROXY".into(), http.clone()),
+            ("HTTPS_PROXY".into(), http.clone()),
+            ("http_proxy".into(), http.clone()),
+            ("https_proxy".into(), http.clone()),
+            ("ALL_PROXY".into(), socks.clone()),
+            ("all_proxy".into(), socks),
+            ("NO_PROXY".into(), local.clone()),
+            ("no_proxy".into(), local),
+            ("NODE_USE_ENV_PROXY".into(), "1".into()),
+            // Tools that read their own settings first.
+            ("npm_config_proxy".into(), http.clone()),
+            ("npm_config_https_proxy".into(), http.clone()),
+            ("PIP_PROXY".into(), http.clone()),
+            ("CARGO_HTTP_PROXY".into(), http.clone()),
+            ("GIT_CONFIG_COUNT".into(), "1".into()),
+            ("GIT_CONFIG_KEY_0".into(), "http.proxy".into()),
+            ("GIT_CONFIG_VALUE_0".into(), http),
+        ]
     }
 
     /// The destinations refused so far (`host:port (why)`), each once.
@@ -342,6 +394,8 @@ impl Hub {
         let link = Arc::new(Link {
             token: token.clone(),
             socket: self.socket.clone(),
+            port: PORT,
+            secret: None,
             rules,
             asker: asker.map(AskerSlot),
             asked: tokio::sync::Mutex::default(),
@@ -372,6 +426,46 @@ impl Hub {
     }
 }
 
+/// A link served on the machine's loopback (`127.0.0.1`, a port of its own), for a sandbox
+/// that cannot give a command a loopback of its own (macOS: Seatbelt lets the command reach
+/// only this port). Every local process can reach the port, so a connection must give the
+/// link's secret, which only the command's environment holds. Must be called within a Tokio
+/// runtime; the listener closes when the link goes.
+pub fn loopback_link(rules: Rules, asker: Option<Asker>) -> std::io::Result<Arc<Link>> {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let random = || {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map(|()| hex::encode(bytes)).map_err(std::io::Error::other)
+    };
+    let link = Arc::new(Link {
+        token: random()?,
+        socket: PathBuf::new(),
+        port,
+        secret: Some(random()?),
+        rules,
+        asker: asker.map(AskerSlot),
+        asked: tokio::sync::Mutex::default(),
+        refused: Mutex::default(),
+        slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
+        task: Mutex::new(None),
+    });
+    let task = tokio::spawn(serve::accept(listener, Arc::downgrade(&link)));
+    *link.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
+    Ok(link)
+}
+
+/// The user name in a loopback link's proxy URLs (any is taken; the secret is what counts).
+const USER: &str = "toolbelt";
+
+/// Whether `a` and `b` are the same bytes, in a time that does not depend on where they
+/// first differ.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |differ, (x, y)| differ | (x ^ y)) == 0
+}
+
 /// The process's hub, started on first use with its socket in `state_dir` (one per process:
 /// every connection's commands register there).
 pub fn hub(state_dir: &Path) -> std::io::Result<Arc<Hub>> {
@@ -396,37 +490,143 @@ pub fn note_own_listener(address: SocketAddr) {
 
 static OWN: Mutex<Vec<SocketAddr>> = Mutex::new(Vec::new());
 
-/// The environment that points a command's programs at its proxy: the upper- and lower-case
-/// variables curl, git, pip, npm, cargo, Go and Node (with `NODE_USE_ENV_PROXY`) read, and the
-/// local names that stay direct.
-pub fn environment() -> Vec<(String, String)> {
-    let http = format!("http://127.0.0.1:{PORT}");
-    let socks = format!("socks5h://127.0.0.1:{PORT}");
-    let local = "localhost,127.0.0.1,::1".to_string();
-    vec![
-        ("HTTP_PROXY".into(), http.clone()),
-        ("HTTPS_PROXY".into(), http.clone()),
-        ("http_proxy".into(), http.clone()),
-        ("https_proxy".into(), http),
-        ("ALL_PROXY".into(), socks.clone()),
-        ("all_proxy".into(), socks),
-        ("NO_PROXY".into(), local.clone()),
-        ("no_proxy".into(), local),
-        ("NODE_USE_ENV_PROXY".into(), "1".into()),
-        // Tools that read their own settings first.
-        ("npm_config_proxy".into(), format!("http://127.0.0.1:{PORT}")),
-        ("npm_config_https_proxy".into(), format!("http://127.0.0.1:{PORT}")),
-        ("PIP_PROXY".into(), format!("http://127.0.0.1:{PORT}")),
-        ("CARGO_HTTP_PROXY".into(), format!("http://127.0.0.1:{PORT}")),
-        ("GIT_CONFIG_COUNT".into(), "1".into()),
-        ("GIT_CONFIG_KEY_0".into(), "http.proxy".into()),
-        ("GIT_CONFIG_VALUE_0".into(), format!("http://127.0.0.1:{PORT}")),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An upstream on the machine's loopback that answers each connection's first bytes with
+    /// `echo:` and them, and a plain HTTP request with a 200.
+    async fn upstream() -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let n = stream.read(&mut buf).await.unwrap_or(0);
+                    let reply = if buf[..n].starts_with(b"GET ") {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nupstream".to_vec()
+                    } else {
+                        [b"echo:".as_slice(), &buf[..n]].concat()
+                    };
+                    let _ = stream.write_all(&reply).await;
+                });
+            }
+        });
+        address
+    }
+
+    /// The port and secret in a link's `HTTPS_PROXY`.
+    fn port_and_secret(link: &Link) -> (u16, String) {
+        let env = link.environment();
+        let url = &env.iter().find(|(name, _)| name == "HTTPS_PROXY").unwrap().1;
+        let rest = url.strip_prefix("http://toolbelt:").unwrap();
+        let (secret, port) = rest.split_once("@127.0.0.1:").unwrap();
+        (port.parse().unwrap(), secret.to_string())
+    }
+
+    async fn answer(stream: &mut tokio::net::TcpStream) -> String {
+        let mut buf = vec![0u8; 4096];
+        let n = stream.read(&mut buf).await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_loopback_link_serves_only_connections_that_give_its_secret() {
+        use base64::Engine as _;
+        let target = upstream().await;
+        let rules =
+            Rules { public: false, allowed: vec![Allowed::parse(&target.to_string()).unwrap()], own: Vec::new() };
+        let link = loopback_link(rules, None).unwrap();
+        let (port, secret) = port_and_secret(&link);
+        assert_eq!(link.contract().port, port);
+        assert!(
+            link.environment().iter().all(|(_, value)| !value.contains(":3128")),
+            "every variable names the link's own port"
+        );
+        let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+        let connect = |authorization: Option<String>| async move {
+            let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+            let header = authorization.map(|a| format!("Proxy-Authorization: Basic {a}\r\n")).unwrap_or_default();
+            let head = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{header}\r\n");
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let said = answer(&mut stream).await;
+            (stream, said)
+        };
+        let basic = |user: &str, password: &str| {
+            Some(base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+        };
+        for (authorization, what) in [
+            (None, "no password"),
+            (basic("toolbelt", "wrong"), "a wrong one"),
+            (basic("toolbelt", ""), "an empty one"),
+        ] {
+            let (_, said) = connect(authorization).await;
+            assert!(said.starts_with("HTTP/1.1 407 ") && said.contains("Proxy-Authenticate: Basic"), "{what}: {said}");
+        }
+        let (mut tunnel, said) = connect(basic("anyone", &secret)).await;
+        assert!(said.starts_with("HTTP/1.1 200 "), "{said}");
+        tunnel.write_all(b"ping").await.unwrap();
+        assert_eq!(answer(&mut tunnel).await, "echo:ping");
+        assert!(link.refused().is_empty(), "a connection without the password is not a destination refused");
+
+        // SOCKS5: no-authentication is not offered; a wrong password is turned away.
+        let mut socks = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        socks.write_all(&[5, 1, 0]).await.unwrap();
+        let mut reply = [0u8; 2];
+        socks.read_exact(&mut reply).await.unwrap();
+        assert_eq!(reply, [5, 0xff]);
+        let login = |password: &[u8]| {
+            let mut bytes = vec![5, 1, 2, 1, 8];
+            bytes.extend_from_slice(b"toolbelt");
+            bytes.push(u8::try_from(password.len()).unwrap());
+            bytes.extend_from_slice(password);
+            bytes
+        };
+        let mut socks = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        socks.write_all(&login(b"wrong")).await.unwrap();
+        let mut reply = [0u8; 4];
+        socks.read_exact(&mut reply).await.unwrap();
+        assert_eq!(reply, [5, 2, 1, 1], "username/password chosen, then refused");
+        let mut socks = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        socks.write_all(&login(secret.as_bytes())).await.unwrap();
+        socks.read_exact(&mut reply).await.unwrap();
+        assert_eq!(reply, [5, 2, 1, 0]);
+        let std::net::IpAddr::V4(ip) = target.ip() else { unreachable!() };
+        let mut request = vec![5, 1, 0, 1];
+        request.extend_from_slice(&ip.octets());
+        request.extend_from_slice(&target.port().to_be_bytes());
+        socks.write_all(&request).await.unwrap();
+        let mut granted = [0u8; 10];
+        socks.read_exact(&mut granted).await.unwrap();
+        assert_eq!(granted[..2], [5, 0]);
+        socks.write_all(b"pong").await.unwrap();
+        assert_eq!(answer(&mut socks).await, "echo:pong");
+
+        // curl reads the password from the proxy URL, as the command's programs do.
+        let url = link.environment().into_iter().find(|(name, _)| name == "HTTP_PROXY").unwrap().1;
+        let curl = tokio::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--proxy", &url, &format!("http://{target}/")])
+            .output()
+            .await
+            .expect("curl runs");
+        assert_eq!(String::from_utf8_lossy(&curl.stdout), "upstream", "{}", String::from_utf8_lossy(&curl.stderr));
+        let unlisted = tokio::process::Command::new("curl")
+            .args(["-fsS", "--max-time", "10", "--proxy", &url, "http://127.0.0.1:9/"])
+            .output()
+            .await
+            .expect("curl runs");
+        assert!(!unlisted.status.success());
+        assert!(link.refused().iter().any(|line| line.starts_with("127.0.0.1:9 ")), "{:?}", link.refused());
+
+        // The port closes with the link (once the connections it serves, which hold it, end).
+        drop((tunnel, socks));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        drop(link);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(tokio::net::TcpStream::connect(proxy).await.is_err(), "nothing listens once the link is gone");
+    }
 
     #[test]
     fn an_entry_names_one_destination_unless_it_is_a_suffix() {

@@ -49,18 +49,25 @@ struct Asked {
     forward: Option<Vec<u8>>,
     /// The bytes of a plain request's body still to come from the client.
     body_left: u64,
+    /// Whether the client gave the link's password, when it has one (an HTTP client is
+    /// answered 407 when not; a SOCKS5 one is turned away while it authenticates).
+    admitted: bool,
 }
 
 async fn serve(mut stream: TcpStream, link: Arc<Link>) {
     let mut first = [0u8; 1];
     let socks = matches!(tokio::time::timeout(HEAD_TIMEOUT, stream.peek(&mut first)).await, Ok(Ok(1)) if first[0] == 5);
     let asked = if socks {
-        tokio::time::timeout(HEAD_TIMEOUT, socks_request(&mut stream)).await
+        tokio::time::timeout(HEAD_TIMEOUT, socks_request(&mut stream, &link)).await
     } else {
-        tokio::time::timeout(HEAD_TIMEOUT, http_request(&mut stream)).await
+        tokio::time::timeout(HEAD_TIMEOUT, http_request(&mut stream, &link)).await
     };
     let asked = match asked {
-        Ok(Ok(asked)) => asked,
+        Ok(Ok(asked)) if asked.admitted => asked,
+        Ok(Ok(_)) => {
+            let why = "this proxy needs the password in the command's proxy variables (`HTTPS_PROXY`)";
+            return refuse(&mut stream, socks, Reply::Password, why).await;
+        }
         Ok(Err(refusal)) => return refuse(&mut stream, socks, Reply::Bad, &refusal).await,
         Err(_) => return,
     };
@@ -105,6 +112,8 @@ enum Reply {
     Refused,
     /// The name did not resolve or the host did not answer.
     Unreachable,
+    /// The client did not give the link's password.
+    Password,
 }
 
 async fn refuse(stream: &mut TcpStream, socks: bool, reply: Reply, why: &str) {
@@ -113,6 +122,7 @@ async fn refuse(stream: &mut TcpStream, socks: bool, reply: Reply, why: &str) {
             Reply::Bad => 7,
             Reply::Refused => 2,
             Reply::Unreachable => 4,
+            Reply::Password => 2,
         };
         let _ = stream.write_all(&[5, code, 0, 1, 0, 0, 0, 0, 0, 0]).await;
         return;
@@ -121,10 +131,15 @@ async fn refuse(stream: &mut TcpStream, socks: bool, reply: Reply, why: &str) {
         Reply::Bad => "400 Bad Request",
         Reply::Refused => "403 Forbidden",
         Reply::Unreachable => "502 Bad Gateway",
+        Reply::Password => "407 Proxy Authentication Required",
+    };
+    let challenge = match reply {
+        Reply::Password => "Proxy-Authenticate: Basic realm=\"toolbelt-mcp\"\r\n",
+        _ => "",
     };
     let body = format!("toolbelt-mcp proxy: {why}\n");
     let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\n{challenge}Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(head.as_bytes()).await;
@@ -184,18 +199,28 @@ async fn connect(link: &Link, asked: &Asked) -> Result<TcpStream, (Reply, String
     Err((Reply::Unreachable, format!("cannot connect ({last})")))
 }
 
-/// SOCKS5: a greeting offering no authentication, then `CONNECT` to an IPv4, IPv6 or domain
-/// address (the domain resolved here). `BIND` and `UDP ASSOCIATE` are refused.
-async fn socks_request(stream: &mut TcpStream) -> Result<Asked, String> {
+/// SOCKS5: a greeting offering no authentication (a link with a password: username and
+/// password, RFC 1929), then `CONNECT` to an IPv4, IPv6 or domain address (the domain
+/// resolved here). `BIND` and `UDP ASSOCIATE` are refused.
+async fn socks_request(stream: &mut TcpStream, link: &Link) -> Result<Asked, String> {
     let mut head = [0u8; 2];
     stream.read_exact(&mut head).await.map_err(|e| e.to_string())?;
     let mut methods = vec![0u8; usize::from(head[1])];
     stream.read_exact(&mut methods).await.map_err(|e| e.to_string())?;
-    if !methods.contains(&0) {
+    let method = if link.needs_password() { 2 } else { 0 };
+    if !methods.contains(&method) {
         let _ = stream.write_all(&[5, 0xff]).await;
         return Err("no acceptable authentication method".into());
     }
-    stream.write_all(&[5, 0]).await.map_err(|e| e.to_string())?;
+    stream.write_all(&[5, method]).await.map_err(|e| e.to_string())?;
+    if method == 2 {
+        let password = socks_password(stream).await?;
+        let admitted = link.admits(Some(&password));
+        stream.write_all(&[1, if admitted { 0 } else { 1 }]).await.map_err(|e| e.to_string())?;
+        if !admitted {
+            return Err("wrong proxy password".into());
+        }
+    }
     let mut request = [0u8; 4];
     stream.read_exact(&mut request).await.map_err(|e| e.to_string())?;
     if request[0] != 5 || request[1] != 1 {
@@ -224,13 +249,45 @@ async fn socks_request(stream: &mut TcpStream) -> Result<Asked, String> {
     };
     let mut port = [0u8; 2];
     stream.read_exact(&mut port).await.map_err(|e| e.to_string())?;
-    Ok(Asked { host, port: u16::from_be_bytes(port), forward: None, body_left: 0 })
+    Ok(Asked { host, port: u16::from_be_bytes(port), forward: None, body_left: 0, admitted: true })
+}
+
+/// The password of a SOCKS5 username/password sub-negotiation (RFC 1929; the name is not
+/// looked at).
+async fn socks_password(stream: &mut TcpStream) -> Result<Vec<u8>, String> {
+    let mut version_and_length = [0u8; 2];
+    stream.read_exact(&mut version_and_length).await.map_err(|e| e.to_string())?;
+    if version_and_length[0] != 1 {
+        return Err("an unknown username/password version".into());
+    }
+    let mut user = vec![0u8; usize::from(version_and_length[1])];
+    stream.read_exact(&mut user).await.map_err(|e| e.to_string())?;
+    let mut length = [0u8; 1];
+    stream.read_exact(&mut length).await.map_err(|e| e.to_string())?;
+    let mut password = vec![0u8; usize::from(length[0])];
+    stream.read_exact(&mut password).await.map_err(|e| e.to_string())?;
+    Ok(password)
+}
+
+/// The password of a `Proxy-Authorization: Basic …` header among the request head's `lines`.
+fn basic_password<'a>(lines: impl Iterator<Item = &'a str>) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let value = lines
+        .filter_map(|line| line.split_once(':'))
+        .find_map(|(name, value)| name.trim().eq_ignore_ascii_case("proxy-authorization").then_some(value.trim()))?;
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let colon = decoded.iter().position(|b| *b == b':')?;
+    Some(decoded[colon + 1..].to_vec())
 }
 
 /// HTTP: the request head, then `CONNECT host:port`, or a request for `http://host[:port]/…`
 /// rewritten for the origin (its target made relative, `Proxy-*` headers dropped, the
 /// connection closed after it, and a `Host` header that names another host refused).
-async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
+async fn http_request(stream: &mut TcpStream, link: &Link) -> Result<Asked, String> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 4096];
     let end = loop {
@@ -258,9 +315,10 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     if !version.starts_with("HTTP/1.") {
         return Err(format!("HTTP version `{version}` is not supported"));
     }
+    let admitted = !link.needs_password() || link.admits(basic_password(text.split("\r\n").skip(1)).as_deref());
     if method.eq_ignore_ascii_case("CONNECT") {
         let (host, port) = authority(target, None)?;
-        return Ok(Asked { host, port, forward: None, body_left: 0 });
+        return Ok(Asked { host, port, forward: None, body_left: 0, admitted });
     }
     let rest = target
         .strip_prefix("http://")
@@ -316,7 +374,7 @@ async fn http_request(stream: &mut TcpStream) -> Result<Asked, String> {
     // Of what came after the head, only the body goes on (a request behind it does not).
     let came = body_start.len().min(usize::try_from(body).unwrap_or(usize::MAX));
     forward.extend_from_slice(&body_start[..came]);
-    Ok(Asked { host, port, forward: Some(forward), body_left: body - came as u64 })
+    Ok(Asked { host, port, forward: Some(forward), body_left: body - came as u64, admitted })
 }
 
 /// `host:port` (or `[v6]:port`), the port defaulting to `default` when one is given.
@@ -355,11 +413,14 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let listener = &listener;
+        let rules = super::super::Rules { public: true, allowed: Vec::new(), own: Vec::new() };
+        let link = super::super::loopback_link(rules, None).unwrap();
+        let link = &link;
         let ask = |request: &'static str| async move {
             let mut client = TcpStream::connect(address).await.unwrap();
             client.write_all(request.as_bytes()).await.unwrap();
             let (mut served, _) = listener.accept().await.unwrap();
-            http_request(&mut served).await.map(|asked| asked.body_left)
+            http_request(&mut served, link).await.map(|asked| asked.body_left)
         };
         let one = "POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n\r\n";
         assert_eq!(ask(one).await, Ok(3));

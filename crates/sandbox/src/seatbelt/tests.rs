@@ -47,13 +47,15 @@ fn workspace() -> Contract {
 }
 
 fn read_only_home_hidden() -> Contract {
-    contract(
+    let mut contract = contract(
         &[],
         Vec::new(),
         &["/Users/dev", "/Users/dev/project/.env"],
         &["/Users/dev/project", "/Users/dev/Library/Application Support/toolbelt-mcp/out"],
         Network::Allow,
-    )
+    );
+    contract.proxy = Some(crate::contract::ProxyLink { socket: PathBuf::new(), token: "0123".into(), port: 49152 });
+    contract
 }
 
 /// The profile as a snapshot: its text, then its parameters.
@@ -147,7 +149,25 @@ fn read_only_with_the_home_hidden_and_the_network_allowed() {
     let last_env_rule = profile.text.rfind("(subpath (param \"HIDDEN_1\"))").unwrap();
     let last_visible_rule = profile.text.rfind("(param \"VISIBLE_0\")").unwrap();
     assert!(last_env_rule > last_visible_rule, "the hidden file in the root is denied after the root is allowed");
-    assert!(profile.text.contains("(allow network*)"));
+    assert!(profile.text.contains("(allow network-outbound (remote ip \"localhost:49152\"))"), "the proxy's port");
+    assert!(!profile.text.contains("(allow network*)") && !profile.text.contains("remote ip \"localhost:*\""));
+    assert!(!profile.text.contains("DNSConfiguration") && !profile.text.contains("com.apple.networkd"), "no resolver");
+}
+
+#[test]
+fn only_host_mode_shares_the_network_and_a_proxied_mode_without_its_link_gets_loopback() {
+    let mut host = read_only_home_hidden();
+    host.network = Network::Host;
+    let host = profile(&host);
+    assert!(host.text.contains("(allow network*)"));
+    for network in [Network::Allow, Network::Allowlist] {
+        let mut unlinked = read_only_home_hidden();
+        (unlinked.network, unlinked.proxy) = (network, None);
+        let unlinked = profile(&unlinked);
+        assert_params_consistent(&unlinked);
+        assert!(!unlinked.text.contains("(allow network*)"), "{network:?}");
+        assert!(unlinked.text.contains("(allow network-outbound (remote ip \"localhost:*\"))"), "{network:?}");
+    }
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn launch(
         Some(_) => terminals.holder()?,
         None => None,
     };
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     let link = match &confinement {
         Some(_) if context.config.network.proxied() => {
             // A destination the rules do not list is put to the user, the connection held.
@@ -140,7 +140,7 @@ fn launch(
                 request: context.signals.request.clone(),
             });
             let link = terminals.proxy_link(&context.config, Some(asker))?;
-            for (name, value) in toolbelt_mcp_sandbox::proxy::environment() {
+            for (name, value) in link.environment() {
                 if !extra.contains_key(&name) {
                     environment.retain(|(set, _)| *set != *name);
                     environment.push((name.into(), value.into()));
@@ -176,7 +176,7 @@ fn launch(
         confinement,
         #[cfg(target_os = "linux")]
         stage,
-        #[cfg(target_os = "linux")]
+        #[cfg(unix)]
         link,
         #[cfg(target_os = "linux")]
         join,

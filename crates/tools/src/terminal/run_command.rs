@@ -195,7 +195,9 @@ impl Operation for RunCommand {
             }
             None => Vec::new(),
         };
-        #[cfg(target_os = "linux")]
+        #[cfg(not(target_os = "linux"))]
+        let folded: Vec<String> = Vec::new();
+        #[cfg(unix)]
         let folded = {
             let mut folded = folded;
             if let Some(link) = &launch.link {
@@ -203,8 +205,6 @@ impl Operation for RunCommand {
             }
             folded
         };
-        #[cfg(not(target_os = "linux"))]
-        let folded: Vec<String> = Vec::new();
         let finished = finished.map_err(spawn_error)?;
         if let Some(pgid) = finished.lingering {
             terminals.linger(pgid);
