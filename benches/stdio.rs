@@ -3,12 +3,14 @@
 //! baseline measured in the same run.
 //!
 //! ```text
-//! cargo bench --bench stdio -- [--bin PATH] [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
+//! cargo bench --bench stdio -- [--bin PATH] [--also-bin NAME=PATH]... [--tree DIR] [--runs N] [--calls N] [--compare-cmd "CMD ARGS"]
 //!                                [--compare-memory-cmd "CMD ARGS"] [--only SECTIONS] [--http-calls N]
 //!                                [--agent-base PATH] [--scale-sizes N,N] [--list-dir REL]
 //! ```
 //!
 //! * `--bin`: server binary (default: the `toolbelt-mcp` that cargo just built, `target/release/`).
+//! * `--also-bin NAME=PATH` (repeatable): another build (e.g. `dist=target/dist/toolbelt-mcp`)
+//!   measured in the same run in the `cold`, `ts` and `--tree` sections, each against the peer.
 //! * `--only`: comma-separated sections to run: `cold`, `warm`, `writes`, `terminal`, `proxy`, `records`,
 //!   `http`, `ts`, `lean`, `agent` (default all; the `--tree` section runs whenever `--tree` is given). `ts` runs
 //!   `benches/ts/client_bench.mjs` (the official TypeScript SDK client, as hosts connect; needs
@@ -103,6 +105,8 @@ const TREE_RUNS: usize = 5;
 /// Command-line options.
 struct Opts {
     bin: PathBuf,
+    /// Other builds measured beside `bin` in the cold, `ts` and tree sections (`NAME=PATH`).
+    also: Vec<(String, PathBuf)>,
     tree: Option<PathBuf>,
     list_dir: String,
     runs: usize,
@@ -118,6 +122,7 @@ struct Opts {
 fn parse_opts() -> Opts {
     let mut o = Opts {
         bin: PathBuf::from(env!("CARGO_BIN_EXE_toolbelt-mcp")),
+        also: Vec::new(),
         tree: None,
         list_dir: "kernel".into(),
         runs: 30,
@@ -135,6 +140,12 @@ fn parse_opts() -> Opts {
         match a.as_str() {
             "--bench" => {} // appended by `cargo bench`
             "--bin" => o.bin = PathBuf::from(val()),
+            "--also-bin" => {
+                let pair = val();
+                let (name, path) =
+                    pair.split_once('=').expect("--also-bin takes NAME=PATH, e.g. dist=target/dist/toolbelt-mcp");
+                o.also.push((name.to_string(), PathBuf::from(path)));
+            }
             "--tree" => o.tree = Some(PathBuf::from(val())),
             "--list-dir" => o.list_dir = val(),
             "--runs" => o.runs = val().parse().expect("--runs takes a number"),
@@ -271,6 +282,7 @@ fn mib(kib: u64) -> String {
 }
 
 /// One server under test: display name and argv.
+#[derive(Clone)]
 struct Server {
     name: String,
     argv: Vec<String>,
@@ -328,7 +340,9 @@ impl Drop for Workspace {
 }
 
 /// Section 1: cold start of each server, interleaved with `/bin/true` spawns.
-fn cold_start(servers: &[Server], runs: usize) {
+/// Cold starts of `servers` in turns, each against `/bin/true` and, when `peer` (the last
+/// server is the peer), against the peer.
+fn cold_start(servers: &[Server], runs: usize, peer: bool) {
     let mut floor = Vec::new();
     let mut per: Vec<(Vec<f64>, Vec<u64>)> = servers.iter().map(|_| (Vec::new(), Vec::new())).collect();
     for _ in 0..runs {
@@ -345,13 +359,20 @@ fn cold_start(servers: &[Server], runs: usize) {
     }
     let (fmed, fp90) = stats(floor);
     println!("\n## Cold start (spawn → initialize → tools/list), {runs} runs\n");
-    println!("| process | median | p90 | median / baseline | idle RSS (median) |");
-    println!("|---|---:|---:|---:|---:|");
-    println!("| `/bin/true` spawn+wait (baseline) | {fmed:.2} ms | {fp90:.2} ms | 1.0× | – |");
+    let peer_median = peer.then(|| per.last().map(|(times, _)| stats(times.clone()).0)).flatten();
+    println!("| process | median | p90 | median / baseline | median / peer | idle RSS (median) |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!("| `/bin/true` spawn+wait (baseline) | {fmed:.2} ms | {fp90:.2} ms | 1.0× | – | – |");
     for (s, (times, mut rss)) in servers.iter().zip(per) {
         let (med, p90) = stats(times);
         rss.sort();
-        println!("| {} | {med:.2} ms | {p90:.2} ms | {:.1}× | {} |", s.name, med / fmed, mib(rss[rss.len() / 2]));
+        let to_peer = peer_median.map_or("–".into(), |p| format!("{:.2}×", med / p));
+        println!(
+            "| {} | {med:.2} ms | {p90:.2} ms | {:.1}× | {to_peer} | {} |",
+            s.name,
+            med / fmed,
+            mib(rss[rss.len() / 2])
+        );
     }
 }
 
@@ -535,10 +556,22 @@ fn main() {
     assert!(o.bin.exists(), "server binary {} not found (build with `cargo build --release`)", o.bin.display());
     let ws = Workspace::create();
     let root = ws.0.display().to_string();
+    for (name, path) in &o.also {
+        assert!(path.exists(), "the `{name}` build {} not found", path.display());
+    }
     let mut servers = vec![Server {
         name: "toolbelt-mcp".into(),
         argv: vec![o.bin.display().to_string(), "serve".into(), "--root".into(), root.clone()],
     }];
+    // The other builds, cold starts only (the warm sections compare one build with the peer).
+    let builds: Vec<Server> = o
+        .also
+        .iter()
+        .map(|(name, path)| Server {
+            name: format!("toolbelt-mcp ({name})"),
+            argv: vec![path.display().to_string(), "serve".into(), "--root".into(), root.clone()],
+        })
+        .collect();
     if let Some(cmd) = &o.compare {
         let mut argv: Vec<String> = cmd.split_whitespace().map(|a| a.replace("{root}", &root)).collect();
         if !cmd.contains("{root}") {
@@ -547,9 +580,14 @@ fn main() {
         servers.push(Server { name: format!("`{cmd}`"), argv });
     }
     println!("# toolbelt-mcp stdio bench\n\nbinary: `{}`", o.bin.display());
+    for (name, path) in &o.also {
+        println!("and the `{name}` build: `{}`", path.display());
+    }
     let run = |section: &str| o.only.as_deref().is_none_or(|only| only.split(',').any(|s| s == section));
     if run("cold") {
-        cold_start(&servers, o.runs);
+        let mut cold: Vec<Server> = servers.iter().take(1).chain(&builds).cloned().collect();
+        cold.extend(servers.iter().skip(1).cloned());
+        cold_start(&cold, o.runs, o.compare.is_some());
     }
     if run("warm") {
         warm_calls(&servers, &ws.0, o.calls);
@@ -573,7 +611,7 @@ fn main() {
         http::http_load(&o.bin, &ws.0, o.http_calls);
     }
     if run("ts") {
-        ts::ts_client(&o.bin, o.compare.as_deref(), o.runs, o.calls);
+        ts::ts_client(&o.bin, &o.also, o.compare.as_deref(), o.runs, o.calls);
     }
     if run("lean") {
         lean::lean_table(&o.bin);
@@ -586,9 +624,17 @@ fn main() {
     if o.only.as_deref().is_some_and(|only| only.split(',').any(|s| s == "scale")) {
         scale::scale(&o.bin, &ws.0, &o.scale_sizes, o.calls);
     }
-    let counts_ok = o.tree.as_ref().is_none_or(|tree| tree_runs(&o.bin, tree));
+    let mut counts_ok = true;
     if let Some(tree) = &o.tree {
-        bigdir::big_dir(&o.bin, o.compare.as_deref(), &tree.canonicalize().expect("--tree must exist"), &o.list_dir);
+        let every_build =
+            std::iter::once(("", o.bin.as_path())).chain(o.also.iter().map(|(n, p)| (n.as_str(), p.as_path())));
+        for (name, bin) in every_build {
+            if !name.is_empty() {
+                println!("\n# The `{name}` build: `{}`", bin.display());
+            }
+            counts_ok &= tree_runs(bin, tree);
+            bigdir::big_dir(bin, o.compare.as_deref(), &tree.canonicalize().expect("--tree must exist"), &o.list_dir);
+        }
     }
     drop(ws);
     if !counts_ok {

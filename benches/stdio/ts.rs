@@ -23,8 +23,15 @@ fn met(value: &Value, pointer: &str) -> &'static str {
     }
 }
 
-/// Runs the TypeScript client bench on `bin` (and on `compare`, a command with `{root}`).
-pub(crate) fn ts_client(bin: &Path, compare: Option<&str>, runs: usize, calls: usize) {
+/// Runs the TypeScript client bench on `bin`, the other builds `also` (name and path) and
+/// `compare` (a command with `{root}`), all in one run.
+pub(crate) fn ts_client(
+    bin: &Path,
+    also: &[(String, std::path::PathBuf)],
+    compare: Option<&str>,
+    runs: usize,
+    calls: usize,
+) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ts");
     let node = Command::new("node").arg("--version").output();
     if node.is_err() || !dir.join("node_modules/@modelcontextprotocol/sdk").exists() {
@@ -35,6 +42,10 @@ pub(crate) fn ts_client(bin: &Path, compare: Option<&str>, runs: usize, calls: u
     cmd.arg(dir.join("client_bench.mjs"));
     cmd.args(["--server", &format!("{} serve --root {{root}} --state-dir {{state}}", bin.display())]);
     cmd.args(["--kind", "toolbelt", "--name", "toolbelt-mcp"]);
+    for (name, path) in also {
+        cmd.args(["--server", &format!("{} serve --root {{root}} --state-dir {{state}}", path.display())]);
+        cmd.args(["--kind", "toolbelt", "--name", &format!("toolbelt-mcp ({name})")]);
+    }
     if let Some(peer) = compare {
         cmd.args(["--server", peer, "--kind", "auto", "--name", "peer"]);
     }
@@ -57,8 +68,11 @@ pub(crate) fn ts_client(bin: &Path, compare: Option<&str>, runs: usize, calls: u
     println!("|---|---:|---:|---:|---:|---:|");
     let floor = ms_at(&report, "/cold/spawn_true/median_ms", 2);
     for s in &servers {
-        let name =
-            if s["name"] == "peer" { format!("`{}`", compare.unwrap_or_default()) } else { "toolbelt-mcp".into() };
+        let name = if s["name"] == "peer" {
+            format!("`{}`", compare.unwrap_or_default())
+        } else {
+            s["name"].as_str().unwrap_or("toolbelt-mcp").to_string()
+        };
         println!(
             "| {name} | {} B | {} | {} | {} | {} ({}) |",
             s["tools_list_bytes"],
@@ -71,19 +85,23 @@ pub(crate) fn ts_client(bin: &Path, compare: Option<&str>, runs: usize, calls: u
     }
     for s in servers.iter().filter(|s| s.pointer("/big/modes/fresh").is_some()) {
         println!(
-            "\ntoolbelt-mcp, the 8 MB file paged through: settled {}, written just before {}, growing between pages {} (medians).",
+            "\n{}, the 8 MB file paged through: settled {}, written just before {}, growing between pages {} (medians).",
+            s["name"].as_str().unwrap_or("toolbelt-mcp"),
             ms_at(s, "/big/sdk/total/median_ms", 0),
             ms_at(s, "/big/modes/fresh/sdk/total/median_ms", 0),
             ms_at(s, "/big/modes/growing/sdk/total/median_ms", 0),
         );
     }
     println!("\nBaseline in the same run: `/bin/true` spawn {floor}.");
-    if let Some(r) = report["ratios"].as_array().and_then(|r| r.first()) {
-        println!("\n| toolbelt-mcp / peer | ratio | target |\n|---|---:|---|");
+    // Each build against the peer (the bench's first ratio compares the first build with the
+    // next server, which is another build when there are several).
+    let against_peer = report["ratios"].as_array().into_iter().flatten().filter(|r| r["denominator"] == "peer");
+    for r in against_peer {
+        println!("\n| {} / peer | ratio | target |\n|---|---:|---|", r["numerator"].as_str().unwrap_or("?"));
         println!(
-            "| cold start | {} | ≤ 1.5× ({}) |",
+            "| cold start | {} | ≤ 1.0× ({}) |",
             ratio_at(r, "/cold_total_median"),
-            met(r, "/targets/cold_within_1_5x")
+            met(r, "/targets/cold_at_or_below")
         );
         println!(
             "| read_file | {} | ≤ 1.0× ({}) |",
