@@ -161,6 +161,33 @@ async fn thousands_of_nested_directories_neither_crash_nor_freeze_the_server() {
     again.close().await;
 }
 
+/// What a command writes only beneath the depth limit, in a chain that an earlier command
+/// made, is refused too: a fold that sees no other change still refuses it (the third review
+/// of the folds found a `.envrc`, a repository's hook and its `core.fsmonitor`, and links into
+/// `.git/hooks`, all applied 100 directories down, when nothing else had changed).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_write_only_beneath_the_depth_limit_is_refused() {
+    let ws = Workspace::new();
+    let client = Client::start(&ws, &[]).await;
+    let deep = vec!["a"; 100].join("/");
+    let made = client.run(&format!("mkdir -p {deep}")).await;
+    assert!(!made.is_error && ws.root.join(&deep).is_dir(), "{}", made.text);
+    let plant = format!(
+        "cd {deep} && echo 'echo planted' > .envrc && git init -q r && printf '#!/bin/sh\necho planted\n' > r/.git/hooks/pre-commit && ln -s ../../../../.git/hooks to-hooks"
+    );
+    let planted = client.run(&plant).await;
+    assert!(planted.text.contains("100 directories below the root"), "{}", planted.text);
+    for name in [".envrc", "r", "to-hooks"] {
+        assert!(!ws.root.join(&deep).join(name).exists(), "`{name}` beneath the limit was applied");
+    }
+    // Beside a change above the limit, the same.
+    let both = client.run(&format!("echo hi > top.txt && cd {deep} && echo 'echo planted' > .envrc")).await;
+    assert!(both.text.contains("100 directories below the root"), "{}", both.text);
+    assert!(ws.root.join("top.txt").exists() && !ws.root.join(&deep).join(".envrc").exists());
+    client.close().await;
+}
+
 /// How many directories deep the chain of `d` below `dir` goes (counting `dir`).
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn walkdir_depth(dir: &Path) -> usize {

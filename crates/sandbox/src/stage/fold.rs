@@ -206,6 +206,9 @@ pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &LazyRules
         fold.scan(&top, Some(fold.real.handle()), Path::new(""), &mut changes, &mut deep);
         fold.too_deep = deep;
     }
+    // What lies too deep is refused whether or not anything else changed (the scan lists no
+    // change beneath it, so a fold of only that would otherwise judge nothing).
+    fold.refuse_too_deep();
     if !changes.is_empty() {
         fold.judge(rules.get(), &changes);
     }
@@ -276,6 +279,16 @@ impl Fold<'_> {
         }
     }
 
+    /// Refuses the directories the scan found beneath its depth limit, with what they hold.
+    fn refuse_too_deep(&mut self) {
+        for path in std::mem::take(&mut self.too_deep) {
+            self.refused.insert(
+                path,
+                format!("it lies {MAX_DEPTH} directories below the root, the deepest a command's writes are applied"),
+            );
+        }
+    }
+
     /// Judges the changes as a whole: git's files by what they are, the rest by name and path.
     fn judge(&mut self, rules: &Rules, changes: &[Change]) {
         let known =
@@ -325,12 +338,6 @@ impl Fold<'_> {
                     )
                 });
             }
-        }
-        for path in std::mem::take(&mut self.too_deep) {
-            self.refused.insert(
-                path,
-                format!("it lies {MAX_DEPTH} directories below the root, the deepest a command's writes are applied"),
-            );
         }
         for change in changes {
             let absolute = self.root.join(&change.path);
@@ -411,6 +418,11 @@ impl Fold<'_> {
     /// Applies the changes beneath `rel`: `upper` and `real` are its directories; `opaque`
     /// says the upper one replaced the real one (whose other entries are then removed).
     fn apply(&mut self, upper: &DirHandle, real: &DirHandle, rel: &Path, opaque: bool) {
+        // Nothing beneath the scan's depth limit was judged, so nothing there is applied, even
+        // if a refusal of it were missing.
+        if rel.components().count() >= MAX_DEPTH {
+            return;
+        }
         let names: Vec<OsString> = upper.entries().unwrap_or_default();
         if opaque {
             for (child, kind) in real.typed_entries().unwrap_or_default() {
