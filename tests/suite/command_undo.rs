@@ -246,7 +246,6 @@ async fn a_killed_servers_command_outside_the_next_ones_roots_is_said_not_offere
     next.close().await;
 }
 
-/// Undoes step after step until nothing is left; each must succeed.
 /// Starts `command` in the background; its session's id.
 async fn background(client: &Client, command: &str) -> String {
     let started = client.term("run_command", json!({"command": command, "background": true, "wait_ms": 300})).await;
@@ -254,6 +253,7 @@ async fn background(client: &Client, command: &str) -> String {
     started.structured["session_id"].as_str().unwrap().to_string()
 }
 
+/// Undoes step after step until nothing is left; each must succeed.
 async fn undo_all(client: &Client) {
     for _ in 0..500 {
         let undone = client.file(undo(false)).await;

@@ -289,7 +289,9 @@ impl Terminals {
             own: toolbelt_mcp_sandbox::proxy::own_listeners(),
         };
         #[cfg(target_os = "linux")]
-        return Ok(toolbelt_mcp_sandbox::proxy::hub(&config.state_dir).map_err(failed)?.link(rules, asker));
+        return toolbelt_mcp_sandbox::proxy::hub(&config.state_dir)
+            .and_then(|hub| hub.link(rules, asker))
+            .map_err(failed);
         #[cfg(not(target_os = "linux"))]
         toolbelt_mcp_sandbox::proxy::loopback_link(rules, asker).map_err(failed)
     }
@@ -513,8 +515,8 @@ impl Staging {
             // The judge's rules: the server's own files, the home directory, `PATH`, the
             // user's git configs (read again for each fold that has a change: the user may
             // change them).
-            let rules =
-                toolbelt_mcp_sandbox::stage::LazyRules::new(|| toolbelt_mcp_sandbox::stage::Rules::new(own.clone()));
+            let rules: toolbelt_mcp_sandbox::stage::LazyRules =
+                std::cell::LazyCell::new(Box::new(move || toolbelt_mcp_sandbox::stage::Rules::new(own)));
             let folded = stage.fold(&rules, mode);
             let recorded = record.map(|cap| stage.record(&folded, cap, ignored_too));
             if mode == toolbelt_mcp_sandbox::stage::Mode::Final {
@@ -697,7 +699,8 @@ pub fn recover_stages(
     cap: u64,
     ignored_too: bool,
 ) -> toolbelt_mcp_sandbox::stage::Recovered {
-    let rules = toolbelt_mcp_sandbox::stage::LazyRules::new(|| toolbelt_mcp_sandbox::stage::Rules::new(own.to_vec()));
+    let rules: toolbelt_mcp_sandbox::stage::LazyRules =
+        std::cell::LazyCell::new(Box::new(|| toolbelt_mcp_sandbox::stage::Rules::new(own.to_vec())));
     let recover = |base: &Path| toolbelt_mcp_sandbox::stage::recover(base, &rules, cap, ignored_too);
     let mut out = recover(&state_dir.join("stage"));
     let sessions = fs::session_temp_base();

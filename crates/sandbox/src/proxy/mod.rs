@@ -97,6 +97,30 @@ impl std::fmt::Debug for Asked {
 }
 
 impl Link {
+    /// A link named `token`, served on `port`, behind `secret` when it has one; its listener
+    /// is served later (`Hub::take`, `loopback_link`).
+    fn new(
+        token: String,
+        socket: PathBuf,
+        port: u16,
+        secret: Option<String>,
+        rules: Rules,
+        asker: Option<Asker>,
+    ) -> Self {
+        Self {
+            token,
+            socket,
+            port,
+            secret,
+            rules,
+            asker: asker.map(AskerSlot),
+            asked: tokio::sync::Mutex::default(),
+            refused: Mutex::default(),
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
+            task: Mutex::new(None),
+        }
+    }
+
     /// Why `host:port`, which the rules do not list, may not be reached: asked of the user
     /// once per command (at most [`MAX_QUESTIONS`] questions), or refused when nobody can be.
     async fn ask(&self, host: &Host, port: u16) -> Option<String> {
@@ -249,26 +273,13 @@ impl Hub {
 
     /// A new link for one command, under a fresh token: `asker` is asked about destinations
     /// `rules` do not list (refused without one).
-    pub fn link(&self, rules: Rules, asker: Option<Asker>) -> Arc<Link> {
-        let mut bytes = [0u8; 16];
-        let _ = getrandom::fill(&mut bytes);
-        let token = hex::encode(bytes);
-        let link = Arc::new(Link {
-            token: token.clone(),
-            socket: self.socket.clone(),
-            port: PORT,
-            secret: None,
-            rules,
-            asker: asker.map(AskerSlot),
-            asked: tokio::sync::Mutex::default(),
-            refused: Mutex::default(),
-            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
-            task: Mutex::new(None),
-        });
+    pub fn link(&self, rules: Rules, asker: Option<Asker>) -> std::io::Result<Arc<Link>> {
+        let token = random_hex()?;
+        let link = Arc::new(Link::new(token.clone(), self.socket.clone(), PORT, None, rules, asker));
         let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
         links.retain(|_, weak| weak.strong_count() > 0);
         links.insert(token, Arc::downgrade(&link));
-        link
+        Ok(link)
     }
 
     /// Takes a command's listening socket: serves it until the command's link goes.
@@ -298,25 +309,17 @@ pub fn loopback_link(rules: Rules, asker: Option<Asker>) -> std::io::Result<Arc<
     listener.set_nonblocking(true)?;
     let port = listener.local_addr()?.port();
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    let random = || {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map(|()| hex::encode(bytes)).map_err(std::io::Error::other)
-    };
-    let link = Arc::new(Link {
-        token: random()?,
-        socket: PathBuf::new(),
-        port,
-        secret: Some(random()?),
-        rules,
-        asker: asker.map(AskerSlot),
-        asked: tokio::sync::Mutex::default(),
-        refused: Mutex::default(),
-        slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
-        task: Mutex::new(None),
-    });
+    let link = Arc::new(Link::new(random_hex()?, PathBuf::new(), port, Some(random_hex()?), rules, asker));
     let task = tokio::spawn(serve::accept(listener, Arc::downgrade(&link)));
     *link.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
     Ok(link)
+}
+
+/// 128 random bits in hex: a link's token or secret.
+fn random_hex() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+    Ok(hex::encode(bytes))
 }
 
 /// The user name in a loopback link's proxy URLs (any is taken; the secret is what counts).

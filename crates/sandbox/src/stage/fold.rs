@@ -42,30 +42,9 @@ pub struct Rules {
     pub user_named: Vec<(PathBuf, String)>,
 }
 
-/// The rules of a fold, read from the environment and the user's configs only when it has a
-/// change to judge: most folds of a running command find nothing new.
-pub struct LazyRules<'a> {
-    rules: std::cell::OnceCell<Rules>,
-    make: Box<dyn Fn() -> Rules + 'a>,
-}
-
-impl<'a> LazyRules<'a> {
-    /// Rules that `make` gives when first needed.
-    pub fn new(make: impl Fn() -> Rules + 'a) -> Self {
-        Self { rules: std::cell::OnceCell::new(), make: Box::new(make) }
-    }
-
-    /// The rules, made the first time.
-    pub fn get(&self) -> &Rules {
-        self.rules.get_or_init(|| (self.make)())
-    }
-}
-
-impl From<Rules> for LazyRules<'static> {
-    fn from(rules: Rules) -> Self {
-        Self { rules: std::cell::OnceCell::from(rules), make: Box::new(Rules::default) }
-    }
-}
+/// The rules of a fold, made (from the environment and the user's configs) only when it has
+/// a change to judge: most folds of a running command find nothing new.
+pub type LazyRules<'a> = std::cell::LazyCell<Rules, Box<dyn FnOnce() -> Rules + 'a>>;
 
 impl Rules {
     /// The places protected where they lie, for links beneath `root` (see `links::Site`).
@@ -210,7 +189,7 @@ pub fn fold_layer(root: &Path, upper: &Path, old: OldArea<'_>, rules: &LazyRules
     // change beneath it, so a fold of only that would otherwise judge nothing).
     fold.refuse_too_deep();
     if !changes.is_empty() {
-        fold.judge(rules.get(), &changes);
+        fold.judge(std::cell::LazyCell::force(rules), &changes);
     }
     if let Ok(top) = fold.upper.open_beneath(Path::new("")) {
         let real_top = fold.real.handle().open_beneath(Path::new(""));

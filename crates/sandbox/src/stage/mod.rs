@@ -155,20 +155,14 @@ impl Stage {
             // folds took from it: what they took and it left as it was is not applied again.
             let snap = self.dir.join(SNAPSHOT);
             remove_dir(&snap);
-            let took = {
-                // Readable handles (`open` only names a directory).
-                let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
-                (|| {
-                    let (upper, real, stage) = (readable(&layer.upper)?, readable(&layer.root)?, readable(&self.dir)?);
-                    snapshot::take(
-                        &upper,
-                        &real,
-                        (&stage, std::ffi::OsStr::new(SNAPSHOT)),
-                        taken,
-                        (since, mode == Mode::Final),
-                    )
-                })()
-            };
+            // Readable handles (`open` only names a directory).
+            let readable = |dir: &Path| DirHandle::open(dir)?.open_beneath(Path::new(""));
+            let took = readable(&layer.upper)
+                .and_then(|upper| Ok((upper, readable(&layer.root)?, readable(&self.dir)?)))
+                .and_then(|(upper, real, stage)| {
+                    let into = (&stage, std::ffi::OsStr::new(SNAPSHOT));
+                    snapshot::take(&upper, &real, into, taken, (since, mode == Mode::Final))
+                });
             let applied_before = folded.applied.len();
             match took {
                 Ok(true) => {
