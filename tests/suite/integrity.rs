@@ -226,8 +226,9 @@ async fn cancelled_call_stops(client: &Client, args: Value) {
     let busy_from = cpu_time(pid);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let busy = cpu_time(pid) - busy_from;
-    // Idle, the server uses next to none; on a busy machine the call gets less than a core.
-    assert!(busy >= Duration::from_millis(20), "{args}: not running: {busy:?} of CPU in 100 ms");
+    // Idle, the server uses next to none (under 1 ms in 100); running, it uses up to a core,
+    // and on a machine busy with other tests a small share of one (the suite saw 20 ms fail).
+    assert!(busy >= Duration::from_millis(5), "{args}: not running: {busy:?} of CPU in 100 ms");
     handle.cancel(Some("test".into())).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let idle_from = cpu_time(pid);
