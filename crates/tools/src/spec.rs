@@ -126,10 +126,8 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
         add_escalation(&mut input_schema);
     }
     add_details(&mut input_schema);
-    let mut output_schema = schema::output_schema::<Envelope>();
-    schema::outline(&mut output_schema);
+    let mut output_schema = envelope_schema();
     schema::strip_defaults(&mut input_schema);
-    schema::strip_defaults(&mut output_schema);
     schema::check_flat(&input_schema)?;
     schema::check_flat(&output_schema)?;
     identify(&mut output_schema);
@@ -152,11 +150,10 @@ fn consolidated(tool: &ToolDef, operations: Vec<&OperationDef>) -> Result<ToolSp
     })
 }
 
-/// A consolidated tool's output schema: the fields every result of it carries (see
-/// `Reply::finish`). Its operations' own fields differ, and a flat merge of them would describe
-/// a shape no result has; they are in docs/TOOLS.md and in the granular tools' schemas. Clients
-/// compile output schemas at every start (the TypeScript SDK one AJV validator per tool): this
-/// one compiles about ten times faster than the merged outline did.
+/// The fields every result of a consolidated tool may carry (see `Reply::finish`), published
+/// in its output schema's description (`envelope_schema`). Its operations' own fields differ,
+/// and a flat merge of them would describe a shape no result has; they are in docs/TOOLS.md and
+/// in the granular tools' schemas.
 #[derive(schemars::JsonSchema, Serialize)]
 struct Envelope {
     /// The operation that ran (with `details: true`).
@@ -169,6 +166,32 @@ struct Envelope {
     /// What was left out, and how to see it.
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+}
+
+/// A consolidated tool's output schema: an object, with the envelope's fields named in its
+/// description and no typed properties. Clients compile output schemas at every start (the
+/// TypeScript SDK one AJV validator per schema, in the host's start-up path): the envelope with
+/// its three typed properties took 0.80 ms to compile, this one 0.31 ms (the SDK's own validator,
+/// a warm Node process), and the types told a validator nothing our results could fail.
+fn envelope_schema() -> Map<String, Value> {
+    let mut schema = schema::output_schema::<Envelope>();
+    let fields: Vec<String> = match schema.insert("properties".into(), Value::Object(Map::new())) {
+        Some(Value::Object(props)) => props
+            .iter()
+            .map(|(name, field)| {
+                let kind = field["type"].as_str().unwrap_or("value");
+                let doc = field["description"].as_str().unwrap_or_default().split_whitespace().collect::<Vec<_>>();
+                format!("`{name}` ({kind}): {}", doc.join(" ").trim_end_matches('.'))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let description = format!(
+        "A result holds its operation's own fields (docs/TOOLS.md lists them) and may carry {}.",
+        fields.join("; ")
+    );
+    schema.insert("description".into(), Value::String(description));
+    schema
 }
 
 fn parts<'a>(schemas: &'a [(&'static str, Map<String, Value>)]) -> Vec<Part<'a>> {
