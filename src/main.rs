@@ -13,12 +13,6 @@ use toolbelt_mcp_core::config::Config;
 use toolbelt_mcp_core::config::args::CommonArgs;
 use toolbelt_mcp_core::config::http::HttpConfig;
 
-/// glibc Linux builds allocate with mimalloc (Cargo.toml); the sandbox helper, this binary
-/// too, starts with a small arena reserve ([`toolbelt_mcp_sandbox::backend::HELPER_ENV`]).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // A sandboxed command's helper (which forks the init of its namespaces) and the doctor's
     // probe: still single-threaded here.
@@ -113,7 +107,9 @@ fn resolve(args: &CommonArgs) -> Result<std::sync::Arc<Config>, String> {
 /// writes them, and when whoever reads stderr stops reading, the newest are dropped and
 /// counted, not waited for. The returned guard flushes the queue when the process ends.
 fn init_logging(default: &str) -> tracing_appender::non_blocking::WorkerGuard {
-    const LOG_QUEUE: usize = 4096;
+    // The queue is allocated whole at start, 32 bytes a line: 4,096 lines were 32 pages that
+    // every start wrote, for a backlog only a stalled reader of stderr builds.
+    const LOG_QUEUE: usize = 512;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()

@@ -118,10 +118,9 @@ fn probe(config: &Config, terminals: &Terminals, confinement: &Confinement, cwd:
     };
     // Init is this binary too: its `/proc/self/exe` reaches it even where its path does not
     // (a binary under `/tmp` is behind the command's private `/tmp`).
-    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &args, cwd, &[], per_command);
+    let wrapped = confinement.wrap(std::ffi::OsStr::new("/proc/self/exe"), &args, cwd, per_command);
     let out = std::process::Command::new(wrapped.program)
         .args(wrapped.args)
-        .envs(wrapped.env)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .output()

@@ -81,17 +81,6 @@ pub fn confines_walks() -> bool {
     }
 }
 
-/// What the sandbox helper (this binary) needs in its environment besides the command's.
-/// glibc Linux builds allocate with mimalloc, which reserves 1 GiB of address space up front;
-/// the helper sets `RLIMIT_AS` (`max_memory_bytes`) on itself before it starts the command,
-/// and with a limit near 1 GiB nothing could start (`Out of memory`). Its reserve is kept
-/// small. Init removes what was added before it starts the command ([`Contract::helper_env`]).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub const HELPER_ENV: &[(&str, &str)] = &[("MIMALLOC_ARENA_RESERVE", "8MiB")];
-/// What the sandbox helper needs in its environment besides the command's: nothing here.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub const HELPER_ENV: &[(&str, &str)] = &[];
-
 /// The program and arguments that run `program args…` under `contract`.
 pub fn wrap(contract: &Contract, program: &OsStr, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
     #[cfg(target_os = "macos")]

@@ -114,10 +114,6 @@ pub struct Contract {
     /// The session's namespace holder, whose namespaces (and temp tmpfs) the command joins.
     #[serde(default)]
     pub join: Option<u32>,
-    /// Variables the server put in the helper's environment for the helper alone
-    /// (`backend::HELPER_ENV`): removed before the command starts.
-    #[serde(default)]
-    pub helper_env: Vec<String>,
 }
 
 /// The system temp dirs a command gets its own of, with the name of its stand-in under the

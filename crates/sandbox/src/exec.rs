@@ -83,8 +83,6 @@ pub struct Wrapped {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
-    /// Variables to add to the command's environment for the helper alone.
-    pub env: Vec<(OsString, OsString)>,
 }
 
 impl Confinement {
@@ -132,7 +130,6 @@ impl Confinement {
             stage: Vec::new(),
             proxy: None,
             join: None,
-            helper_env: Vec::new(),
         };
         Ok(Some(Self { contract, stage_base: stage_base.map(Path::to_path_buf), staged, guard }))
     }
@@ -153,34 +150,18 @@ impl Confinement {
         self.stage_base.is_some()
     }
 
-    /// What runs `program args…` in `cwd` under this confinement, `env` being the command's
-    /// environment: the program and arguments to spawn, and the variables to add to `env`
-    /// for the helper alone (those of [`backend::HELPER_ENV`] the command does not set itself;
-    /// init removes them again).
-    pub fn wrap(
-        &self,
-        program: &OsStr,
-        args: &[OsString],
-        cwd: &Path,
-        env: &[(OsString, OsString)],
-        per_command: PerCommand,
-    ) -> Wrapped {
-        let added: Vec<(OsString, OsString)> = backend::HELPER_ENV
-            .iter()
-            .filter(|(name, _)| !env.iter().any(|(set, _)| set == name))
-            .map(|(name, value)| (OsString::from(name), OsString::from(value)))
-            .collect();
-        let helper_env = added.iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+    /// What runs `program args…` in `cwd` under this confinement: the program and arguments
+    /// to spawn.
+    pub fn wrap(&self, program: &OsStr, args: &[OsString], cwd: &Path, per_command: PerCommand) -> Wrapped {
         let contract = Contract {
             cwd: cwd.to_path_buf(),
-            helper_env,
             stage: per_command.stage,
             proxy: per_command.proxy,
             join: per_command.join,
             ..self.contract.clone()
         };
         let (program, args) = backend::wrap(&contract, program, args);
-        Wrapped { program, args, env: added }
+        Wrapped { program, args }
     }
 
     /// The contract (for `doctor`).
@@ -272,23 +253,13 @@ mod tests {
             assert!(c.contract.binds.contains(&bind), "{bind:?}");
         }
         assert_eq!(c.contract.binds.last(), Some(&Bind::ReadOnly(state)), "own files after the repositories");
-        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, &[], PerCommand::default());
+        let wrapped = c.wrap(OsStr::new("bash"), &["-c".into(), "echo x".into()], &root, PerCommand::default());
         let (program, argv) = (wrapped.program, wrapped.args);
         assert_eq!(program, PathBuf::from("/proc/self/exe"));
         assert_eq!(argv[0], crate::contract::HELPER_SUBCOMMAND);
         let sent: Contract = serde_json::from_str(argv[1].to_str().unwrap()).unwrap();
         assert_eq!((sent.cwd, sent.network, sent.parent), (root.clone(), Network::Deny, std::process::id()));
         assert_eq!(argv[2..], ["--", "bash", "-c", "echo x"]);
-        // The helper's own variables are added, named for init to remove, unless the command
-        // sets them itself.
-        let added: Vec<String> = backend::HELPER_ENV.iter().map(|(name, _)| name.to_string()).collect();
-        assert_eq!(sent.helper_env, added);
-        assert_eq!(wrapped.env.len(), added.len());
-        let own: Vec<(OsString, OsString)> =
-            backend::HELPER_ENV.iter().map(|(name, _)| (OsString::from(name), OsString::from("64MiB"))).collect();
-        let wrapped = c.wrap(OsStr::new("bash"), &[], &root, &own, PerCommand::default());
-        let sent: Contract = serde_json::from_str(wrapped.args[1].to_str().unwrap()).unwrap();
-        assert!(wrapped.env.is_empty() && sent.helper_env.is_empty(), "{wrapped:?}");
         plan.mode = SandboxMode::ReadOnly;
         let c = Confinement::plan(&plan).unwrap().unwrap();
         assert!(c.contract.writable.is_empty(), "read-only: only the temp dirs");

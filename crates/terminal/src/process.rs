@@ -121,7 +121,7 @@ impl Status {
 impl Launch {
     /// The command line as spawned: wrapped in `__sandbox-exec` when confined.
     fn command(&self) -> tokio::process::Command {
-        let (program, args, helper_env) = match &self.confinement {
+        let (program, args) = match &self.confinement {
             Some(confinement) => {
                 #[cfg(target_os = "linux")]
                 let per_command = toolbelt_mcp_sandbox::contract::PerCommand {
@@ -136,16 +136,16 @@ impl Launch {
                 };
                 #[cfg(not(unix))]
                 let per_command = toolbelt_mcp_sandbox::contract::PerCommand::default();
-                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, &self.env, per_command);
-                (wrapped.program, wrapped.args, wrapped.env)
+                let wrapped = confinement.wrap(&self.program, &self.args, &self.cwd, per_command);
+                (wrapped.program, wrapped.args)
             }
             #[cfg(target_os = "linux")]
             None if self.kept.is_some() => {
                 let kept = self.kept.as_ref().map(|kept| kept.command(&self.program, &self.args));
                 let (program, args) = kept.unwrap_or_default();
-                (program, args, Vec::new())
+                (program, args)
             }
-            None => (PathBuf::from(&self.program), self.args.clone(), Vec::new()),
+            None => (PathBuf::from(&self.program), self.args.clone()),
         };
         let mut command = tokio::process::Command::new(program);
         // `cmd /s /c "LINE"` runs LINE exactly as typed (it strips the outer quotes).
@@ -158,7 +158,7 @@ impl Launch {
         }
         #[cfg(unix)]
         command.args(&args);
-        command.current_dir(&self.cwd).env_clear().envs(self.env.iter().chain(&helper_env).map(|(k, v)| (k, v)));
+        command.current_dir(&self.cwd).env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
         command.kill_on_drop(false);
         command
     }

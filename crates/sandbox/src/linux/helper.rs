@@ -75,8 +75,7 @@ fn prepare(
     let (status, report) = UnixStream::pair().map_err(|e| format!("cannot open the status channel: {e}"))?;
     let mut writable = contract.writable.clone();
     writable.extend(temps);
-    let plan =
-        InitArgs { abi: contract.abi, writable, cwd: contract.cwd.clone(), helper_env: contract.helper_env.clone() };
+    let plan = InitArgs { abi: contract.abi, writable, cwd: contract.cwd.clone() };
     // Init starts with these blocked (it waits for them); it unblocks them for the command.
     forwarded().thread_block().map_err(|e| format!("cannot block signals: {e}"))?;
     match fork::fork() {

@@ -43,9 +43,6 @@ pub fn run(plan: &InitArgs, program: OsString, rest: Vec<OsString>, mut report: 
     let _ = forwarded.thread_unblock();
     let mut command = std::process::Command::new(&program);
     command.args(rest).current_dir(&plan.cwd);
-    for name in &plan.helper_env {
-        command.env_remove(name);
-    }
     let child = command.spawn();
     let _ = forwarded.thread_block();
     let child = match child {

@@ -32,8 +32,6 @@ pub struct InitArgs {
     pub writable: Vec<PathBuf>,
     /// The command's working directory.
     pub cwd: PathBuf,
-    /// Variables to remove before the command starts ([`Contract::helper_env`]).
-    pub helper_env: Vec<String>,
 }
 
 /// Reports a setup failure on stderr (the command's) and exits with [`SETUP_FAILED`].

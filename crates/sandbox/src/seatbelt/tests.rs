@@ -24,7 +24,6 @@ fn contract(writable: &[&str], binds: Vec<Bind>, hidden: &[&str], visible: &[&st
         stage: Vec::new(),
         proxy: None,
         join: None,
-        helper_env: Vec::new(),
     }
 }
 
