@@ -271,7 +271,7 @@ fn first_sentence(description: &str) -> &str {
 /// 1.5–2.9 ms, `benches/ts`), and two different schemas never share a name.
 fn identify(schema: &mut Map<String, Value>) {
     let text = Value::Object(schema.clone()).to_string();
-    let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+    let hash = twox_hash::XxHash3_64::oneshot(text.as_bytes());
     schema.insert("$id".into(), json!(format!("urn:toolbelt-mcp:output:{hash:016x}")));
 }
 

@@ -307,7 +307,7 @@ pub fn newer(upper: &DirHandle, real: &DirHandle, name: &OsStr) -> bool {
 
 /// The xxh3-128 of a regular file's bytes or a symlink's target; `None` for anything else.
 fn digest_of(dir: &DirHandle, name: &OsStr) -> io::Result<Option<u128>> {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = twox_hash::XxHash3_128::new();
     match dir.stat(name)?.kind {
         Kind::File => {
             let mut file = dir.open_read(name)?;
@@ -317,13 +317,13 @@ fn digest_of(dir: &DirHandle, name: &OsStr) -> io::Result<Option<u128>> {
                 if n == 0 {
                     break;
                 }
-                hasher.update(&buf[..n]);
+                hasher.write(&buf[..n]);
             }
         }
-        Kind::Link => hasher.update(dir.read_link(name)?.as_os_str().as_bytes()),
+        Kind::Link => hasher.write(dir.read_link(name)?.as_os_str().as_bytes()),
         Kind::Dir | Kind::Other => return Ok(None),
     }
-    Ok(Some(hasher.digest128()))
+    Ok(Some(hasher.finish_128()))
 }
 
 #[cfg(test)]

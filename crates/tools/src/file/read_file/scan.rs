@@ -7,7 +7,7 @@
 use std::io::BufRead;
 
 use sha2::{Digest, Sha256};
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128 as Xxh3;
 
 use crate::{Lines, RESERVE, push_decimal};
 
@@ -190,7 +190,7 @@ pub(super) fn scan(
                 line_start = Some(Start { byte: consumed, lines, crlf, lf, sha256, xxh3, checkpoints: Vec::new() });
             }
             sha256.update(&buf[..take]);
-            xxh3.update(&buf[..take]);
+            xxh3.write(&buf[..take]);
         }
         let room = MAX_LINE_BYTES.saturating_sub(line.len());
         line.extend_from_slice(&buf[..take.min(room)]);
@@ -234,7 +234,7 @@ pub(super) fn scan(
                 checkpoints: Vec::new(),
             },
         };
-        out.tail = Some(Tail { len: consumed, xxh3: xxh3.digest128(), resume });
+        out.tail = Some(Tail { len: consumed, xxh3: xxh3.finish_128(), resume });
         out.sha256 = hex::encode(sha256.finalize());
     }
     Ok(Some(out))
