@@ -198,6 +198,17 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
         })?;
     }
     let write_protected = fs::is_write_protected(path);
+    if !write_protected {
+        // Created private, whatever the directory's mode (a state dir the user made is often
+        // 0755): SQLite gives its WAL and shared-memory files the database file's mode.
+        match fs::create_private_file(path) {
+            Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => {
+                let reason = format!("cannot create it: {err}");
+                return Err(StoreError::Open { path: path.to_path_buf(), reason });
+            }
+            _ => {}
+        }
+    }
     let mode = if write_protected {
         OpenFlags::SQLITE_OPEN_READ_ONLY
     } else {
@@ -265,6 +276,28 @@ mod tests {
         let err = store.run_blocking("testing", |c| Ok(c.execute("INSERT INTO nowhere VALUES (1)", [])?)).unwrap_err();
         assert!(err.to_string().contains("failed while testing"), "{err}");
         assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_database_and_its_wal_are_private_in_a_shared_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        #[allow(clippy::disallowed_methods)]
+        std::fs::create_dir(&state).unwrap();
+        #[allow(clippy::disallowed_methods)]
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = state.join(crate::FILE_NAME);
+        let store = Sqlite::new(path.clone());
+        store.run_blocking("writing", |c| Ok(c.execute("CREATE TABLE t (x)", [])?)).unwrap();
+        for name in
+            [crate::FILE_NAME.to_string(), format!("{}-wal", crate::FILE_NAME), format!("{}-shm", crate::FILE_NAME)]
+        {
+            #[allow(clippy::disallowed_methods)]
+            let mode = std::fs::metadata(state.join(&name)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "`{name}`");
+        }
     }
 
     #[test]
