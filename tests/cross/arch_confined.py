@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Checks that code compiled only for some CPUs lives in the sandbox crate's Linux module.
+
+    python3 tests/cross/arch_confined.py [REPO]
+
+CI runs clippy over the whole workspace for x86-64 Linux, arm64 macOS and x64 Windows, but for
+the other CPUs of an operating system already linted (x64 macOS, arm64 Linux) only over the
+crate that holds the code that differs by CPU (`crates/sandbox`, its seccomp filter's syscall
+numbers): every other line compiles the same there. That holds only while `target_arch` (and
+the other CPU-dependent cfgs) gate items in that crate's `src/linux/` alone. A `cfg!(...)`
+expression is fine anywhere: both of its branches compile on every CPU. Exits 1 naming each
+place that breaks this, with what to do.
+
+Python 3 standard library only.
+"""
+import pathlib
+import re
+import sys
+
+KEYS = r"target_arch|target_env|target_pointer_width|target_endian|target_feature"
+ANY = re.compile(rf"\b(?:{KEYS})\b")
+EXPRESSION = re.compile(rf"cfg!\(\s*(?:(?:all|any|not)\(\s*)*(?:{KEYS})\b")
+ALLOWED = ("crates/sandbox/src/linux/",)
+SKIP = {"target", "node_modules", ".git"}
+
+
+def places(repo: pathlib.Path):
+    """Every line outside the allowed module that gates items on the CPU: (path, line no, text)."""
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if SKIP.intersection(path.relative_to(repo).parts) or not path.is_file():
+            continue
+        if path.suffix == ".rs" and not rel.startswith(ALLOWED):
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                code = line.split("//", 1)[0]
+                if ANY.search(code) and len(ANY.findall(code)) > len(EXPRESSION.findall(code)):
+                    yield rel, number, line.strip()
+        elif path.name == "Cargo.toml":
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if line.lstrip().startswith("[") and ANY.search(line):
+                    yield rel, number, line.strip()
+
+
+def main() -> int:
+    repo = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2]).resolve()
+    found = list(places(repo))
+    for rel, number, text in found:
+        print(f"{rel}:{number}: `{text}` depends on the CPU outside `{ALLOWED[0]}`")
+    if found:
+        print("arch_confined: CI lints x64 macOS and arm64 Linux only through `-p toolbelt-mcp-sandbox` "
+              "(.ci/run): move this code into the sandbox crate's `src/linux/`, use a `cfg!(...)` "
+              "expression, or widen those clippy runs to the crates that now hold such code")
+        return 1
+    print("arch_confined: code that differs by CPU is confined to " + ", ".join(ALLOWED))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
