@@ -14,6 +14,10 @@ set -euo pipefail
 out="${1:?usage: npm/pack.sh OUT_DIR [TARGET]}"
 target="${2:-}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+# Where cargo builds: `CARGO_TARGET_DIR` when set (relative to the repository, where cargo runs
+# below; CI builds the static binary in a directory of its own), else the repository's `target/`.
+build_dir="${CARGO_TARGET_DIR:-target}"
+case "$build_dir" in /*) ;; *) build_dir="$repo/$build_dir" ;; esac
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
@@ -66,23 +70,23 @@ case "$target" in
     stubs="$repo/target/macos-sdk-stubs"
     (cd "$repo" && python3 tests/cross/macos_sdk_stubs.py "$stubs" "$target" >/dev/null \
       && SDKROOT="$stubs" cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
-    binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+    binary="$build_dir/$target/$profile/toolbelt-mcp" ;;
   aarch64-unknown-linux-*)
     # zig is the C toolchain and linker (a static binary with the musl target). A debug build
     # carries ~250 MB of DWARF: its package gets the binary without (the linker strips it).
     (cd "$repo" && CARGO_PROFILE_DEV_STRIP=debuginfo \
       cargo-zigbuild zigbuild ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
-    binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+    binary="$build_dir/$target/$profile/toolbelt-mcp" ;;
   x86_64-pc-windows-gnu)
     (cd "$repo" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="${CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER:-x86_64-w64-mingw32-gcc}" \
       cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
-    binary="$repo/target/$target/$profile/toolbelt-mcp.exe" ;;
+    binary="$build_dir/$target/$profile/toolbelt-mcp.exe" ;;
   "")
     (cd "$repo" && env ${link_env[@]+"${link_env[@]}"} cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked)
-    binary="$repo/target/$profile/toolbelt-mcp" ;;
+    binary="$build_dir/$profile/toolbelt-mcp" ;;
   *)
     (cd "$repo" && env ${link_env[@]+"${link_env[@]}"} cargo build ${profile_flag[@]+"${profile_flag[@]}"} --locked --target "$target")
-    binary="$repo/target/$target/$profile/toolbelt-mcp" ;;
+    binary="$build_dir/$target/$profile/toolbelt-mcp" ;;
 esac
 if [ "$os-$cpu" = "$(node -p 'process.platform + "-" + process.arch')" ]; then
   built="$("$binary" --version)"
