@@ -15,7 +15,7 @@ out="${1:?usage: npm/pack.sh OUT_DIR [TARGET]}"
 target="${2:-}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 # Where cargo builds: `CARGO_TARGET_DIR` when set (relative to the repository, where cargo runs
-# below; CI builds the static binary in a directory of its own), else the repository's `target/`.
+# below), else the repository's `target/`.
 build_dir="${CARGO_TARGET_DIR:-target}"
 case "$build_dir" in /*) ;; *) build_dir="$repo/$build_dir" ;; esac
 mkdir -p "$out"
