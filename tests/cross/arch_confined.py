@@ -8,8 +8,9 @@ Linux only over the crate that holds the code that differs by CPU (`crates/sandb
 filter's syscall numbers), and for x64 macOS not at all (its sandbox code has no such
 difference): every other line compiles the same there. That holds only while `target_arch` (and
 the other CPU-dependent cfgs) gate items in that crate's `src/linux/` alone. A `cfg!(...)`
-expression is fine anywhere: both of its branches compile on every CPU. Exits 1 naming each
-place that breaks this, with what to do.
+expression is fine anywhere: both of its branches compile on every CPU. A build script reading
+`CARGO_CFG_TARGET_ARCH` (and the like) and a `cfg(...)` target table in any TOML file count.
+Exits 1 naming each place that breaks this, with what to do.
 
 Python 3 standard library only.
 """
@@ -19,9 +20,24 @@ import sys
 
 KEYS = r"target_arch|target_env|target_pointer_width|target_endian|target_feature"
 ANY = re.compile(rf"\b(?:{KEYS})\b")
-EXPRESSION = re.compile(rf"cfg!\(\s*(?:(?:all|any|not)\(\s*)*(?:{KEYS})\b")
+# What a build script reads to learn the same (`CARGO_CFG_TARGET_ARCH`, ...).
+BUILD_ENV = re.compile(rf"CARGO_CFG_(?:{KEYS.upper()})\b")
 ALLOWED = ("crates/sandbox/src/linux/",)
 SKIP = {"target", "node_modules", ".git"}
+
+
+def without_expressions(code: str) -> str:
+    """`code` with every `cfg!( ... )` (its parentheses balanced on the line) taken out."""
+    out, at = [], 0
+    while (start := code.find("cfg!(", at)) != -1:
+        out.append(code[at:start])
+        depth, end = 0, start + 4
+        for end in range(start + 4, len(code)):
+            depth += {"(": 1, ")": -1}.get(code[end], 0)
+            if depth == 0:
+                break
+        at = end + 1
+    return "".join(out) + code[at:]
 
 
 def places(repo: pathlib.Path):
@@ -30,15 +46,18 @@ def places(repo: pathlib.Path):
         rel = path.relative_to(repo).as_posix()
         if SKIP.intersection(path.relative_to(repo).parts) or not path.is_file():
             continue
-        if path.suffix == ".rs" and not rel.startswith(ALLOWED):
-            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        lines = enumerate(path.read_text(errors="replace").splitlines(), 1) if path.suffix in (".rs", ".toml") else ()
+        for number, line in lines:
+            if path.suffix == ".toml":
+                # A `[target.'cfg(target_arch = ...)'.dependencies]` table (Cargo.toml, .cargo/config.toml).
+                hit = line.lstrip().startswith("[") and ANY.search(line)
+            elif rel.startswith(ALLOWED):
+                continue
+            else:
                 code = line.split("//", 1)[0]
-                if ANY.search(code) and len(ANY.findall(code)) > len(EXPRESSION.findall(code)):
-                    yield rel, number, line.strip()
-        elif path.name == "Cargo.toml":
-            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                if line.lstrip().startswith("[") and ANY.search(line):
-                    yield rel, number, line.strip()
+                hit = ANY.search(without_expressions(code)) or BUILD_ENV.search(code)
+            if hit:
+                yield rel, number, line.strip()
 
 
 def main() -> int:
