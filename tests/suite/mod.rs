@@ -8,6 +8,7 @@ mod agent_servers;
 pub(crate) mod cli;
 #[cfg(target_os = "linux")]
 mod command_undo;
+mod command_undo_unstaged;
 pub(crate) mod common;
 #[cfg(target_os = "linux")]
 mod confinement;

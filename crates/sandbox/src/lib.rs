@@ -24,8 +24,11 @@ pub mod proxy;
 // Compiled everywhere: the profile generator is pure, and its snapshot tests run on Linux CI.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod seatbelt;
+#[cfg(unix)]
+pub mod shadow;
 #[cfg(target_os = "linux")]
 pub mod stage;
+pub mod undoable;
 pub mod walk;
 pub mod write;
 

@@ -13,6 +13,8 @@ pub mod keys;
 pub mod log;
 pub mod process;
 pub mod session;
+#[cfg(unix)]
+mod shadowed;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -91,8 +93,11 @@ struct Staging {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     undo_ignored: bool,
     /// What background commands' and sessions' folds applied, for undo: taken by the next call.
-    #[cfg(target_os = "linux")]
-    records: Mutex<Vec<toolbelt_mcp_sandbox::stage::record::Recorded>>,
+    #[cfg(unix)]
+    records: Mutex<Vec<toolbelt_mcp_sandbox::undoable::Recorded>>,
+    /// The copy of the roots that commands without a stage are compared with, for undo.
+    #[cfg(unix)]
+    shadowed: shadowed::Shadowed,
 }
 
 /// A process group whose writes are watched.
@@ -102,6 +107,9 @@ struct Tracked {
     confinement: Confinement,
     #[cfg(target_os = "linux")]
     stage: Option<Arc<toolbelt_mcp_sandbox::stage::Stage>>,
+    /// A command without a stage whose writes the shadow records, as its records name it.
+    #[cfg(unix)]
+    recorded_as: Option<toolbelt_mcp_sandbox::undoable::Command>,
     /// Kept while the group runs: its proxy.
     #[cfg(unix)]
     link: Option<Arc<toolbelt_mcp_sandbox::proxy::Link>>,
@@ -135,6 +143,14 @@ impl Terminals {
             max_sessions: config.max_sessions,
             ring_bytes: config.session_output_bytes,
             staging: Arc::new(Staging {
+                #[cfg(unix)]
+                shadowed: shadowed::Shadowed::new(
+                    &config.state_dir,
+                    n,
+                    own.clone(),
+                    config.undo_ignored,
+                    (config.max_undo_bytes, config.max_undo_total_bytes),
+                ),
                 own,
                 undo_cap: config.max_undo_bytes,
                 undo_ignored: config.undo_ignored,
@@ -321,7 +337,7 @@ impl Terminals {
 
     /// Keeps watching what the process group `pgid` writes while any of it runs: its stage is
     /// folded at every call (and once more when the group is gone), or, without one, its
-    /// protected paths are checked.
+    /// protected paths are checked and the roots compared with their shadow.
     pub fn track(&self, pgid: u32, launch: &crate::process::Launch) {
         let Some(confinement) = launch.confinement.clone() else { return };
         let tracked = Tracked {
@@ -330,12 +346,19 @@ impl Terminals {
             #[cfg(target_os = "linux")]
             stage: launch.stage.clone(),
             #[cfg(unix)]
+            recorded_as: launch.recorded_as.clone(),
+            #[cfg(unix)]
             link: launch.link.clone(),
         };
         self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner()).push(tracked);
         #[cfg(target_os = "linux")]
-        if launch.stage.is_some() {
-            // The end of the group is a defined point: folded then, not at the next call.
+        let staged = launch.stage.is_some();
+        #[cfg(not(target_os = "linux"))]
+        let staged = false;
+        #[cfg(unix)]
+        if staged || (launch.recorded_as.is_some() && pgid != 0) {
+            // The end of the group is a defined point: folded (or compared with the shadow)
+            // then, not at the next call.
             let staging = self.staging.clone();
             tokio::spawn(async move {
                 crate::process::wait_group_gone(pgid, Duration::from_millis(50), None).await;
@@ -370,9 +393,47 @@ impl Terminals {
 
     /// What the folds of background commands and sessions applied since the last call, for
     /// undo (each fold one step).
-    #[cfg(target_os = "linux")]
-    pub fn take_records(&self) -> Vec<toolbelt_mcp_sandbox::stage::record::Recorded> {
+    #[cfg(unix)]
+    pub fn take_records(&self) -> Vec<toolbelt_mcp_sandbox::undoable::Recorded> {
         std::mem::take(&mut *self.staging.records.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Before a command that no stage records starts (`launch.recorded_as`): the shadow of
+    /// `roots` is brought up to date, so what it writes is measured from now. When it cannot
+    /// be, the call's result says why.
+    #[cfg(unix)]
+    pub async fn before_unstaged(&self, roots: &[PathBuf]) {
+        if let Err(why) = self.staging.shadowed.settle(roots).await {
+            self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()).push(why);
+        }
+    }
+
+    /// What a command no stage records (`command`) changed since [`Terminals::before_unstaged`]
+    /// (or the last look), for undo (old content at most the session's undo cap).
+    #[cfg(unix)]
+    pub async fn unstaged_changes(
+        &self,
+        command: toolbelt_mcp_sandbox::undoable::Command,
+    ) -> Option<toolbelt_mcp_sandbox::undoable::Recorded> {
+        self.staging.shadowed.changes(command, self.staging.undo_cap).await
+    }
+
+    /// Around a write of the server's own while commands no stage records run: before it,
+    /// what they wrote so far is recorded as theirs (`before`); after it (`!before`), what the
+    /// server wrote is taken into the shadow, so it is not recorded as theirs.
+    #[cfg(unix)]
+    pub async fn around_own_write(&self, roots: &[PathBuf], before: bool) {
+        let running: Vec<toolbelt_mcp_sandbox::undoable::Command> = {
+            let tracked = self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner());
+            tracked.iter().filter(|t| group_alive(t.pgid)).filter_map(|t| t.recorded_as.clone()).collect()
+        };
+        let Some(command) = running.into_iter().next() else { return };
+        if before {
+            let recorded = self.staging.shadowed.changes(command, self.staging.undo_cap).await;
+            self.staging.keep_record(recorded);
+        } else if let Err(why) = self.staging.shadowed.settle(roots).await {
+            self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()).push(why);
+        }
     }
 
     /// After the server itself wrote protected paths (approved): what is there now is not the
@@ -571,14 +632,19 @@ impl Staging {
                 continue;
             }
             notes.extend(tracked.confinement.check().iter().map(Finding::describe));
+            #[cfg(unix)]
+            if let Some(command) = tracked.recorded_as {
+                let recorded = self.shadowed.changes(command, self.undo_cap).await;
+                self.keep_record(recorded);
+            }
         }
         self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
     }
 
     /// Keeps a fold's record for the next call to put in the history (one that applied
     /// nothing is dropped).
-    #[cfg(target_os = "linux")]
-    fn keep_record(&self, recorded: Option<toolbelt_mcp_sandbox::stage::record::Recorded>) {
+    #[cfg(unix)]
+    fn keep_record(&self, recorded: Option<toolbelt_mcp_sandbox::undoable::Recorded>) {
         let Some(recorded) = recorded else { return };
         if recorded.changes.is_empty() && recorded.left_out.is_empty() && !recorded.too_large {
             return;
@@ -599,6 +665,18 @@ impl Staging {
                 self.fold(stage, toolbelt_mcp_sandbox::stage::Mode::Live, Some(self.undo_cap)).await;
             self.notes.lock().unwrap_or_else(|p| p.into_inner()).extend(notes);
             self.keep_record(recorded);
+        }
+        // Without a stage: what the shadow finds changed, under the first such command that runs.
+        #[cfg(unix)]
+        {
+            let running = {
+                let tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
+                tracked.iter().filter_map(|t| t.recorded_as.clone()).next()
+            };
+            if let Some(command) = running {
+                let recorded = self.shadowed.changes(command, self.undo_cap).await;
+                self.keep_record(recorded);
+            }
         }
         let findings: Vec<String> = {
             let tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());

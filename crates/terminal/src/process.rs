@@ -41,6 +41,10 @@ pub struct Launch {
     /// Where its writes beneath the roots are staged (Linux, `workspace-write`).
     #[cfg(target_os = "linux")]
     pub stage: Option<Arc<toolbelt_mcp_sandbox::stage::Stage>>,
+    /// A command whose writes no stage records (macOS; Linux with `stage_writes = false`), as
+    /// the shadow's records name it: compared with the shadow of the roots at its end.
+    #[cfg(unix)]
+    pub recorded_as: Option<toolbelt_mcp_sandbox::undoable::Command>,
     /// Its way to other hosts (the proxy; `allow` and `allowlist` networks). Held as long as
     /// the command may run.
     #[cfg(unix)]
@@ -423,6 +427,8 @@ mod tests {
             confinement: None,
             #[cfg(target_os = "linux")]
             stage: None,
+            #[cfg(unix)]
+            recorded_as: None,
             #[cfg(unix)]
             link: None,
             #[cfg(target_os = "linux")]

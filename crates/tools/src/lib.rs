@@ -385,7 +385,7 @@ async fn gate_and_run<O: Operation>(
     let approved =
         Gate::check(O::NAME, &O::effect(&args), written.as_deref(), &escalation, &context.caller(), verdict).await?;
     let budget = context.budget;
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     let first_root = context.roots.first().to_path_buf();
     // Protected paths this call may write with approval: not a command's doing afterwards.
     let protected_writes: Vec<std::path::PathBuf> = approved
@@ -395,6 +395,13 @@ async fn gate_and_run<O: Operation>(
         .filter(|path| toolbelt_mcp_sandbox::protected::classify(path).is_some())
         .collect();
     let cancel = context.signals.cancel.clone();
+    // A write of the server's own while commands no stage records run: not theirs.
+    #[cfg(unix)]
+    let own_write = matches!(O::KIND, EffectKind::Write { .. }).then(|| context.roots.list().to_vec());
+    #[cfg(unix)]
+    if let Some(roots) = &own_write {
+        session.terminals.around_own_write(roots, true).await;
+    }
     let call = Call {
         subjects: approved.subjects,
         targets: approved.targets,
@@ -413,6 +420,10 @@ async fn gate_and_run<O: Operation>(
         _ => O::run(args, call).await,
     };
     let terminals = &session.terminals;
+    #[cfg(unix)]
+    if let Some(roots) = &own_write {
+        terminals.around_own_write(roots, false).await;
+    }
     if !protected_writes.is_empty() {
         terminals.accept_writes(&protected_writes);
     }
@@ -422,7 +433,7 @@ async fn gate_and_run<O: Operation>(
     #[cfg(target_os = "linux")]
     found.extend(adopted);
     // What background commands and sessions wrote, each fold one undo step.
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     let found = {
         let mut found = found;
         let records = terminals.take_records();

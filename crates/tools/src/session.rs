@@ -11,7 +11,7 @@ use toolbelt_mcp_sandbox::fs;
 use toolbelt_mcp_sandbox::journal::TempJournal;
 use toolbelt_mcp_terminal::Terminals;
 
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 mod commands;
 #[cfg(target_os = "linux")]
 pub use commands::adopt_later;

@@ -104,6 +104,22 @@ impl DirHandle {
         Ok(Stat { kind, len: stat.st_size as u64, mode: mode_bits(stat.st_mode) })
     }
 
+    /// What is at `name` (not following a symlink), with the version that tells a later change
+    /// of it from this one.
+    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+    pub fn stat_version(&self, name: &OsStr) -> io::Result<(Stat, super::Version)> {
+        let stat = rustix::fs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let kind = kind(FileType::from_raw_mode(stat.st_mode));
+        let version = super::Version {
+            dev: stat.st_dev as u64,
+            ino: u64::from(stat.st_ino),
+            size: stat.st_size as u64,
+            mtime: (stat.st_mtime as i64, stat.st_mtime_nsec as i64),
+            ctime: (stat.st_ctime as i64, stat.st_ctime_nsec as i64),
+        };
+        Ok((Stat { kind, len: stat.st_size as u64, mode: mode_bits(stat.st_mode) }, version))
+    }
+
     /// The identity of what is at `name` (not following a symlink).
     pub fn identity(&self, name: &OsStr) -> io::Result<FileId> {
         let stat = rustix::fs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW)?;

@@ -224,14 +224,7 @@ fn note_applied(taken: &mut taken::Taken, root: &Path, applied: &[fold::Applied]
     }
 }
 
-/// A staged command: its line and when it started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    /// The command line, as the model wrote it.
-    pub line: String,
-    /// When it started.
-    pub started: std::time::SystemTime,
-}
+pub use crate::undoable::Command;
 
 impl Command {
     /// Its form in the stage: the start in seconds since the epoch, a newline, the line.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use toolbelt_mcp_sandbox::stage::record::{Recorded, Undoable};
+use toolbelt_mcp_sandbox::undoable::{Recorded, Undoable};
 
 use super::{ChangeKind, Session};
 

@@ -112,8 +112,6 @@ fn launch(
     }
     let cwd = cwd.map_or_else(|| context.roots.first().to_path_buf(), |dir| dir.real().to_path_buf());
     // Only Linux stages a command's writes (and records them by its line).
-    #[cfg(not(target_os = "linux"))]
-    let _ = line;
     #[cfg(target_os = "linux")]
     let stage = match &confinement {
         Some(confinement) => {
@@ -121,6 +119,22 @@ fn launch(
         }
         None => None,
     };
+    #[cfg(target_os = "linux")]
+    let staged = stage.is_some();
+    #[cfg(not(target_os = "linux"))]
+    let staged = false;
+    // Without a stage, a sandboxed command that may write the roots is recorded by comparing
+    // them with their shadow (settled by the caller just before it starts).
+    #[cfg(unix)]
+    let recorded_as = (confinement.is_some()
+        && !staged
+        && context.config.sandbox != toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly)
+        .then(|| toolbelt_mcp_sandbox::undoable::Command {
+            line: line.to_string(),
+            started: std::time::SystemTime::now(),
+        });
+    #[cfg(windows)]
+    let _ = (line, staged);
     #[cfg(target_os = "linux")]
     let join = match &confinement {
         Some(_) => terminals.holder()?,
@@ -176,6 +190,8 @@ fn launch(
         confinement,
         #[cfg(target_os = "linux")]
         stage,
+        #[cfg(unix)]
+        recorded_as,
         #[cfg(unix)]
         link,
         #[cfg(target_os = "linux")]

@@ -117,7 +117,7 @@ impl Operation for RunCommand {
         let timeout = millis("timeout_ms", args.timeout_ms.unwrap_or(limits.0), limits.1)?;
         let wait = millis("wait_ms", args.wait_ms.unwrap_or(BACKGROUND_WAIT_MS), TIMEOUT_MS.1)?;
         let context = call.context;
-        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+        #[cfg_attr(windows, allow(unused_mut))]
         let mut launch = launch(
             &context,
             (call.cwd, call.unsandboxed),
@@ -131,6 +131,11 @@ impl Operation for RunCommand {
         let budget = context.budget.saturating_sub(crate::RESERVE);
         let stdin = args.stdin.map(String::into_bytes);
         let spawn_error = |source| ToolError::Spawn { program: context.config.shell.clone(), source };
+        // Without a stage, what it writes is measured from the roots as they are now.
+        #[cfg(unix)]
+        if launch.recorded_as.is_some() {
+            terminals.before_unstaged(context.roots.list()).await;
+        }
 
         if args.background {
             terminals.check_capacity()?;
@@ -197,6 +202,19 @@ impl Operation for RunCommand {
         };
         #[cfg(not(target_os = "linux"))]
         let folded: Vec<String> = Vec::new();
+        // Without a stage: one undo step of what the roots' shadow says changed.
+        #[cfg(unix)]
+        let folded = match launch.recorded_as.clone() {
+            Some(command) => {
+                let mut folded = folded;
+                let _serial = context.session.writes.lock().await;
+                if let Some(recorded) = terminals.unstaged_changes(command).await {
+                    folded.extend(context.session.record_command(recorded, context.roots.first(), true));
+                }
+                folded
+            }
+            None => folded,
+        };
         #[cfg(unix)]
         let folded = {
             let mut folded = folded;
@@ -215,6 +233,12 @@ impl Operation for RunCommand {
         #[cfg(not(target_os = "linux"))]
         let staged = false;
         if !staged {
+            // What it left running is compared with the shadow at later calls; nothing left,
+            // nothing more to compare.
+            #[cfg(unix)]
+            if finished.lingering.is_none() {
+                launch.recorded_as = None;
+            }
             terminals.track(finished.lingering.unwrap_or(0), &launch);
         }
         let (out_total, err_total) = (logs[0].total(), logs[1].total());

@@ -90,6 +90,11 @@ impl Operation for StartSession {
         let launch = launch(&context, (call.cwd, call.unsandboxed), &line, program, &env, Terminal::Pty)?;
         let terminals = &context.session.terminals;
         terminals.check_capacity()?;
+        // Without a stage, what it writes is measured from the roots as they are now.
+        #[cfg(unix)]
+        if launch.recorded_as.is_some() {
+            terminals.before_unstaged(context.roots.list()).await;
+        }
         let number = terminals.reserve();
         let id = format!("t{number}");
         let session = TermSession::start_pty(id.clone(), &launch, shell.clone(), (rows, cols), terminals.ring_bytes)
