@@ -353,7 +353,7 @@ impl Terminals {
         self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner()).push(tracked);
         #[cfg(target_os = "linux")]
         let staged = launch.stage.is_some();
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(all(unix, not(target_os = "linux")))]
         let staged = false;
         #[cfg(unix)]
         if staged || (launch.recorded_as.is_some() && pgid != 0) {

@@ -3,7 +3,9 @@
 //! changed again since).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(target_os = "linux")]
+use std::sync::Mutex;
 
 use toolbelt_mcp_sandbox::undoable::{Recorded, Undoable};
 
@@ -11,10 +13,12 @@ use super::{ChangeKind, Session};
 
 /// Records of commands whose server was killed mid-command, folded by a later start, that no
 /// session has taken into its history yet.
+#[cfg(target_os = "linux")]
 static RECOVERED: Mutex<Vec<Recorded>> = Mutex::new(Vec::new());
 
 /// Keeps `records` (of commands a killed server ran, folded at this start) for the next
 /// session's history: its first call takes them, as one undo step each.
+#[cfg(target_os = "linux")]
 pub fn adopt_later(records: Vec<Recorded>) {
     if !records.is_empty() {
         RECOVERED.lock().unwrap_or_else(|p| p.into_inner()).extend(records);
@@ -33,6 +37,7 @@ impl Session {
     /// under the session's write lock: those whose paths all lie in `roots` (the first shows
     /// paths relative to it); the others (the server was started with other roots since) are
     /// left out, with a line for the call's result saying so: undo works within the roots only.
+    #[cfg(target_os = "linux")]
     pub async fn adopt_recovered(&self, roots: &[PathBuf]) -> Vec<String> {
         let mut lines = Vec::new();
         let Some(first) = roots.first() else { return lines };
