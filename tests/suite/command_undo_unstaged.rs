@@ -116,3 +116,45 @@ async fn without_a_stage_a_background_command_is_recorded_and_own_edits_stay_apa
     assert_eq!(std::fs::read_to_string(ws.root.join("mine.txt")).unwrap(), "mine\n");
     client.close().await;
 }
+
+/// A background command appending to a file while the server makes files between: every
+/// step undoes in turn, newest first, the command's appends included (none is taken in with
+/// the server's own write).
+#[tokio::test]
+async fn without_a_stage_server_writes_between_a_commands_appends_keep_every_step_undoable() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("log"), "start\n").unwrap();
+    let client = unstaged(&ws).await;
+    let started = client
+        .term(
+            "run_command",
+            json!({"command": "for i in $(seq 60); do echo $i >> log; sleep 0.02; done", "background": true, "wait_ms": 0}),
+        )
+        .await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = started.structured["session_id"].as_str().unwrap().to_string();
+    for n in 0..6 {
+        let made =
+            client.file(json!({"operation": "create_file", "path": format!("made{n}.txt"), "content": "x\n"})).await;
+        assert!(!made.is_error, "{}", made.text);
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while client.term("read_output", json!({"session_id": id, "wait_ms": 200})).await.structured["status"] == "running"
+        && std::time::Instant::now() < deadline
+    {}
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut steps = 0;
+    loop {
+        let undone = client.file(undo()).await;
+        if undone.is_error {
+            assert!(undone.text.contains("nothing to undo"), "step {steps}: {}", undone.text);
+            break;
+        }
+        steps += 1;
+        assert!(steps < 100, "{}", undone.text);
+    }
+    assert_eq!(std::fs::read_to_string(ws.root.join("log")).unwrap(), "start\n");
+    assert!((0..6).all(|n| !ws.root.join(format!("made{n}.txt")).exists()));
+    client.close().await;
+}

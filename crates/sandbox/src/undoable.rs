@@ -1,13 +1,8 @@
 //! What a command changed under the roots, in the form `undo` needs, whichever mechanism saw
 //! it: a staging layer's fold (Linux) or a shadow copy compared before and after (macOS, and
-//! Linux without staging). Build output and dependencies (git-ignored paths) are left out
-//! unless asked for; the rules for telling them are here too.
+//! Linux without staging).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-use crate::handle::DirHandle;
-use crate::protected::view::read_at;
 
 /// Entries of a tree recorded at most (a removed or created tree larger is left out).
 pub const MAX_TREE_ENTRIES: usize = 20_000;
@@ -111,44 +106,4 @@ pub struct Recorded {
     pub too_large: bool,
     /// The command that made the changes, and when it started.
     pub command: Option<Command>,
-}
-
-/// Each root's git-ignore rules, read as they are met (`.gitignore` in each directory on the
-/// way, the repository's `info/exclude`).
-#[derive(Default)]
-pub struct Ignores {
-    by_dir: HashMap<PathBuf, Option<ignore::gitignore::Gitignore>>,
-}
-
-impl Ignores {
-    /// Whether `rel` (beneath `root`) is git-ignored, by a `.gitignore` above it.
-    pub fn ignored(&mut self, root: &Path, rel: &Path, is_dir: bool) -> bool {
-        let mut dirs: Vec<&Path> = rel.ancestors().skip(1).collect();
-        dirs.reverse();
-        for dir in dirs {
-            let rules = self.by_dir.entry(root.join(dir)).or_insert_with(|| rules_in(root, dir));
-            if let Some(rules) = rules
-                && let Ok(inner) = rel.strip_prefix(dir)
-                && rules.matched_path_or_any_parents(inner, is_dir).is_ignore()
-            {
-                return true;
-            }
-        }
-        false
-    }
-}
-
-/// The rules of `dir`'s `.gitignore` (and, at a repository's top, its `info/exclude`).
-fn rules_in(root: &Path, dir: &Path) -> Option<ignore::gitignore::Gitignore> {
-    let real = DirHandle::open(root).ok()?;
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root.join(dir));
-    let mut any = false;
-    for file in [dir.join(".gitignore"), dir.join(".git/info/exclude")] {
-        if let Some(bytes) = read_at(&real, &file, 1 << 20) {
-            for line in String::from_utf8_lossy(&bytes).lines() {
-                any |= builder.add_line(None, line).is_ok();
-            }
-        }
-    }
-    any.then(|| builder.build().ok()).flatten()
 }

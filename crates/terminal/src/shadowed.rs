@@ -64,6 +64,17 @@ impl Shadowed {
         })
     }
 
+    /// Takes what the server wrote at `paths` into the shadow (see `Shadow::absorb`).
+    pub(crate) async fn absorb(&self, paths: Vec<PathBuf>) {
+        let shadow = self.shadow.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(shadow) = shadow.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                shadow.absorb(&paths);
+            }
+        })
+        .await;
+    }
+
     /// What changed beneath the roots since the shadow was last settled or compared, as
     /// `command`'s record (old content at most `cap` bytes); `None` before any settle.
     pub(crate) async fn changes(&self, command: Command, cap: u64) -> Option<Recorded> {

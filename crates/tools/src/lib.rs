@@ -397,11 +397,28 @@ async fn gate_and_run<O: Operation>(
     let cancel = context.signals.cancel.clone();
     // A write of the server's own while commands no stage records run: not theirs.
     #[cfg(unix)]
-    let own_write = matches!(O::KIND, EffectKind::Write { .. }).then(|| context.roots.list().to_vec());
+    let own_write = match O::KIND {
+        EffectKind::Write { .. } if session.terminals.before_own_write().await => {
+            let written: Vec<std::path::PathBuf> =
+                approved.targets.iter().map(|target| target.real().to_path_buf()).collect();
+            Some((context.roots.list().to_vec(), written))
+        }
+        _ => None,
+    };
+    // What ended commands' last folds (or comparisons) recorded goes into the history before
+    // this call runs, so that `changes` lists it and `undo` sees it.
     #[cfg(unix)]
-    if let Some(roots) = &own_write {
-        session.terminals.around_own_write(roots, true).await;
-    }
+    let taken_before = {
+        let mut lines = Vec::new();
+        let records = session.terminals.take_records();
+        if !records.is_empty() {
+            let _held = if _serial.is_none() { Some(session.writes.lock().await) } else { None };
+            for recorded in records {
+                lines.extend(session.record_command(recorded, &first_root, false));
+            }
+        }
+        lines
+    };
     let call = Call {
         subjects: approved.subjects,
         targets: approved.targets,
@@ -421,8 +438,8 @@ async fn gate_and_run<O: Operation>(
     };
     let terminals = &session.terminals;
     #[cfg(unix)]
-    if let Some(roots) = &own_write {
-        terminals.around_own_write(roots, false).await;
+    if let Some((roots, written)) = own_write {
+        terminals.after_own_write(&roots, written).await;
     }
     if !protected_writes.is_empty() {
         terminals.accept_writes(&protected_writes);
@@ -432,6 +449,8 @@ async fn gate_and_run<O: Operation>(
     let mut found = terminals.sweep().await;
     #[cfg(target_os = "linux")]
     found.extend(adopted);
+    #[cfg(unix)]
+    found.extend(taken_before);
     // What background commands and sessions wrote, each fold one undo step.
     #[cfg(unix)]
     let found = {

@@ -4,6 +4,7 @@
 //! dependencies (git-ignored paths) and git's own files (a git dir's objects and refs) are
 //! left out and counted; so is everything when the old content is larger than the cap.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -11,7 +12,6 @@ use sha2::{Digest, Sha256};
 use super::fold::{Folded, What};
 use crate::handle::{DirHandle, Kind};
 use crate::protected::view::read_at;
-use crate::undoable::Ignores;
 pub use crate::undoable::{Recorded, Undoable};
 
 use crate::undoable::MAX_TREE_ENTRIES;
@@ -187,4 +187,44 @@ fn mode_at(dir: &DirHandle, rel: &Path) -> Option<u32> {
 fn sha256_at(dir: &DirHandle, rel: &Path) -> Option<String> {
     let bytes = read_at(dir, rel, 1 << 40)?;
     Some(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Each root's git-ignore rules, read as they are met (`.gitignore` in each directory on the
+/// way, the repository's `info/exclude`).
+#[derive(Default)]
+struct Ignores {
+    by_dir: HashMap<PathBuf, Option<ignore::gitignore::Gitignore>>,
+}
+
+impl Ignores {
+    /// Whether `rel` (beneath `root`) is git-ignored, by a `.gitignore` above it.
+    fn ignored(&mut self, root: &Path, rel: &Path, is_dir: bool) -> bool {
+        let mut dirs: Vec<&Path> = rel.ancestors().skip(1).collect();
+        dirs.reverse();
+        for dir in dirs {
+            let rules = self.by_dir.entry(root.join(dir)).or_insert_with(|| rules_in(root, dir));
+            if let Some(rules) = rules
+                && let Ok(inner) = rel.strip_prefix(dir)
+                && rules.matched_path_or_any_parents(inner, is_dir).is_ignore()
+            {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The rules of `dir`'s `.gitignore` (and, at a repository's top, its `info/exclude`).
+fn rules_in(root: &Path, dir: &Path) -> Option<ignore::gitignore::Gitignore> {
+    let real = DirHandle::open(root).ok()?;
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root.join(dir));
+    let mut any = false;
+    for file in [dir.join(".gitignore"), dir.join(".git/info/exclude")] {
+        if let Some(bytes) = read_at(&real, &file, 1 << 20) {
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                any |= builder.add_line(None, line).is_ok();
+            }
+        }
+    }
+    any.then(|| builder.build().ok()).flatten()
 }

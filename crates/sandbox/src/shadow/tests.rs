@@ -220,7 +220,9 @@ fn a_root_that_cannot_be_opened_is_not_taken_as_emptied() {
 fn the_copies_go_with_the_shadow() {
     let f = fixture(|root| fs::write(root.join("a"), "x").unwrap());
     let dir = f.shadow.path.clone();
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "one pack");
+    let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&dir), mode(&dir.join("pack"))), (0o700, 0o600), "for the server's user alone");
     drop(f.shadow);
     assert!(!dir.exists());
 }
@@ -240,12 +242,70 @@ fn shadows_of_servers_that_are_gone_are_removed() {
 }
 
 #[test]
-fn nothing_deeper_than_the_depth_cap_is_walked() {
+fn a_tree_deeper_than_the_cap_is_left_out_whole() {
     let mut f = fixture(|_| {});
     let deep: PathBuf = (0..MAX_DEPTH + 5).map(|_| "d").collect();
     fs::create_dir_all(f.root.join(&deep)).unwrap();
     fs::write(f.root.join(&deep).join("f"), "x").unwrap();
+    fs::write(f.root.join("beside"), "y").unwrap();
     let recorded = f.changes();
-    assert_eq!(recorded.changes.len(), MAX_DEPTH, "the directories down to the cap, no file below");
-    assert!(recorded.changes.iter().all(|change| matches!(change, Undoable::MadeDir(_))));
+    assert_eq!(recorded.changes, vec![Undoable::Created { path: f.root.join("beside"), sha256: sha(b"y") }]);
+    assert_eq!(recorded.left_out.len(), 1, "{:?}", recorded.left_out);
+    assert!(recorded.left_out[0].starts_with(&format!("`{}` (made a tree more than 100", f.root.join("d").display())));
+}
+
+#[test]
+fn a_gitignore_the_command_changes_does_not_change_what_its_record_holds() {
+    // `local/` was ignored before the command: dropping the rule shows it, but the command
+    // made none of it.
+    let mut f = fixture(|root| {
+        fs::write(root.join(".gitignore"), "local/\n").unwrap();
+        fs::create_dir(root.join("local")).unwrap();
+        fs::write(root.join("local/notes.txt"), "mine").unwrap();
+    });
+    fs::write(f.root.join(".gitignore"), "dist/\n").unwrap();
+    let recorded = f.changes();
+    assert_eq!(recorded.changes.len(), 1, "{recorded:?}");
+    assert_eq!(recorded.changes[0].path(), f.root.join(".gitignore"));
+    // The next command starts from the new rules: `local/` is plain content now.
+    f.shadow.settle();
+    fs::write(f.root.join("local/notes.txt"), "edited").unwrap();
+    assert_eq!(f.changes().changes[0].path(), f.root.join("local/notes.txt"));
+
+    // A command that ignores what it writes is recorded all the same.
+    let mut f = fixture(|root| {
+        fs::create_dir(root.join("src")).unwrap();
+        fs::write(root.join("src/main.py"), "print(1)").unwrap();
+    });
+    fs::write(f.root.join(".gitignore"), "src/\n").unwrap();
+    fs::write(f.root.join("src/main.py"), "pwned").unwrap();
+    let recorded = f.changes();
+    let paths: Vec<&Path> = recorded.changes.iter().map(Undoable::path).collect();
+    assert_eq!(paths, vec![f.root.join(".gitignore").as_path(), f.root.join("src/main.py").as_path()]);
+}
+
+#[test]
+fn build_output_made_or_removed_is_counted_not_recorded() {
+    let mut f = fixture(|root| {
+        fs::write(root.join(".gitignore"), "target/\nnode_modules/\n").unwrap();
+        fs::create_dir(root.join("node_modules")).unwrap();
+    });
+    fs::create_dir(f.root.join("target")).unwrap();
+    fs::write(f.root.join("target/out"), "x").unwrap();
+    fs::remove_dir(f.root.join("node_modules")).unwrap();
+    let recorded = f.changes();
+    assert!(recorded.changes.is_empty(), "{recorded:?}");
+    assert_eq!(recorded.ignored, 2);
+}
+
+#[test]
+fn what_the_server_wrote_is_absorbed_and_what_the_command_wrote_is_not() {
+    let mut f = fixture(|root| fs::write(root.join("shared"), "one").unwrap());
+    fs::write(f.root.join("by_command"), "c").unwrap();
+    fs::create_dir(f.root.join("made")).unwrap();
+    fs::write(f.root.join("made/by_server"), "s").unwrap();
+    fs::write(f.root.join("shared"), "two").unwrap();
+    f.shadow.absorb(&[f.root.join("made/by_server"), f.root.join("shared")]);
+    let recorded = f.changes();
+    assert_eq!(recorded.changes, vec![Undoable::Created { path: f.root.join("by_command"), sha256: sha(b"c") }]);
 }
