@@ -158,3 +158,22 @@ async fn without_a_stage_server_writes_between_a_commands_appends_keep_every_ste
     assert!((0..6).all(|n| !ws.root.join(format!("made{n}.txt")).exists()));
     client.close().await;
 }
+
+/// `undo_unstaged = false`: no copy is made and what such commands write is not recorded.
+#[tokio::test]
+async fn undo_unstaged_false_records_nothing_and_keeps_no_copy() {
+    let ws = Workspace::new();
+    let config = ws.outside.join("off.toml");
+    let state = ws.outside.join("state");
+    std::fs::write(
+        &config,
+        format!("stage_writes = false\nundo_unstaged = false\nstate_dir = \"{}\"\n", state.display()),
+    )
+    .unwrap();
+    let client = Client::start(&ws, &["--config", config.to_str().unwrap()]).await;
+    assert!(!client.run("echo made > made.txt").await.is_error);
+    let changes = client.file(json!({"operation": "changes"})).await;
+    assert!(!changes.text.contains("made.txt"), "{}", changes.text);
+    assert!(!state.join("shadow").exists(), "no copy of the roots");
+    client.close().await;
+}

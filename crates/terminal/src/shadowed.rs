@@ -6,6 +6,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::Terminals;
+use crate::process::group_alive;
+
 use toolbelt_mcp_sandbox::shadow::Shadow;
 use toolbelt_mcp_sandbox::undoable::{Command, Recorded};
 
@@ -85,5 +88,53 @@ impl Shadowed {
         .await
         .ok()
         .flatten()
+    }
+}
+
+impl Terminals {
+    /// Before a command that no stage records starts (`launch.recorded_as`): the shadow of
+    /// `roots` is brought up to date, so what it writes is measured from now. When it cannot
+    /// be, the call's result says why.
+    pub async fn before_unstaged(&self, roots: &[PathBuf]) {
+        if let Err(why) = self.staging.shadowed.settle(roots).await {
+            self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()).push(why);
+        }
+    }
+
+    /// What a command no stage records (`command`) changed since [`Terminals::before_unstaged`]
+    /// (or the last look), for undo (old content at most the session's undo cap).
+    pub async fn unstaged_changes(
+        &self,
+        command: toolbelt_mcp_sandbox::undoable::Command,
+    ) -> Option<toolbelt_mcp_sandbox::undoable::Recorded> {
+        self.staging.shadowed.changes(command, self.staging.undo_cap).await
+    }
+
+    /// Before a write of the server's own while commands no stage records run: what they
+    /// wrote so far is recorded as theirs. Returns whether any such command runs.
+    pub async fn before_own_write(&self) -> bool {
+        let Some(command) = self.running_unstaged() else { return false };
+        let recorded = self.staging.shadowed.changes(command, self.staging.undo_cap).await;
+        self.staging.keep_record(recorded);
+        true
+    }
+
+    /// After that write: what the server wrote at `written` (absolute paths; every path of
+    /// the roots when it cannot say) is taken into the shadow, so it is not recorded as a
+    /// command's, while what the commands wrote elsewhere meanwhile still is.
+    pub async fn after_own_write(&self, roots: &[PathBuf], written: Vec<PathBuf>) {
+        if written.is_empty() {
+            if let Err(why) = self.staging.shadowed.settle(roots).await {
+                self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()).push(why);
+            }
+        } else {
+            self.staging.shadowed.absorb(written).await;
+        }
+    }
+
+    /// A running command no stage records, as its records name it.
+    fn running_unstaged(&self) -> Option<toolbelt_mcp_sandbox::undoable::Command> {
+        let tracked = self.staging.tracked.lock().unwrap_or_else(|p| p.into_inner());
+        tracked.iter().filter(|t| group_alive(t.pgid)).find_map(|t| t.recorded_as.clone())
     }
 }

@@ -68,6 +68,7 @@ layer! {
     max_undo_bytes: Option<u64>,
     max_undo_total_bytes: Option<u64>,
     undo_ignored: Option<bool>,
+    undo_unstaged: Option<bool>,
     sandbox: Option<SandboxMode>,
     network: Option<Network>,
     network_allow: Joined<String>,

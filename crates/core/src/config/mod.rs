@@ -76,6 +76,10 @@ pub struct Config {
     /// Whether what commands write in git-ignored paths (build output, dependencies) is
     /// recorded for undo too.
     pub undo_ignored: bool,
+    /// Whether what commands without a staging layer write (macOS; Linux with `stage_writes =
+    /// false`) is recorded for undo, by comparing the roots with a copy before and after each
+    /// command (two walks of the roots' metadata per command).
+    pub undo_unstaged: bool,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
     /// Where the default config file lives (`$XDG_CONFIG_HOME/toolbelt-mcp`), read or not:
@@ -300,6 +304,7 @@ impl Config {
             max_undo_bytes: settings.max_undo_bytes.unwrap_or(DEFAULT_UNDO_BYTES),
             max_undo_total_bytes: settings.max_undo_total_bytes.unwrap_or(DEFAULT_UNDO_TOTAL_BYTES),
             undo_ignored: settings.undo_ignored.unwrap_or(false),
+            undo_unstaged: settings.undo_unstaged.unwrap_or(true),
             config_file,
             config_dir: xdg_dir(env, "XDG_CONFIG_HOME", ".config").join("toolbelt-mcp"),
             sandbox,

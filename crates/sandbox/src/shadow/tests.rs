@@ -3,6 +3,8 @@
 #![allow(clippy::disallowed_methods)]
 
 use super::*;
+use crate::undoable::Undoable;
+use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 

@@ -128,6 +128,7 @@ fn launch(
     #[cfg(unix)]
     let recorded_as = (confinement.is_some()
         && !staged
+        && context.config.undo_unstaged
         && context.config.sandbox != toolbelt_mcp_sandbox::mode::SandboxMode::ReadOnly)
         .then(|| toolbelt_mcp_sandbox::undoable::Command {
             line: line.to_string(),
