@@ -98,13 +98,11 @@ async fn without_a_stage_a_background_command_is_recorded_and_own_edits_stay_apa
     while client.term("read_output", json!({"session_id": id, "wait_ms": 200})).await.structured["status"] == "running"
         && std::time::Instant::now() < deadline
     {}
-    // Its end is a defined point: the next calls list what it wrote.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut changes = client.file(json!({"operation": "changes"})).await;
-    while !changes.text.contains("bg.txt") && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        changes = client.file(json!({"operation": "changes"})).await;
-    }
+    // Its end is a defined point: recorded then (not at the next call's end), so the first
+    // `changes` after it lists what it wrote, even where its namespace's init is left a zombie
+    // that no PID 1 reaps.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let changes = client.file(json!({"operation": "changes"})).await;
     assert!(changes.text.contains("bg.txt"), "{}", changes.text);
     // The newest step is the command's: `bg.txt` (and the test's own `go`) go, the edit stays.
     let undone = client.file(undo()).await;
@@ -175,5 +173,27 @@ async fn undo_unstaged_false_records_nothing_and_keeps_no_copy() {
     let changes = client.file(json!({"operation": "changes"})).await;
     assert!(!changes.text.contains("made.txt"), "{}", changes.text);
     assert!(!state.join("shadow").exists(), "no copy of the roots");
+    client.close().await;
+}
+
+/// A command started while a background one runs: what the background one wrote before is
+/// recorded as its own first, not taken in as nobody's; every write is undone in the end.
+#[tokio::test]
+async fn without_a_stage_a_command_started_beside_a_running_one_leaves_its_writes_recorded() {
+    let ws = Workspace::new();
+    let client = unstaged(&ws).await;
+    let started = client
+        .term("run_command", json!({"command": "echo x > x; sleep 1; echo y > y", "background": true, "wait_ms": 0}))
+        .await;
+    assert!(!started.is_error, "{}", started.text);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(!client.run("echo f > f").await.is_error);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let changes = client.file(json!({"operation": "changes"})).await;
+    for name in ["`x`", "`y`", "`f`"] {
+        assert!(changes.text.contains(name), "{name}: {}", changes.text);
+    }
+    while !client.file(undo()).await.is_error {}
+    assert!(["x", "y", "f"].iter().all(|name| !ws.root.join(name).exists()));
     client.close().await;
 }

@@ -276,6 +276,41 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Whether any process of group `pgid` runs, zombies aside (Linux: read from `/proc`; a
+/// group's zombie is still a member to `kill(-pgid, 0)`). Elsewhere: whether the group
+/// answers a null signal.
+pub fn group_running(pgid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+        entries.flatten().any(|entry| {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().filter(|name| name.bytes().all(|b| b.is_ascii_digit())) else {
+                return false;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            // After the name in parentheses: state, ppid, pgrp.
+            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            let mut fields = rest.split_whitespace();
+            let (state, pgrp) = (fields.next(), fields.nth(1));
+            state != Some("Z") && pgrp.and_then(|pgrp| pgrp.parse::<u32>().ok()) == Some(pgid)
+        })
+    }
+    #[cfg(unix)]
+    #[cfg(not(target_os = "linux"))]
+    {
+        i32::try_from(pgid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+    }
+    #[cfg(windows)]
+    {
+        let _ = pgid;
+        true
+    }
+}
+
 /// Whether a `/proc/PID/stat` line is a zombie's: its state, after the command name in
 /// parentheses (which may hold spaces and parentheses itself), is `Z`.
 #[cfg(target_os = "linux")]

@@ -337,7 +337,12 @@ pub async fn wait_group_gone(pgid: u32, poll: std::time::Duration, within: Optio
 pub fn group_alive(pgid: u32) -> bool {
     use rustix::process::Pid;
     Pid::from_raw(pgid as i32).is_some_and(|pid| {
-        rustix::process::test_kill_process_group(pid).is_ok() || rustix::process::test_kill_process(pid).is_ok()
+        // The leader (this server's child, reaped as it ends) answers: the group runs. Past
+        // it, a zombie left in the group (a PID namespace's init whose parent ended first,
+        // handed to a PID 1 that does not reap, as in many containers) answers too: only a
+        // member that runs counts.
+        rustix::process::test_kill_process(pid).is_ok()
+            || (rustix::process::test_kill_process_group(pid).is_ok() && toolbelt_mcp_sandbox::fs::group_running(pgid))
     })
 }
 

@@ -96,6 +96,11 @@ impl Terminals {
     /// `roots` is brought up to date, so what it writes is measured from now. When it cannot
     /// be, the call's result says why.
     pub async fn before_unstaged(&self, roots: &[PathBuf]) {
+        // What commands still running wrote since their last look is theirs: recorded now,
+        // which brings the shadow up to date too (rather than taken in as nobody's).
+        if self.before_own_write().await {
+            return;
+        }
         if let Err(why) = self.staging.shadowed.settle(roots).await {
             self.staging.notes.lock().unwrap_or_else(|p| p.into_inner()).push(why);
         }

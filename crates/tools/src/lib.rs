@@ -416,6 +416,10 @@ async fn gate_and_run<O: Operation>(
             for recorded in records {
                 lines.extend(session.record_command(recorded, &first_root, false));
             }
+            // This call's own change is a step of its own, not part of the commands' last one.
+            if _serial.is_some() {
+                session.begin_call();
+            }
         }
         lines
     };

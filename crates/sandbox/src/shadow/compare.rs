@@ -10,6 +10,9 @@ use super::{Key, MAX_DEPTH, Seen, Shadow, hash_at, merge_join, under_unreadable}
 use crate::handle::{DirHandle, Kind};
 use crate::undoable::{Recorded, Undoable};
 
+/// How far a file's time may lag the clock a command's start was read from.
+const TIME_MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Shadow {
     /// Adds to `out` what differs between the last walk and `walked`: removals first (a
     /// removed directory as one tree), then what was made or rewritten, directories before
@@ -18,13 +21,29 @@ impl Shadow {
     pub(super) fn compare(
         &self,
         before: &BTreeMap<Key, Seen>,
-        (unreadable, deep): (&[Key], &[Key]),
+        (unreadable, deep_before): (&[Key], &[Key]),
         handles: &[Option<DirHandle>],
         cap: u64,
         out: &mut Recorded,
     ) {
         let mut made = Vec::new();
         let mut removed_dirs: Vec<&Key> = Vec::new();
+        // Less a margin: file times come from a clock that may lag by a tick.
+        let started = out.command.as_ref().and_then(|command| command.started.checked_sub(TIME_MARGIN));
+        // The files the last walk saw, by identity: a file that appears with a time before the
+        // command started and none of these identities came from where nothing is recorded.
+        let known = std::cell::OnceCell::new();
+        let moved_in = |now: &Seen| {
+            started.is_some_and(|started| before_time(now.version.mtime, started))
+                && !known
+                    .get_or_init(|| {
+                        before
+                            .values()
+                            .map(|seen| (seen.version.dev, seen.version.ino))
+                            .collect::<std::collections::HashSet<_>>()
+                    })
+                    .contains(&(now.version.dev, now.version.ino))
+        };
         for (key, old, now) in merge_join(before.iter(), self.seen.iter()) {
             if under_unreadable(unreadable, key) {
                 continue;
@@ -47,7 +66,7 @@ impl Shadow {
                 if old.kind == Kind::Dir {
                     removed_dirs.push(key);
                 }
-                match self.removal(before, key, old) {
+                match self.removal(before, deep_before, key, old) {
                     Ok(change) => out.changes.push(change),
                     Err(why) => out.left_out.push(format!("`{}` ({why})", path().display())),
                 }
@@ -69,6 +88,11 @@ impl Shadow {
                 }
                 None => match now.kind {
                     Kind::Dir => made.push(Undoable::MadeDir(path())),
+                    // Undo would delete it, and nothing could bring back where it came from.
+                    Kind::File | Kind::Link if moved_in(now) => out.left_out.push(format!(
+                        "`{}` (appeared with a time before the command started: moved here from a path not recorded, such as a git-ignored one, or copied with its times; `undo` leaves it)",
+                        path().display()
+                    )),
                     Kind::File => match self.hash_now(now, root, key) {
                         Some(sha256) => made.push(Undoable::Created { path: path(), sha256 }),
                         None => {
@@ -83,7 +107,7 @@ impl Shadow {
                 },
             }
         }
-        self.leave_out_deep(before, deep, &mut made, out);
+        self.leave_out_deep(before, &mut made, out);
         out.changes.extend(made);
         if out.changes.iter().map(Undoable::bytes).sum::<u64>() > cap {
             out.too_large = true;
@@ -93,8 +117,8 @@ impl Shadow {
 
     /// A tree made deeper than the walk looks is left out whole (undo could not take away
     /// what it never saw below the cap), from the outermost directory the command made.
-    fn leave_out_deep(&self, before: &BTreeMap<Key, Seen>, deep: &[Key], made: &mut Vec<Undoable>, out: &mut Recorded) {
-        for deep in deep {
+    fn leave_out_deep(&self, before: &BTreeMap<Key, Seen>, made: &mut Vec<Undoable>, out: &mut Recorded) {
+        for deep in &self.deep {
             let mut top = deep.1.clone();
             while let Some(parent) = top.parent().filter(|parent| !before.contains_key(&(deep.0, parent.clone()))) {
                 top = parent;
@@ -122,7 +146,13 @@ impl Shadow {
     }
 
     /// What the last walk (`before`) saw at `key`, which is gone, as undo needs it.
-    fn removal(&self, before: &BTreeMap<Key, Seen>, key: &Key, old: &Seen) -> Result<Undoable, String> {
+    fn removal(
+        &self,
+        before: &BTreeMap<Key, Seen>,
+        deep_before: &[Key],
+        key: &Key,
+        old: &Seen,
+    ) -> Result<Undoable, String> {
         let path = self.roots[key.0].join(key.1.as_path());
         match old.kind {
             Kind::File => match old.copy.and_then(|copy| self.read_copy(copy)) {
@@ -135,6 +165,9 @@ impl Shadow {
                 files: Vec::new(),
                 links: vec![(path, old.target.clone().unwrap_or_default())],
             }),
+            Kind::Dir if deep_before.iter().any(|deep| deep.0 == key.0 && key.1.holds(&deep.1)) => Err(format!(
+                "removed a directory that held a tree more than {MAX_DEPTH} directories deep: not recorded"
+            )),
             Kind::Dir => self.removed_tree(before, key).map_err(|why| format!("removed a directory: {why}")),
             Kind::Other => Err("removed a special file: not recorded".into()),
         }
@@ -171,4 +204,10 @@ impl Shadow {
         dirs.sort_by_key(|dir| dir.components().count());
         Ok(Undoable::RemovedTree { path: root.join(key.1.as_path()), dirs, files, links })
     }
+}
+
+/// Whether a file time `(seconds, nanoseconds)` lies before `at`.
+fn before_time((secs, nanos): (i64, i64), at: std::time::SystemTime) -> bool {
+    let Ok(at) = at.duration_since(std::time::UNIX_EPOCH) else { return false };
+    secs < 0 || std::time::Duration::new(secs as u64, nanos.clamp(0, 999_999_999) as u32) < at
 }

@@ -57,6 +57,8 @@ pub struct Shadow {
     max_total: u64,
     /// What the last walk saw, by root (its index) and path beneath it.
     seen: BTreeMap<Key, Seen>,
+    /// Directories the last walk did not look into for the depth cap (they held more).
+    deep: Vec<Key>,
     pack: Pack,
     /// Why the last walk could not be compared (the tree is too large), if so.
     cut: Option<String>,
@@ -110,7 +112,19 @@ impl Shadow {
         crate::fs::create_private_dir(&path)?;
         let dir = DirHandle::open(&path)?;
         let pack = Pack::create(&dir)?;
-        Ok(Self { path, dir, roots, skip, ignored_too, max_file, max_total, seen: BTreeMap::new(), pack, cut: None })
+        Ok(Self {
+            path,
+            dir,
+            roots,
+            skip,
+            ignored_too,
+            max_file,
+            max_total,
+            seen: BTreeMap::new(),
+            deep: Vec::new(),
+            pack,
+            cut: None,
+        })
     }
 
     /// The roots it copies.
@@ -175,7 +189,8 @@ impl Shadow {
             }
         };
         let was_cut = self.cut.take();
-        let (unreadable, deep) = (walked.unreadable.clone(), walked.deep.clone());
+        let unreadable = walked.unreadable.clone();
+        let deep_before = std::mem::replace(&mut self.deep, walked.deep.clone());
         // Copied first, compared after: what a record says a file holds now is the copy the
         // next record starts from, byte for byte, however fast the command writes.
         let old = self.take(walked, &handles, None);
@@ -185,7 +200,7 @@ impl Shadow {
                 // Nothing to compare with: the last walk was cut short.
                 out.left_out.push(why);
             } else {
-                self.compare(&old, (&unreadable, &deep), &handles, cap, &mut out);
+                self.compare(&old, (&unreadable, &deep_before), &handles, cap, &mut out);
             }
         }
         self.compact();

@@ -12,6 +12,8 @@ struct Fixture {
     _tmp: tempfile::TempDir,
     root: PathBuf,
     shadow: Shadow,
+    /// When "the command" started: before the first settle.
+    started: std::time::SystemTime,
 }
 
 fn fixture(build: impl FnOnce(&Path)) -> Fixture {
@@ -21,7 +23,8 @@ fn fixture(build: impl FnOnce(&Path)) -> Fixture {
     fs::create_dir(&root).unwrap();
     build(&root);
     let shadow = Shadow::new(base.join("shadow"), vec![root.clone()], Vec::new(), false, (1 << 20, 4 << 20)).unwrap();
-    let mut fixture = Fixture { _tmp: tmp, root, shadow };
+    let started = std::time::SystemTime::now();
+    let mut fixture = Fixture { _tmp: tmp, root, shadow, started };
     fixture.shadow.settle();
     fixture
 }
@@ -32,7 +35,7 @@ fn command() -> Command {
 
 impl Fixture {
     fn changes(&mut self) -> Recorded {
-        self.shadow.changes(command(), 1 << 30)
+        self.shadow.changes(Command { line: "a command".into(), started: self.started }, 1 << 30)
     }
 }
 
@@ -310,4 +313,46 @@ fn what_the_server_wrote_is_absorbed_and_what_the_command_wrote_is_not() {
     f.shadow.absorb(&[f.root.join("made/by_server"), f.root.join("shared")]);
     let recorded = f.changes();
     assert_eq!(recorded.changes, vec![Undoable::Created { path: f.root.join("by_command"), sha256: sha(b"c") }]);
+}
+
+#[test]
+fn a_file_moved_in_from_where_nothing_is_recorded_is_left_out_not_offered_to_undo() {
+    // Undo would delete it, and the ignored place it came from is not recorded: it stays.
+    let mut f = fixture(|root| {
+        fs::write(root.join(".gitignore"), "local/\n").unwrap();
+        fs::create_dir(root.join("local")).unwrap();
+        fs::write(root.join("local/notes.txt"), "mine").unwrap();
+        fs::write(root.join("seen.txt"), "seen").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for name in ["local/notes.txt", "seen.txt"] {
+            fs::File::options().append(true).open(root.join(name)).unwrap().set_modified(old).unwrap();
+        }
+    });
+    fs::create_dir(f.root.join("src")).unwrap();
+    fs::rename(f.root.join("local/notes.txt"), f.root.join("src/notes.txt")).unwrap();
+    // A move within what is recorded keeps its old time too, but its old place is recorded.
+    fs::rename(f.root.join("seen.txt"), f.root.join("src/seen.txt")).unwrap();
+    let recorded = f.changes();
+    let paths: Vec<&Path> = recorded.changes.iter().map(Undoable::path).collect();
+    assert_eq!(
+        paths,
+        vec![f.root.join("seen.txt").as_path(), f.root.join("src").as_path(), f.root.join("src/seen.txt").as_path()]
+    );
+    assert!(
+        recorded.left_out[0]
+            .starts_with(&format!("`{}` (appeared with a time before", f.root.join("src/notes.txt").display()))
+    );
+}
+
+#[test]
+fn removing_a_tree_deeper_than_the_cap_is_said_not_recorded() {
+    let deep: PathBuf = std::iter::once("top").chain((0..MAX_DEPTH + 5).map(|_| "d")).collect();
+    let mut f = fixture(|root| {
+        fs::create_dir_all(root.join(&deep)).unwrap();
+        fs::write(root.join(&deep).join("leaf"), "x").unwrap();
+    });
+    fs::remove_dir_all(f.root.join("top")).unwrap();
+    let recorded = f.changes();
+    assert!(recorded.changes.is_empty(), "{recorded:?}");
+    assert!(recorded.left_out[0].contains("held a tree more than 100 directories deep"), "{:?}", recorded.left_out);
 }
