@@ -77,6 +77,15 @@ impl Shadow {
                     if now.kind != Kind::File || (old.version == now.version && old.mode == now.mode && !old.racy) {
                         continue;
                     }
+                    // Replaced by a file from where nothing is recorded: putting the old bytes back
+                    // would lose the only copy of what came (`mv ignored/x here`).
+                    if (old.version.dev, old.version.ino) != (now.version.dev, now.version.ino) && moved_in(now) {
+                        out.left_out.push(format!(
+                            "`{}` (replaced by a file with a time before the command started: moved here from a path not recorded, such as a git-ignored one, or copied with its times; `undo` leaves it, and what it held before is not recorded)",
+                            path().display()
+                        ));
+                        continue;
+                    }
                     let Some(sha256) = self.hash_now(now, root, key) else { continue };
                     match old.copy.and_then(|copy| self.read_copy(copy)) {
                         Some(before) if old.mode == now.mode && hex::encode(Sha256::digest(&before)) == sha256 => {}

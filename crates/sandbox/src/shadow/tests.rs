@@ -356,3 +356,27 @@ fn removing_a_tree_deeper_than_the_cap_is_said_not_recorded() {
     assert!(recorded.changes.is_empty(), "{recorded:?}");
     assert!(recorded.left_out[0].contains("held a tree more than 100 directories deep"), "{:?}", recorded.left_out);
 }
+
+#[test]
+fn a_file_moved_over_another_from_where_nothing_is_recorded_is_left_out() {
+    // Putting the old bytes back would lose the only copy of what came.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let mut f = fixture(|root| {
+        fs::write(root.join(".gitignore"), "local/\n").unwrap();
+        fs::create_dir(root.join("local")).unwrap();
+        fs::write(root.join("local/precious.txt"), "precious").unwrap();
+        fs::File::options().append(true).open(root.join("local/precious.txt")).unwrap().set_modified(old).unwrap();
+        fs::write(root.join("existing.txt"), "old").unwrap();
+    });
+    fs::rename(f.root.join("local/precious.txt"), f.root.join("existing.txt")).unwrap();
+    let recorded = f.changes();
+    assert!(recorded.changes.is_empty(), "{recorded:?}");
+    let said = format!("`{}` (replaced by a file with a time before", f.root.join("existing.txt").display());
+    assert!(recorded.left_out[0].starts_with(&said), "{:?}", recorded.left_out);
+    // Rewritten in place, a file keeps its identity: an ordinary change, whatever its time.
+    fs::write(f.root.join("existing.txt"), "rewritten").unwrap();
+    fs::File::options().append(true).open(f.root.join("existing.txt")).unwrap().set_modified(old).unwrap();
+    let recorded = f.changes();
+    assert_eq!(recorded.changes.len(), 1, "{recorded:?}");
+    assert!(matches!(&recorded.changes[0], Undoable::Modified { before, .. } if before == b"precious"));
+}
