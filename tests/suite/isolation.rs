@@ -161,7 +161,14 @@ async fn the_servers_environment_and_processes_are_out_of_reach() {
     let typed = client
         .term("send_input", json!({"session_id": id, "input": "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c sk-fake", "wait_ms": 500}))
         .await;
-    assert!(typed.joined("output").lines().any(|l| l.trim() == "0"), "{}", typed.text);
+    // The count comes when the shell gets to it: on a loaded machine, after the first wait.
+    let mut output = typed.joined("output");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !output.lines().any(|l| l.trim().parse::<u32>().is_ok()) && std::time::Instant::now() < deadline {
+        output.push_str(&client.term("read_output", json!({"session_id": id, "wait_ms": 500})).await.joined("output"));
+    }
+    let count = output.lines().map(str::trim).find(|l| l.parse::<u32>().is_ok());
+    assert_eq!(count, Some("0"), "a session read the server's secrets: {output}");
     client.close().await;
 }
 
