@@ -52,7 +52,7 @@ impl Shadowed {
                 if let Some(parent) = dir.parent() {
                     toolbelt_mcp_sandbox::fs::create_private_dir(parent).map_err(|err| err.to_string())?;
                     // What servers killed before they could remove theirs left.
-                    toolbelt_mcp_sandbox::shadow::remove_stale(parent);
+                    toolbelt_mcp_sandbox::fs::remove_dirs_of_dead_servers(parent, "");
                 }
                 *held = Some(Shadow::new(dir, roots, skip, ignored_too, caps).map_err(|err| err.to_string())?);
             }

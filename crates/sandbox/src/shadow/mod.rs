@@ -328,9 +328,13 @@ impl Shadow {
     fn compact(&mut self) {
         if self.pack.wants_compacting() {
             let slots = self.seen.values_mut().filter_map(|seen| seen.copy.as_mut());
-            if self.pack.compact(&self.dir, slots).is_err() {
-                // The copies cannot be trusted now: the next walk starts afresh.
+            if let Err(err) = self.pack.compact(&self.dir, slots) {
+                // The copies cannot be trusted now: the next walk starts afresh, and the next
+                // record says why it has nothing to compare with.
                 self.forget();
+                self.cut = Some(format!(
+                    "the copy of the roots could not be rewritten ({err}): what commands wrote since is not recorded for undo"
+                ));
             }
         }
     }
@@ -383,19 +387,6 @@ impl Shadow {
     }
 }
 
-/// Removes the shadows under `parent` (`<pid>-<n>`) whose server is gone (killed before it
-/// could remove its own).
-pub fn remove_stale(parent: &Path) {
-    let listed = DirHandle::open(parent).and_then(|dir| dir.open_beneath(Path::new(""))).and_then(|dir| dir.entries());
-    let Ok(names) = listed else { return };
-    for name in names {
-        let pid = name.to_str().and_then(|name| name.split_once('-')).and_then(|(pid, _)| pid.parse::<u32>().ok());
-        if pid.is_some_and(|pid| !crate::fs::process_alive(pid)) {
-            crate::fs::remove_state_dir(&parent.join(&name));
-        }
-    }
-}
-
 impl Drop for Shadow {
     fn drop(&mut self) {
         crate::fs::remove_state_dir(&self.path);
@@ -442,7 +433,7 @@ fn under_unreadable(unreadable: &[Key], key: &Key) -> bool {
 }
 
 /// The sha256 (hex) of the regular file at `rel` beneath `root`, read as a stream.
-fn hash_at(root: &DirHandle, rel: &Path) -> Option<String> {
+pub(crate) fn hash_at(root: &DirHandle, rel: &Path) -> Option<String> {
     let parent = root.open_beneath(rel.parent().unwrap_or(Path::new(""))).ok()?;
     let mut file = parent.open_read(rel.file_name()?).ok()?;
     if !file.metadata().ok()?.is_file() {

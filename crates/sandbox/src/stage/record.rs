@@ -7,8 +7,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use super::fold::{Folded, What};
 use crate::handle::{DirHandle, Kind};
 use crate::protected::view::read_at;
@@ -185,8 +183,7 @@ fn mode_at(dir: &DirHandle, rel: &Path) -> Option<u32> {
 
 /// The sha256 (hex) of the regular file at `rel` beneath `dir`.
 fn sha256_at(dir: &DirHandle, rel: &Path) -> Option<String> {
-    let bytes = read_at(dir, rel, 1 << 40)?;
-    Some(hex::encode(Sha256::digest(&bytes)))
+    crate::shadow::hash_at(dir, rel)
 }
 
 /// Each root's git-ignore rules, read as they are met (`.gitignore` in each directory on the
